@@ -1,0 +1,80 @@
+"""One protocol for every database engine; one module per engine with only what differs.
+
+Adding an engine means adding a module that implements `Dialect` and registering it in
+`DIALECTS`, plus a test fixture; the lifecycle conformance suite runs unchanged.
+"""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.selectable import Select
+
+JsonKind = Literal["string", "number", "boolean"]
+JsonPath = Sequence[str | int]
+
+
+class Dialect(Protocol):
+    name: str
+    """The SQLAlchemy backend name this module serves (`postgresql`, `sqlite`)."""
+
+    driver_url_scheme: str
+    """The URL scheme tablequeue connects with, driver included (`postgresql+psycopg`)."""
+
+    json_type: sa.types.TypeEngine[Any]
+    """Column type of `message`, `previous_message`, `headers`, `result`, `progress`."""
+
+    def configure_engine(self, engine: Engine) -> None:
+        """Install per-connection settings (pragmas, transaction mode)."""
+
+    def now(self) -> sa.ColumnElement[datetime]:
+        """The database's current time, in the same representation the timestamp columns use."""
+
+    def seconds_from_now(self, seconds: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
+        """now() plus a (bound, possibly negative or fractional) number of seconds."""
+
+    def json_scalar(
+        self, column: sa.ColumnElement[Any], path: JsonPath, kind: JsonKind
+    ) -> sa.ColumnElement[Any]:
+        """The JSON value at `path` as an SQL value when it is of `kind`, else SQL NULL.
+
+        Path segments are bound as parameters, never formatted into the SQL text.
+        """
+
+    def json_is_null(self, column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[bool]:
+        """True when the value at `path` is missing or JSON null."""
+
+    def insert(self, table: sa.Table) -> Insert:
+        """An INSERT that supports `on_conflict_message_id`."""
+
+    def on_conflict_message_id(
+        self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
+    ) -> Insert:
+        """Turn the insert into an upsert on `message_id`; `set_` values may use `excluded`."""
+
+    def excluded(self, insert: Insert) -> Any:
+        """The pseudo-table of the row that failed to insert (`EXCLUDED`)."""
+
+    def lock_candidates(self, select: Select[Any]) -> Select[Any]:
+        """Make the lease candidate query skip rows other transactions hold."""
+
+    def lock_for_ddl(self, connection: Connection, key: str) -> None:
+        """Serialize schema changes for `key` across processes, for this transaction."""
+
+
+def for_backend(backend: str) -> Dialect:
+    from . import postgresql, sqlite
+
+    dialects: dict[str, Dialect] = {"postgresql": postgresql.DIALECT, "sqlite": sqlite.DIALECT}
+    try:
+        return dialects[backend]
+    except KeyError:
+        from ..errors import InvalidInput
+
+        raise InvalidInput(
+            f"unsupported database engine {backend!r}: tablequeue supports "
+            + ", ".join(sorted(dialects))
+        ) from None

@@ -1,0 +1,104 @@
+"""SQLite: one writer at a time, so every transaction is BEGIN IMMEDIATE; WAL for readers.
+
+Timestamps are ISO text in SQLAlchemy's storage format (`YYYY-MM-DD HH:MM:SS.ffffff`, UTC), and
+SQL-side clock values are produced in exactly that format so that text comparison orders them.
+"""
+
+import json
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.selectable import Select
+
+from . import JsonKind, JsonPath
+
+_TYPES: dict[JsonKind, tuple[str, ...]] = {
+    "string": ("text",),
+    "number": ("integer", "real"),
+    "boolean": ("true", "false"),
+}
+_CLOCK_FORMAT = "%Y-%m-%d %H:%M:%f"
+_BUSY_TIMEOUT_MS = 30_000
+
+
+def _path(path: JsonPath) -> sa.BindParameter[str]:
+    """A JSON path like `$."Product"."Sku"[0]`, bound as one parameter."""
+    parts = ["$"]
+    for segment in path:
+        parts.append(f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment))
+    return sa.bindparam(None, "".join(parts), type_=sa.Text)
+
+
+def _clock(*modifiers: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
+    # strftime's %f has milliseconds; pad to the microseconds of the storage format.
+    text = sa.func.strftime(_CLOCK_FORMAT, "now", *modifiers).op("||")("000")
+    return sa.type_coerce(text, sa.DateTime())
+
+
+class SqliteDialect:
+    name = "sqlite"
+    driver_url_scheme = "sqlite"
+    json_type: sa.types.TypeEngine[Any] = sqlite.JSON()
+
+    def configure_engine(self, engine: Engine) -> None:
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            # Take transaction control away from the sqlite3 module so BEGIN IMMEDIATE is ours.
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(connection: Connection) -> None:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    def now(self) -> sa.ColumnElement[datetime]:
+        return _clock()
+
+    def seconds_from_now(self, seconds: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
+        modifier = sa.cast(sa.func.round(seconds, 3), sa.Text).op("||")(" seconds")
+        return _clock(modifier)
+
+    def json_scalar(
+        self, column: sa.ColumnElement[Any], path: JsonPath, kind: JsonKind
+    ) -> sa.ColumnElement[Any]:
+        json_type = sa.func.json_type(column, _path(path))
+        if kind == "boolean":
+            return sa.case((json_type == "true", True), (json_type == "false", False))
+        return sa.case(
+            (json_type.in_(_TYPES[kind]), sa.func.json_extract(column, _path(path))),
+            else_=sa.null(),
+        )
+
+    def json_is_null(self, column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[bool]:
+        return sa.func.coalesce(sa.func.json_type(column, _path(path)), "null") == "null"
+
+    def insert(self, table: sa.Table) -> Insert:
+        return sqlite.insert(table)
+
+    def on_conflict_message_id(
+        self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
+    ) -> Insert:
+        assert isinstance(insert, sqlite.Insert)
+        return insert.on_conflict_do_update(index_elements=["message_id"], set_=set_, where=where)
+
+    def excluded(self, insert: Insert) -> Any:
+        assert isinstance(insert, sqlite.Insert)
+        return insert.excluded
+
+    def lock_candidates(self, select: Select[Any]) -> Select[Any]:
+        return select  # BEGIN IMMEDIATE already made this transaction the only writer
+
+    def lock_for_ddl(self, connection: Connection, key: str) -> None:
+        pass  # BEGIN IMMEDIATE already serializes
+
+
+DIALECT = SqliteDialect()

@@ -1,0 +1,73 @@
+"""Validation of every name that ends up near SQL text: queue names, table names, statuses.
+
+Identifiers are validated here and then always quoted by SQLAlchemy's dialect; values are bound.
+"""
+
+import re
+
+from .errors import InvalidInput
+
+QUEUE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+STATUS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+RESERVED_TABLE_PREFIX = "tablequeue_"
+
+PENDING = "Pending"
+SLEEPING = "Sleeping"
+LEASED = "Leased"
+PROCESSED = "Processed"
+ERROR = "Error"
+ABANDONED = "Abandoned"
+CANCELLED = "Cancelled"
+EXPIRED = "Expired"
+
+LEASABLE = (PENDING, SLEEPING)
+BUILT_IN = (PENDING, SLEEPING, LEASED, PROCESSED, ERROR, ABANDONED, CANCELLED, EXPIRED)
+FINAL = (PROCESSED, ERROR, ABANDONED, CANCELLED, EXPIRED)
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 80 else value[:77] + "...")
+
+
+def queue_name(name: str) -> str:
+    if not isinstance(name, str) or not QUEUE_NAME.match(name):
+        raise InvalidInput(
+            f"invalid queue name {_shown(str(name))}: use 1-63 lowercase letters, digits and '-', "
+            "starting with a letter and not ending with '-'"
+        )
+    return name
+
+
+def table_name(name: str) -> str:
+    if not isinstance(name, str) or not TABLE_NAME.match(name):
+        raise InvalidInput(
+            f"invalid table name {_shown(str(name))}: use 1-63 lowercase letters, digits and '_', "
+            "starting with a letter"
+        )
+    if name.startswith(RESERVED_TABLE_PREFIX):
+        raise InvalidInput(
+            f"invalid table name {_shown(name)}: the prefix {RESERVED_TABLE_PREFIX!r} is reserved"
+        )
+    return name
+
+
+def table_for_queue(queue: str) -> str:
+    return table_name(queue_name(queue).replace("-", "_"))
+
+
+def status(value: str) -> str:
+    if not isinstance(value, str) or not STATUS.match(value):
+        raise InvalidInput(
+            f"invalid status {_shown(str(value))}: use 1-64 letters, digits, '_' and '-', "
+            "starting with a letter"
+        )
+    return value
+
+
+def settable_status(value: str) -> str:
+    """A status a person or an enqueue may set: anything valid except Leased."""
+    status(value)
+    if value == LEASED:
+        raise InvalidInput("status 'Leased' is set only by leasing; choose another status")
+    return value
