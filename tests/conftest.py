@@ -7,10 +7,14 @@ suite. A new engine is one more fixture branch here and one dialect module.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tablequeue import Database, Queue, connect
+from tablequeue.spec import QueueResource
 
 from .postgres_server import PostgresServer, postgres_server
 
@@ -38,3 +42,20 @@ def sqlite_url(tmp_path: Path) -> str:
 def db_url(request: pytest.FixtureRequest) -> str:
     fixture = {"postgresql": "postgres_url", "sqlite": "sqlite_url"}[request.param]
     return str(request.getfixturevalue(fixture))
+
+
+@pytest.fixture
+def database(db_url: str) -> Iterator[Database]:
+    with connect(db_url) as db:
+        yield db
+
+
+@pytest.fixture
+def make_queue(database: Database) -> Callable[..., Queue]:
+    """Apply a Queue with the given spec fields (snake_case) and return its handle."""
+
+    def make(name: str = "orders", **spec: Any) -> Queue:
+        database.apply(QueueResource.from_name(name, **spec))
+        return database.queue(name)
+
+    return make

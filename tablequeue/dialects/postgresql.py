@@ -35,7 +35,7 @@ class PostgresDialect:
         return sa.func.now(type_=sa.DateTime(timezone=True))
 
     def seconds_from_now(self, seconds: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
-        interval = sa.func.make_interval(0, 0, 0, 0, 0, 0, sa.cast(seconds, sa.Float))
+        interval = sa.cast(seconds, sa.Float) * sa.literal_column("interval '1 second'")
         return sa.type_coerce(self.now() + interval, sa.DateTime(timezone=True))
 
     def json_scalar(

@@ -34,10 +34,16 @@ def _path(path: JsonPath) -> sa.BindParameter[str]:
     return sa.bindparam(None, "".join(parts), type_=sa.Text)
 
 
+def _sql(text: str) -> sa.ColumnElement[Any]:
+    # Constants of our own, written as SQL text rather than bound: SQLite's positional parameters
+    # must all belong to the rows of a multi-row INSERT for SQLAlchemy to batch it.
+    return sa.literal_column(text)
+
+
 def _clock(*modifiers: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
     # strftime's %f has milliseconds; pad to the microseconds of the storage format.
-    text = sa.func.strftime(_CLOCK_FORMAT, "now", *modifiers).op("||")("000")
-    return sa.type_coerce(text, sa.DateTime())
+    text = sa.func.strftime(_sql(f"'{_CLOCK_FORMAT}'"), _sql("'now'"), *modifiers)
+    return sa.type_coerce(text.op("||")(_sql("'000'")), sa.DateTime())
 
 
 class SqliteDialect:
@@ -64,7 +70,8 @@ class SqliteDialect:
         return _clock()
 
     def seconds_from_now(self, seconds: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
-        modifier = sa.cast(sa.func.round(seconds, 3), sa.Text).op("||")(" seconds")
+        rounded = sa.func.round(seconds, _sql("3"))
+        modifier = sa.cast(rounded, sa.Text).op("||")(_sql("' seconds'"))
         return _clock(modifier)
 
     def json_scalar(

@@ -1,0 +1,217 @@
+"""What goes in and comes out of a queue: new messages, stored messages, outcomes, stats."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from . import names
+
+MAX_PRIORITY = 32767
+MAX_MESSAGE_ID_LENGTH = 400
+
+
+def canonical_json(value: Any) -> str:
+    """The JSON text tablequeue stores: sorted keys, no spaces, so equal values compare equal."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)  # fmt: skip
+
+
+class NewMessage(BaseModel):
+    """One message to enqueue. Field names in JSON are camelCase, as in the HTTP API."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    message: Any = Field(description="The JSON body")
+    message_id: str | None = Field(
+        None, alias="messageId", min_length=1, max_length=MAX_MESSAGE_ID_LENGTH,
+        description="Identity: enqueueing an existing messageId updates that message",
+    )  # fmt: skip
+    at: datetime | None = Field(None, description="Not processed before this time")
+    after: float | None = Field(None, ge=0, description="Not processed before now + seconds")
+    priority: int = Field(0, ge=-MAX_PRIORITY - 1, le=MAX_PRIORITY)
+    status: str | None = Field(None, description="Status instead of the queue's default")
+    headers: dict[str, Any] | None = None
+    expires_at: datetime | None = Field(None, alias="expiresAt")
+    expires_after: float | None = Field(
+        None, gt=0, validation_alias=AliasChoices("expiresAfter", "expires_after"),
+        serialization_alias="expiresAfter",
+    )  # fmt: skip
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str | None) -> str | None:
+        return None if value is None else names.settable_status(value)
+
+    @field_validator("at", "expires_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("needs a timezone, e.g. 2026-01-31T12:00:00Z")
+        return value
+
+    @field_validator("message")
+    @classmethod
+    def _json(cls, value: Any) -> Any:
+        try:
+            canonical_json(value)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"not JSON-serializable: {error}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> NewMessage:
+        if self.at is not None and self.after is not None:
+            raise ValueError("give either 'at' or 'after', not both")
+        if self.expires_at is not None and self.expires_after is not None:
+            raise ValueError("give either 'expiresAt' or 'expiresAfter', not both")
+        return self
+
+
+EnqueueOutcome = Literal["inserted", "updated", "discarded"]
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    id: int | None
+    tracking_id: uuid.UUID | None
+    message_id: str | None
+    outcome: EnqueueOutcome
+    status: str | None
+    version: int | None
+
+
+@dataclass
+class Message:
+    id: int
+    message_id: str | None
+    status: str
+    priority: int
+    message: Any
+    previous_message: Any
+    headers: dict[str, Any] | None
+    version: int
+    attempts: int
+    process_after: datetime
+    expires_at: datetime | None
+    lease_expires_at: datetime | None
+    lease_owner: str | None
+    correlation_id: str | None
+    tracking_id: uuid.UUID
+    result: Any
+    progress: Any
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+    processed_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Message:
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict with camelCase keys, as the CLI and the HTTP API show it."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, uuid.UUID):
+                value = str(value)
+            out[_camel(key)] = value
+        return out
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """Success of a leased message; optionally run it again later, with a result or progress."""
+
+    message: Message
+    process_again_at: datetime | None = None
+    result: Any = None
+    progress: Any = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    message: Message
+    error: str
+    permanent: bool = False
+    """The handler says retrying is pointless: straight to Error."""
+
+
+@dataclass
+class Settled:
+    """What happened to a batch of completions or failures."""
+
+    processed: int = 0
+    deleted: int = 0
+    rescheduled: int = 0
+    retrying: int = 0
+    errored: int = 0
+    requeued_newer_version: int = 0
+    lease_lost: int = 0
+
+
+@dataclass(frozen=True)
+class LeaseBatch:
+    correlation_id: str
+    owner: str
+    messages: list[Message]
+
+
+@dataclass
+class Swept:
+    abandoned: int = 0
+    retried: int = 0
+    errored: int = 0
+    expired: int = 0
+
+
+Health = Literal["Healthy", "Degraded", "Unhealthy", "Disabled"]
+
+
+@dataclass
+class QueueStats:
+    queue: str
+    counts: dict[str, int]
+    backlog: int
+    """Pending messages plus Sleeping ones that are due."""
+    leased: int
+    oldest_pending_seconds: float
+    health: Health
+    health_reasons: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.queue,
+            "counts": self.counts,
+            "backlog": self.backlog,
+            "leased": self.leased,
+            "oldestPendingSeconds": round(self.oldest_pending_seconds, 3),
+            "health": self.health,
+            "healthReasons": self.health_reasons,
+        }
+
+
+def retry_delay(attempts: int, delay: float, backoff: str, max_delay: float) -> float:
+    """Delay before the next try after `attempts` tries, before jitter."""
+    if backoff == "fixed":
+        return min(delay, max_delay)
+    exponent = min(max(attempts - 1, 0), 60)
+    return min(delay * math.pow(2, exponent), max_delay)
+
+
+def seconds(value: timedelta | float) -> float:
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)

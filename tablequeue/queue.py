@@ -1,0 +1,698 @@
+"""The message lifecycle of one queue: enqueue, lease, complete, fail, sweep, fix, inspect.
+
+Each operation is one transaction and, on the hot paths, one statement per batch: a lease is a
+single UPDATE ... RETURNING over a locked candidate subquery; completions and failures are one
+executemany per kind. Built-in statuses appear as SQL literals so that the partial indexes on
+them serve prepared (generic) plans; everything user-supplied is a bound parameter.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from . import health, names, predicate
+from .errors import Conflict, InvalidInput, MessageNotFound
+from .models import (
+    Completion,
+    Enqueued,
+    Failure,
+    LeaseBatch,
+    Message,
+    NewMessage,
+    QueueStats,
+    Settled,
+    Swept,
+    retry_delay,
+)
+from .schema import UtcDateTime
+
+if TYPE_CHECKING:
+    from .database import Database
+    from .spec import QueueSpec
+
+MAX_LEASE_BATCH = 10_000
+PURGE_BATCH = 5_000
+
+
+def _literal(status: str) -> sa.ColumnElement[str]:
+    """A built-in status as SQL text (never a user value): lets the planner match partial indexes."""
+    assert status in names.BUILT_IN
+    return sa.literal_column(f"'{status}'", sa.String)
+
+
+def _bind(name: str, type_: Any = None) -> sa.BindParameter[Any]:
+    return sa.bindparam(name, type_=type_)
+
+
+class Queue:
+    """A handle on one queue table. Cheap to create; safe to share between threads."""
+
+    def __init__(self, database: Database, name: str, table: sa.Table, spec: QueueSpec) -> None:
+        self.database = database
+        self.name = name
+        self.table = table
+        self.spec = spec
+        self.dialect = database.dialect
+        t = table
+        self._leasable = t.c.status.in_([_literal(names.PENDING), _literal(names.SLEEPING)])
+        self._leased = t.c.status == _literal(names.LEASED)
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name!r}, table={self.table.name!r}, db={self.database.shown_url!r})"
+
+    # --- enqueue ----------------------------------------------------------------------------
+
+    def enqueue(self, message: Any, **options: Any) -> Enqueued:
+        """Enqueue one message: `enqueue({"OrderId": 1}, message_id="1", after=30)`."""
+        return self.enqueue_many([NewMessage(message=message, **options)])[0]
+
+    def enqueue_many(self, messages: Sequence[NewMessage]) -> list[Enqueued]:
+        """Enqueue a batch in one transaction (multi-row INSERT ... ON CONFLICT per round).
+
+        A messageId that appears several times in one batch is applied in order, as if the
+        messages had been enqueued one after the other.
+        """
+        if not messages:
+            return []
+        now = datetime.now(UTC)
+        results: list[Enqueued | None] = [None] * len(messages)
+        with self.database.transaction() as connection:
+            default_status = self.database.default_status(connection, self.name)
+            for round_indexes in _rounds_of_unique_ids(messages):
+                rows = [self._row(messages[i], default_status, now) for i in round_indexes]
+                returned = connection.execute(self._upsert_statement(), rows).all()
+                by_tracking = {row.tracking_id: row for row in returned}
+                by_message_id = {row.message_id: row for row in returned if row.message_id}
+                for index, row_params in zip(round_indexes, rows, strict=True):
+                    new = messages[index]
+                    hit = (
+                        by_message_id.get(new.message_id)
+                        if new.message_id
+                        else by_tracking.get(row_params["b_tracking_id"])
+                    )
+                    results[index] = _enqueued(new, hit)
+        return [result for result in results if result is not None]
+
+    def _row(self, new: NewMessage, default_status: str, now: datetime) -> dict[str, Any]:
+        status = new.status or default_status
+        scheduled = (new.at is not None and new.at > now) or (new.after or 0) > 0
+        if status == names.PENDING and scheduled:
+            status = names.SLEEPING
+        return {
+            "b_message_id": new.message_id,
+            "b_status": status,
+            "b_priority": new.priority,
+            "b_message": new.message,
+            "b_headers": new.headers,
+            "b_at": new.at,
+            "b_after": new.after or 0.0,
+            "b_expires_at": new.expires_at,
+            "b_expires_after": new.expires_after,
+            "b_tracking_id": uuid.uuid4(),
+        }
+
+    def _upsert_statement(self) -> sa.Insert:
+        t, d = self.table, self.dialect
+        now = d.now()
+        insert = d.insert(t).values(
+            message_id=_bind("b_message_id", t.c.message_id.type),
+            status=_bind("b_status", t.c.status.type),
+            priority=_bind("b_priority", t.c.priority.type),
+            message=_bind("b_message", t.c.message.type),
+            headers=_bind("b_headers", t.c.headers.type),
+            version=1,
+            attempts=0,
+            process_after=sa.func.coalesce(
+                _bind("b_at", UtcDateTime()), d.seconds_from_now(_bind("b_after", sa.Float()))
+            ),
+            expires_at=sa.func.coalesce(
+                _bind("b_expires_at", UtcDateTime()),
+                d.seconds_from_now(_bind("b_expires_after", sa.Float())),
+            ),
+            tracking_id=_bind("b_tracking_id", t.c.tracking_id.type),
+            created_at=now,
+            updated_at=now,
+        )
+        new = d.excluded(insert)
+        was_leased = self._leased
+        set_ = {
+            "message": new.message,
+            "headers": new.headers,
+            "priority": new.priority,
+            "process_after": new.process_after,
+            "expires_at": new.expires_at,
+            "version": t.c.version + 1,
+            # A new version never takes a lease away: completing the old one requeues the new.
+            "status": sa.case((was_leased, t.c.status), else_=new.status),
+            "attempts": sa.case((was_leased, t.c.attempts), else_=0),
+            "updated_at": now,
+        }
+        changed = None
+        if self.spec.idempotent:
+            changed = sa.type_coerce(t.c.message, sa.Text) != sa.type_coerce(new.message, sa.Text)
+        upsert = d.on_conflict_message_id(insert, set_, changed)
+        return upsert.returning(t.c.id, t.c.message_id, t.c.tracking_id, t.c.version, t.c.status)
+
+    # --- lease ------------------------------------------------------------------------------
+
+    def lease(
+        self,
+        owner: str,
+        batch_size: int,
+        lease_seconds: float | None = None,
+        correlation_id: str | None = None,
+    ) -> LeaseBatch:
+        """Atomically take up to `batch_size` due messages: highest priority, then oldest."""
+        if not 1 <= batch_size <= MAX_LEASE_BATCH:
+            raise InvalidInput(f"batch size {batch_size} out of range 1..{MAX_LEASE_BATCH}")
+        correlation_id = correlation_id or uuid.uuid4().hex
+        seconds = float(lease_seconds if lease_seconds is not None else self.spec.lease_seconds)
+        with self.database.transaction() as connection:
+            rows = connection.execute(
+                self._lease_statement(),
+                {"b_n": batch_size, "b_lease": seconds, "b_owner": owner, "b_cid": correlation_id},
+            ).all()
+        messages = sorted(
+            (Message.from_row(row._mapping) for row in rows),
+            key=lambda m: (-m.priority, m.process_after, m.id),
+        )
+        return LeaseBatch(correlation_id, owner, messages)
+
+    def _lease_statement(self) -> sa.Update:
+        t, d = self.table, self.dialect
+        now = d.now()
+        candidates = (
+            sa.select(t.c.id)
+            .where(
+                self._leasable,
+                t.c.process_after <= now,
+                sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
+            )
+            .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)
+            .limit(_bind("b_n", sa.Integer()))
+        )
+        return (
+            sa.update(t)
+            .where(t.c.id.in_(d.lock_candidates(candidates).scalar_subquery()))
+            .values(
+                status=_literal(names.LEASED),
+                attempts=t.c.attempts + 1,
+                lease_expires_at=d.seconds_from_now(_bind("b_lease", sa.Float())),
+                lease_owner=_bind("b_owner", sa.String()),
+                correlation_id=_bind("b_cid", sa.String()),
+                updated_at=now,
+            )
+            .returning(*t.c)
+        )
+
+    def extend(self, owner: str, ids: Iterable[int], lease_seconds: float | None = None) -> set[int]:
+        """Extend leases still held by `owner`; returns the ids still held (others were lost)."""
+        ids = list(ids)
+        if not ids:
+            return set()
+        t, d = self.table, self.dialect
+        seconds = float(lease_seconds if lease_seconds is not None else self.spec.lease_seconds)
+        statement = (
+            sa.update(t)
+            .where(t.c.id.in_(ids), self._leased, t.c.lease_owner == owner)
+            .values(lease_expires_at=d.seconds_from_now(sa.literal(seconds)), updated_at=d.now())
+            .returning(t.c.id)
+        )
+        with self.database.transaction() as connection:
+            return set(connection.execute(statement).scalars())
+
+    def release(self, owner: str, ids: Iterable[int]) -> int:
+        """Give back leased messages that were never started: Pending again, attempt not counted."""
+        ids = list(ids)
+        if not ids:
+            return 0
+        t, d = self.table, self.dialect
+        statement = (
+            sa.update(t)
+            .where(t.c.id.in_(ids), self._leased, t.c.lease_owner == owner)
+            .values(
+                status=_literal(names.PENDING),
+                attempts=sa.case((t.c.attempts > 0, t.c.attempts - 1), else_=0),
+                lease_expires_at=None,
+                updated_at=d.now(),
+            )
+        )
+        with self.database.transaction() as connection:
+            return int(connection.execute(statement).rowcount)
+
+    # --- outcomes ---------------------------------------------------------------------------
+
+    def complete(self, owner: str, completions: Sequence[Completion]) -> Settled:
+        """Record successes. Deletes or marks Processed, or reschedules (`process_again_at`).
+
+        A message whose identity got a newer version while it was leased goes back to the
+        queue's default status with the new body; the processed body becomes its previous one.
+        """
+        settled = Settled()
+        keep = self.spec.keep_processed != timedelta(0)
+        groups: dict[str, list[dict[str, Any]]] = {"delete": [], "processed": [], "again": []}
+        for c in completions:
+            kind = "again" if c.process_again_at else ("processed" if keep else "delete")
+            groups[kind].append(
+                self._held(owner, c.message)
+                | {"b_again": c.process_again_at, "b_result": c.result, "b_progress": c.progress}
+            )
+        with self.database.transaction() as connection:
+            if groups["delete"]:
+                settled.deleted = self._run(connection, self._delete_done(), groups["delete"])
+            if groups["processed"]:
+                done = self._finish(names.PROCESSED)
+                settled.processed = self._run(connection, done, groups["processed"])
+            if groups["again"]:
+                again = self._finish(names.SLEEPING)
+                settled.rescheduled = self._run(connection, again, groups["again"])
+            newer = [
+                self._held(owner, c.message) | {"b_previous": c.message.message}
+                for c in completions
+                if c.message.message_id is not None
+            ]
+            settled.requeued_newer_version = self._requeue_newer(connection, newer, True)
+        settled.lease_lost = len(completions) - (
+            settled.deleted + settled.processed + settled.rescheduled
+            + settled.requeued_newer_version
+        )  # fmt: skip
+        return settled
+
+    def fail(self, owner: str, failures: Sequence[Failure]) -> Settled:
+        """Record failures: retry after the back-off, or Error once attempts reach maxAttempts."""
+        settled = Settled()
+        retry = self.spec.retry
+        rows = []
+        for f in failures:
+            delay = retry_delay(
+                f.message.attempts, retry.delay_seconds, retry.backoff, retry.max_delay_seconds
+            )
+            delay *= 1 + retry.jitter * (2 * random.random() - 1)
+            give_up = f.permanent or f.message.attempts >= self.spec.max_attempts
+            rows.append(
+                self._held(owner, f.message)
+                | {"b_error": f.error, "b_give_up": give_up, "b_delay": round(delay, 3)}
+            )
+            if give_up:
+                settled.errored += 1
+            else:
+                settled.retrying += 1
+        with self.database.transaction() as connection:
+            failed = self._run(connection, self._fail_statement(), rows) if rows else 0
+            newer = [
+                self._held(owner, f.message) | {"b_previous": None}
+                for f in failures
+                if f.message.message_id is not None
+            ]
+            settled.requeued_newer_version = self._requeue_newer(connection, newer, False)
+        settled.lease_lost = len(failures) - failed - settled.requeued_newer_version
+        if settled.lease_lost or settled.requeued_newer_version:
+            # Counts of retrying/errored are only certain when every row was still ours.
+            settled.retrying = settled.errored = 0
+        return settled
+
+    @staticmethod
+    def _held(owner: str, message: Message) -> dict[str, Any]:
+        return {"b_id": message.id, "b_version": message.version, "b_owner": owner}
+
+    @staticmethod
+    def _run(connection: Connection, statement: sa.Executable, rows: list[dict[str, Any]]) -> int:
+        return int(connection.execute(statement, rows).rowcount)
+
+    def _still_ours(self) -> sa.ColumnElement[bool]:
+        t = self.table
+        return sa.and_(
+            t.c.id == _bind("b_id", sa.BigInteger()),
+            t.c.version == _bind("b_version", sa.Integer()),
+            t.c.lease_owner == _bind("b_owner", sa.String()),
+            self._leased,
+        )
+
+    def _delete_done(self) -> sa.Delete:
+        return sa.delete(self.table).where(self._still_ours())
+
+    def _finish(self, status: str) -> sa.Update:
+        t, d = self.table, self.dialect
+        values: dict[str, Any] = {
+            "status": _literal(status),
+            "previous_message": sa.case(
+                (t.c.message_id.is_not(None), t.c.message), else_=t.c.previous_message
+            ),
+            "result": _bind("b_result", t.c.result.type),
+            "progress": sa.func.coalesce(_bind("b_progress", t.c.progress.type), t.c.progress),
+            "lease_expires_at": None,
+            "processed_at": d.now(),
+            "updated_at": d.now(),
+        }
+        if status == names.SLEEPING:
+            values["process_after"] = _bind("b_again", UtcDateTime())
+            values["attempts"] = 0
+        return sa.update(t).where(self._still_ours()).values(**values)
+
+    def _fail_statement(self) -> sa.Update:
+        t, d = self.table, self.dialect
+        give_up = _bind("b_give_up", sa.Boolean())
+        return (
+            sa.update(t)
+            .where(self._still_ours())
+            .values(
+                status=sa.case((give_up, _literal(names.ERROR)), else_=_literal(names.SLEEPING)),
+                process_after=sa.case(
+                    (give_up, t.c.process_after),
+                    else_=d.seconds_from_now(_bind("b_delay", sa.Float())),
+                ),
+                last_error=_bind("b_error", sa.Text()),
+                lease_expires_at=None,
+                updated_at=d.now(),
+            )
+        )
+
+    def _requeue_newer(self, connection: Connection, rows: list[dict[str, Any]], ok: bool) -> int:
+        """Rows still leased by us at another version got a new body while we worked on it."""
+        if not rows:
+            return 0
+        t, d = self.table, self.dialect
+        default_status = self.database.default_status(connection, self.name)
+        status: sa.ColumnElement[str] = sa.literal(default_status)
+        if default_status == names.PENDING:
+            status = sa.case((t.c.process_after > d.now(), _literal(names.SLEEPING)), else_=status)
+        values: dict[str, Any] = {
+            "status": status,
+            "attempts": 0,
+            "lease_expires_at": None,
+            "updated_at": d.now(),
+        }
+        if ok:
+            values["previous_message"] = _bind("b_previous", t.c.previous_message.type)
+        statement = (
+            sa.update(t)
+            .where(
+                t.c.id == _bind("b_id", sa.BigInteger()),
+                t.c.version != _bind("b_version", sa.Integer()),
+                t.c.lease_owner == _bind("b_owner", sa.String()),
+                self._leased,
+            )
+            .values(**values)
+        )
+        return self._run(connection, statement, rows)
+
+    def report_progress(self, message_id: int, progress: Any) -> None:
+        """Store a handler's progress while it runs (readable by tracking id)."""
+        t = self.table
+        statement = (
+            sa.update(t)
+            .where(t.c.id == message_id)
+            .values(progress=sa.bindparam("b_progress", progress, type_=t.c.progress.type))
+        )
+        with self.database.transaction() as connection:
+            if not connection.execute(statement).rowcount:
+                raise MessageNotFound(f"no message with id {message_id} in queue {self.name!r}")
+
+    def cancel(self, tracking_id: uuid.UUID | str) -> Message:
+        """Cancel by tracking id. A running handler learns it when its lease extension fails."""
+        tracking = _uuid(tracking_id)
+        t, d = self.table, self.dialect
+        statement = (
+            sa.update(t)
+            .where(
+                t.c.tracking_id == tracking,
+                t.c.status.not_in([_literal(s) for s in names.FINAL]),
+            )
+            .values(status=_literal(names.CANCELLED), lease_expires_at=None, updated_at=d.now())
+            .returning(*t.c)
+        )
+        with self.database.transaction() as connection:
+            row = connection.execute(statement).first()
+            if row is None:
+                current = self._by_tracking_id(connection, tracking)
+                raise Conflict(
+                    f"message with tracking id {tracking} is already {current.status}; "
+                    "only unfinished messages can be cancelled"
+                )
+        return Message.from_row(row._mapping)
+
+    # --- housekeeping -----------------------------------------------------------------------
+
+    def sweep(self) -> Swept:
+        """Expired leases follow onLeaseExpired; expired messages become Expired."""
+        t, d = self.table, self.dialect
+        now = d.now()
+        lapsed = sa.and_(self._leased, t.c.lease_expires_at < now)
+        note = (
+            sa.literal("lease expired; held by ", sa.Text)
+            + sa.func.coalesce(t.c.lease_owner, "?")
+            + sa.literal(", correlation id ", sa.Text)
+            + sa.func.coalesce(t.c.correlation_id, "?")
+        )
+        if self.spec.on_lease_expired == "Retry":
+            give_up = t.c.attempts >= self.spec.max_attempts
+            new_status = sa.case((give_up, _literal(names.ERROR)), else_=_literal(names.PENDING))
+        else:
+            new_status = _literal(names.ABANDONED)
+        leases = (
+            sa.update(t)
+            .where(lapsed)
+            .values(status=new_status, last_error=note, lease_expires_at=None, updated_at=now)
+            .returning(t.c.status)
+        )
+        expired = (
+            sa.update(t)
+            .where(self._leasable, t.c.expires_at <= now)
+            .values(status=_literal(names.EXPIRED), updated_at=now)
+            .returning(t.c.id)
+        )
+        with self.database.transaction() as connection:
+            outcomes = Counter(connection.execute(leases).scalars())
+            expired_count = len(connection.execute(expired).all())
+        return Swept(
+            abandoned=outcomes[names.ABANDONED],
+            retried=outcomes[names.PENDING],
+            errored=outcomes[names.ERROR],
+            expired=expired_count,
+        )
+
+    def purge(
+        self, statuses: Sequence[str] | None = None, older_than: timedelta | None = None
+    ) -> int:
+        """Delete finished messages past retention, in bounded batches.
+
+        Default: Processed messages older than keepProcessedFor (nothing when kept forever).
+        """
+        if statuses is None:
+            statuses = [names.PROCESSED]
+            older_than = older_than if older_than is not None else self.spec.keep_processed
+            if older_than is None:
+                return 0
+        for status in statuses:
+            names.status(status)
+            if status == names.LEASED:
+                raise InvalidInput("leased messages cannot be purged; they are being processed")
+        t, d = self.table, self.dialect
+        condition = t.c.status.in_(list(statuses))
+        if older_than is not None:
+            age = sa.func.coalesce(t.c.processed_at, t.c.updated_at)
+            condition = sa.and_(
+                condition, age < d.seconds_from_now(sa.literal(-older_than.total_seconds()))
+            )
+        batch = sa.select(t.c.id).where(condition).limit(PURGE_BATCH).scalar_subquery()
+        statement = sa.delete(t).where(t.c.id.in_(batch))
+        total = 0
+        while True:
+            with self.database.transaction() as connection:
+                deleted = int(connection.execute(statement).rowcount)
+            total += deleted
+            if deleted < PURGE_BATCH:
+                return total
+
+    # --- people and tools -------------------------------------------------------------------
+
+    def set_status(
+        self,
+        status: str,
+        *,
+        ids: Sequence[int] | None = None,
+        from_status: str | None = None,
+        where: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> int:
+        """Set a status on messages chosen by ids, current status and/or predicate.
+
+        Leased messages are left alone unless `force`. Pending resets attempts and makes the
+        message due now: a person retrying a message gives it a fresh start.
+        Returns the number of messages changed (or that would change, with `dry_run`).
+        """
+        names.settable_status(status)
+        t, d = self.table, self.dialect
+        condition = self._selection(ids=ids, status=from_status, where=where)
+        if condition is None:
+            raise InvalidInput("choose messages by id, by current status or by predicate")
+        if not force:
+            condition = sa.and_(condition, t.c.status != _literal(names.LEASED))
+        condition = sa.and_(condition, t.c.status != status)
+        if dry_run:
+            with self.database.transaction() as connection:
+                count = connection.execute(sa.select(sa.func.count()).where(condition))
+                return int(count.scalar_one())
+        values: dict[str, Any] = {"status": status, "updated_at": d.now()}
+        if force:
+            values["lease_expires_at"] = None
+        if status == names.PENDING:
+            values.update(attempts=0, process_after=d.now())
+        with self.database.transaction() as connection:
+            return int(connection.execute(sa.update(t).where(condition).values(**values)).rowcount)
+
+    def delete(self, message_id: int, force: bool = False) -> None:
+        t = self.table
+        condition = t.c.id == message_id
+        if not force:
+            condition = sa.and_(condition, t.c.status != _literal(names.LEASED))
+        with self.database.transaction() as connection:
+            if not connection.execute(sa.delete(t).where(condition)).rowcount:
+                current = self._get(connection, message_id)
+                raise Conflict(
+                    f"message {message_id} is {current.status}: it is being processed; "
+                    "use force to delete it anyway"
+                )
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def get(self, message_id: int) -> Message:
+        with self.database.transaction() as connection:
+            return self._get(connection, message_id)
+
+    def get_by_tracking_id(self, tracking_id: uuid.UUID | str) -> Message:
+        with self.database.transaction() as connection:
+            return self._by_tracking_id(connection, _uuid(tracking_id))
+
+    def _get(self, connection: Connection, message_id: int) -> Message:
+        row = connection.execute(sa.select(self.table).where(self.table.c.id == message_id)).first()
+        if row is None:
+            raise MessageNotFound(f"no message with id {message_id} in queue {self.name!r}")
+        return Message.from_row(row._mapping)
+
+    def _by_tracking_id(self, connection: Connection, tracking_id: uuid.UUID) -> Message:
+        t = self.table
+        row = connection.execute(sa.select(t).where(t.c.tracking_id == tracking_id)).first()
+        if row is None:
+            raise MessageNotFound(f"no message with tracking id {tracking_id} in {self.name!r}")
+        return Message.from_row(row._mapping)
+
+    def messages(
+        self,
+        *,
+        status: str | None = None,
+        where: str | None = None,
+        message_id: str | None = None,
+        after_id: int | None = None,
+        limit: int = 100,
+        order: Literal["asc", "desc"] = "asc",
+    ) -> list[Message]:
+        """A page of messages in id order; pass the last id as `after_id` for the next page."""
+        if not 1 <= limit <= 10_000:
+            raise InvalidInput(f"limit {limit} out of range 1..10000")
+        t = self.table
+        condition = self._selection(status=status, where=where, message_id=message_id)
+        statement = sa.select(t)
+        if condition is not None:
+            statement = statement.where(condition)
+        if after_id is not None:
+            statement = statement.where(t.c.id > after_id if order == "asc" else t.c.id < after_id)
+        statement = statement.order_by(t.c.id if order == "asc" else t.c.id.desc()).limit(limit)
+        with self.database.transaction() as connection:
+            return [Message.from_row(row._mapping) for row in connection.execute(statement)]
+
+    def count(self, *, status: str | None = None, where: str | None = None) -> int:
+        condition = self._selection(status=status, where=where)
+        statement = sa.select(sa.func.count()).select_from(self.table)
+        if condition is not None:
+            statement = statement.where(condition)
+        with self.database.transaction() as connection:
+            return int(connection.execute(statement).scalar_one())
+
+    def _selection(
+        self,
+        *,
+        ids: Sequence[int] | None = None,
+        status: str | None = None,
+        where: str | None = None,
+        message_id: str | None = None,
+    ) -> sa.ColumnElement[bool] | None:
+        t = self.table
+        parts: list[sa.ColumnElement[bool]] = []
+        if ids is not None:
+            if not ids:
+                raise InvalidInput("no message ids given")
+            parts.append(t.c.id.in_([int(i) for i in ids]))
+        if status is not None:
+            parts.append(t.c.status == names.status(status))
+        if message_id is not None:
+            parts.append(t.c.message_id == message_id)
+        if where is not None:
+            parts.append(predicate.to_sql(predicate.parse(where), t.c.message, self.dialect))
+        return sa.and_(*parts) if parts else None
+
+    def stats(self) -> QueueStats:
+        """Counts per status, backlog and oldest due message: two index-served queries."""
+        t, d = self.table, self.dialect
+        by_status = sa.select(t.c.status, sa.func.count()).group_by(t.c.status)
+        due = sa.and_(self._leasable, t.c.process_after <= d.now())
+        backlog = sa.select(sa.func.count(), sa.func.min(t.c.process_after), d.now()).where(due)
+        with self.database.transaction() as connection:
+            counts = {status: int(n) for status, n in connection.execute(by_status)}
+            waiting, oldest, now = connection.execute(backlog).one()
+        oldest_seconds = 0.0
+        if oldest is not None:
+            oldest = UtcDateTime().process_result_value(oldest, self.database.engine.dialect)
+            now = UtcDateTime().process_result_value(now, self.database.engine.dialect)
+            assert oldest is not None and now is not None
+            oldest_seconds = max((now - oldest).total_seconds(), 0.0)
+        state, reasons = health.evaluate(self.spec.health, counts, oldest_seconds)
+        return QueueStats(
+            queue=self.name,
+            counts=counts,
+            backlog=int(waiting),
+            leased=counts.get(names.LEASED, 0),
+            oldest_pending_seconds=oldest_seconds,
+            health=state,
+            health_reasons=reasons,
+        )
+
+
+def _rounds_of_unique_ids(messages: Sequence[NewMessage]) -> list[list[int]]:
+    """Split a batch so no messageId appears twice in one statement, keeping order per id."""
+    rounds: list[list[int]] = []
+    seen: Counter[str] = Counter()
+    for index, new in enumerate(messages):
+        round_number = 0
+        if new.message_id is not None:
+            round_number = seen[new.message_id]
+            seen[new.message_id] += 1
+        while len(rounds) <= round_number:
+            rounds.append([])
+        rounds[round_number].append(index)
+    return rounds
+
+
+def _enqueued(new: NewMessage, row: Any) -> Enqueued:
+    if row is None:
+        return Enqueued(None, None, new.message_id, "discarded", None, None)
+    outcome: Literal["inserted", "updated"] = "inserted" if row.version == 1 else "updated"
+    return Enqueued(row.id, row.tracking_id, row.message_id, outcome, row.status, row.version)
+
+
+def _uuid(value: uuid.UUID | str) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise InvalidInput(f"invalid tracking id {str(value)[:80]!r}: expected a UUID") from None

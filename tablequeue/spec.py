@@ -1,0 +1,396 @@
+"""The `Queue` custom resource as pydantic models, and loading it from YAML.
+
+Field names are camelCase in YAML (aliases) and snake_case in Python (both accepted on input).
+Unknown fields are errors, types are strict (as in the CRD), so a typo never passes silently. The
+operator generates the CRD's openAPIV3Schema from these models: keep constraints in `Field(...)`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    ValidationError,
+    WithJsonSchema,
+    field_serializer,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
+
+from . import names
+from .errors import SpecError
+
+API_VERSION: Final = "tablequeue.dev/v1"
+KIND: Final = "Queue"
+FOREVER = "forever"
+
+Dialect = Literal["postgresql", "sqlite", "mssql", "mysql"]
+LeaseExpiredPolicy = Literal["Abandon", "Retry"]
+Backoff = Literal["fixed", "exponential"]
+HealthLevel = Literal["Healthy", "Degraded", "Unhealthy"]
+DeletionPolicy = Literal["Retain", "Delete"]
+AutoscalingMode = Literal["Operator", "HPA", "KEDA", "None"]
+
+# One regex for the schema (RE2/ECMA compatible: no lookarounds) and for parsing.
+DURATION_PATTERN = r"^(forever|([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+(\.[0-9]+)?s)?)$"
+_DURATION = re.compile(DURATION_PATTERN)
+_UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+PYTHON_HANDLER_PATTERN = (
+    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+)
+_PYTHON_HANDLER = re.compile(PYTHON_HANDLER_PATTERN)
+
+
+def parse_duration(value: object) -> timedelta | None:
+    """`"90s"`, `"1h30m"`, `"2w"`, a number of seconds, or `"forever"` (None)."""
+    if value == FOREVER:
+        return None
+    try:
+        if isinstance(value, timedelta) and value >= timedelta(0):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if math.isfinite(value) and value >= 0:
+                return timedelta(seconds=value)
+        elif isinstance(value, str) and value and (match := _DURATION.fullmatch(value)):
+            parts = [part for part in match.groups()[1:6] if part]
+            return timedelta(seconds=sum(float(p[:-1]) * _UNIT_SECONDS[p[-1]] for p in parts))
+    except OverflowError:
+        pass
+    raise ValueError(f"invalid duration {value!r}: use e.g. 30s, 5m, 1h30m, 7d or forever")
+
+
+def format_duration(value: timedelta | None) -> str:
+    """The string form: `"forever"`, `"0s"`, `"1d2h30m"`, `"1.5s"`."""
+    if value is None:
+        return FOREVER
+    rest, text = value // timedelta(microseconds=1), ""
+    for unit in "dhm":
+        count, rest = divmod(rest, _UNIT_SECONDS[unit] * 1_000_000)
+        text += f"{count}{unit}" if count else ""
+    seconds, micros = divmod(rest, 1_000_000)
+    if seconds or micros or not text:
+        text += f"{seconds}" + (f".{micros:06d}".rstrip("0") if micros else "") + "s"
+    return text
+
+
+Duration = Annotated[
+    timedelta | None,
+    PlainValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "x-kubernetes-int-or-string": True,
+            "minimum": 0,
+            "pattern": DURATION_PATTERN,
+        }
+    ),
+]
+"""A duration; None means forever."""
+
+
+def _python_handler(value: str) -> str:
+    if not _PYTHON_HANDLER.fullmatch(value):
+        raise ValueError(f"invalid python handler {value!r}: use 'package.module:function'")
+    return value
+
+
+QueueName = Annotated[
+    str,
+    AfterValidator(names.queue_name),
+    Field(json_schema_extra={"pattern": names.QUEUE_NAME.pattern}),
+]
+TableName = Annotated[
+    str,
+    AfterValidator(names.table_name),
+    Field(json_schema_extra={"pattern": names.TABLE_NAME.pattern}),
+]
+Status = Annotated[
+    str,
+    AfterValidator(names.settable_status),
+    Field(json_schema_extra={"pattern": names.STATUS.pattern}),
+]
+PythonFunction = Annotated[
+    str,
+    AfterValidator(_python_handler),
+    Field(json_schema_extra={"pattern": PYTHON_HANDLER_PATTERN}),
+]
+_FREE_FORM: JsonDict = {"x-kubernetes-preserve-unknown-fields": True}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True
+    )
+
+
+class SecretKeyRef(_Model):
+    name: str = Field(min_length=1, description="Secret in the Queue's namespace")
+    key: str = Field("url", min_length=1, description="Key holding the SQLAlchemy URL")
+
+
+class DatabaseRef(_Model):
+    secret_ref: SecretKeyRef = Field(description="Secret with the database URL")
+    dialect: Dialect | None = Field(None, description="Database kind; default: from the URL")
+
+
+class RetryPolicy(_Model):
+    delay_seconds: float = Field(10.0, ge=0, description="Delay before the first retry")
+    backoff: Backoff = Field("exponential", description="fixed, or doubling per attempt")
+    max_delay_seconds: float = Field(3600.0, ge=0, description="Upper bound of the delay")
+    jitter: float = Field(0.1, ge=0, le=1, description="Fraction of the delay randomized")
+
+
+class HealthRules(_Model):
+    enabled: bool = Field(True, description="Report health for this queue")
+    when_errors: HealthLevel = Field("Unhealthy", description="Health while Error rows exist")
+    when_abandoned: HealthLevel = Field(
+        "Unhealthy", description="Health while Abandoned rows exist"
+    )
+    max_oldest_pending_seconds: float = Field(
+        0.0, ge=0, description="Unhealthy when the oldest Pending is older; 0 = off"
+    )
+
+
+class HttpHandler(_Model):
+    port: int = Field(8080, ge=1, le=65535, description="Port of the app container")
+    path: str = Field("/process", pattern="^/", description="Path messages are POSTed to")
+    timeout_seconds: float = Field(30.0, gt=0, description="Request timeout")
+
+
+class HandlerSpec(_Model):
+    """Exactly one of `http` or `python`."""
+
+    http: HttpHandler | None = Field(None, description="POST each message to the app")
+    python: PythonFunction | None = Field(
+        None, description="Call pkg.module:function in the worker"
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> HandlerSpec:
+        if (self.http is None) == (self.python is None):
+            raise ValueError("set exactly one of http or python")
+        return self
+
+
+class PollInterval(_Model):
+    min_seconds: float = Field(0.1, gt=0, description="Delay after a non-empty batch")
+    max_seconds: float = Field(5.0, gt=0, description="Longest delay when idle")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PollInterval:
+        if self.min_seconds > self.max_seconds:
+            raise ValueError(
+                f"minSeconds ({self.min_seconds:g}) must not exceed maxSeconds "
+                f"({self.max_seconds:g})"
+            )
+        return self
+
+
+class Autoscaling(_Model):
+    mode: AutoscalingMode = Field("Operator", description="Who scales the workers")
+    min_replicas: int = Field(0, ge=0, description="Fewest workers; 0 scales to zero")
+    max_replicas: int = Field(10, ge=1, description="Most workers")
+    messages_per_replica: int = Field(100, ge=1, description="Backlog per worker")
+    cooldown_seconds: float = Field(60.0, ge=0, description="Wait before scaling down")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Autoscaling:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(
+                f"minReplicas ({self.min_replicas}) must not exceed maxReplicas "
+                f"({self.max_replicas})"
+            )
+        return self
+
+
+class WorkerSpec(_Model):
+    handler: HandlerSpec = Field(
+        default_factory=lambda: HandlerSpec(http=HttpHandler()),
+        description="How a message is processed",
+    )
+    template: dict[str, Any] | None = Field(
+        None, json_schema_extra=_FREE_FORM, description="PodTemplateSpec of the app"
+    )
+    image: str | None = Field(None, min_length=1, description="Worker image")
+    batch_size: int = Field(10, ge=1, le=1000, description="Messages leased at a time")
+    concurrency: int = Field(4, ge=1, le=1000, description="Handlers running at once")
+    execution_timeout_seconds: float = Field(0.0, ge=0, description="Per message; 0 = no limit")
+    grace_period_seconds: float = Field(30.0, ge=0, description="Time to finish on SIGTERM")
+    poll_interval: PollInterval = Field(default_factory=PollInterval, description="Polling")
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")
+
+
+class QueueSpec(_Model):
+    database: DatabaseRef | None = Field(None, description="Where the table lives")
+    table: TableName | None = Field(None, description="Table name; default: from the name")
+    category: str = Field(
+        "Default", min_length=1, max_length=100, description="Group in the admin UI"
+    )
+    default_status: Status = Field("Pending", description="Status given on enqueue")
+    lease_seconds: int = Field(1800, ge=1, le=7 * 86400, description="Lease length")
+    on_lease_expired: LeaseExpiredPolicy = Field("Abandon", description="After a lease expires")
+    max_attempts: int = Field(1, ge=1, le=1000, description="Attempts before Error")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy, description="Retry back-off")
+    idempotent: bool = Field(False, description="Discard unchanged bodies, keep processed")
+    keep_processed_for: Duration = Field(
+        None, description="Keep Processed rows; default 0s, or forever when idempotent"
+    )
+    health: HealthRules = Field(default_factory=HealthRules, description="Health rules")
+    deletion_policy: DeletionPolicy = Field("Retain", description="Delete drops the table")
+    example_message: Any = Field(
+        None, json_schema_extra=_FREE_FORM, description="Prefilled in the admin UI"
+    )
+    workers: WorkerSpec = Field(default_factory=WorkerSpec, description="Worker Deployment")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        # `keepProcessedFor: null` means unset (as the API server prunes it), never forever.
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if v is not None or not _is_keep(k)}
+        return data
+
+    @field_serializer("keep_processed_for")
+    def _dump_keep(self, value: timedelta | None) -> str | None:
+        return format_duration(value) if "keep_processed_for" in self.model_fields_set else None
+
+    def table_for(self, queue_name: str) -> str:
+        return self.table or names.table_for_queue(queue_name)
+
+    @property
+    def keep_processed(self) -> timedelta | None:
+        """How long Processed rows are kept: None = forever, 0 = deleted at once."""
+        if "keep_processed_for" in self.model_fields_set:
+            return self.keep_processed_for
+        return None if self.idempotent else timedelta(0)
+
+
+def _is_keep(key: object) -> bool:
+    return key in ("keepProcessedFor", "keep_processed_for")
+
+
+class ObjectMeta(BaseModel):
+    """The metadata tablequeue reads; other keys are accepted and ignored."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    name: QueueName = Field(description="Queue name")
+    namespace: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class QueueResource(_Model):
+    api_version: Literal["tablequeue.dev/v1"] = API_VERSION
+    kind: Literal["Queue"] = KIND
+    metadata: ObjectMeta
+    spec: QueueSpec = Field(default_factory=QueueSpec)
+    status: dict[str, Any] | None = Field(None, description="Written by the operator")
+
+    @model_validator(mode="after")
+    def _has_table(self) -> QueueResource:
+        self.spec.table_for(self.name)  # e.g. a name that maps to a reserved table name
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def table(self) -> str:
+        return self.spec.table_for(self.name)
+
+    @classmethod
+    def from_name(cls, name: str, namespace: str | None = None, **spec: Any) -> QueueResource:
+        """Build one in code: `QueueResource.from_name("orders", max_attempts=3)`."""
+        metadata = {"name": name} | ({"namespace": namespace} if namespace else {})
+        return _validate({"metadata": metadata, "spec": spec}, f"queue {name}")
+
+
+def _describe(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors(include_url=False):
+        if item["type"] == "value_error":
+            message = str(item["ctx"]["error"])
+        elif item["type"] == "extra_forbidden":
+            message = "unknown field"
+        else:
+            message = item["msg"]
+        where = ".".join(str(part) for part in item["loc"])
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
+
+
+def _validate(document: object, label: str) -> QueueResource:
+    try:
+        return QueueResource.model_validate(document)
+    except ValidationError as error:
+        raise SpecError(f"{label}: {_describe(error)}") from None
+
+
+def _label(source: str, index: int | None, document: object) -> str:
+    """`queue.yaml document 2 (orders)`, or as much of it as is known."""
+    head = " ".join(filter(None, [source, f"document {index}" if index else ""]))
+    metadata = document.get("metadata") if isinstance(document, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if isinstance(name, str):
+        return f"{head} ({name})" if head else f"queue {name}"
+    return head or "YAML"
+
+
+def load_queues(text: str, source: str = "") -> list[QueueResource]:
+    """Every Queue in a YAML text of one or more documents; `source` names it in errors."""
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise SpecError(f"{source or 'YAML'}: invalid YAML{where}: {problem}") from None
+    several = sum(document is not None for document in documents) > 1
+    queues: list[QueueResource] = []
+    seen: dict[str, str] = {}
+    for index, document in enumerate(documents, start=1):
+        if document is None:
+            continue
+        label = _label(source, index if several else None, document)
+        if not isinstance(document, dict):
+            raise SpecError(f"{label}: expected a Queue mapping, got {type(document).__name__}")
+        found = (document.get("apiVersion"), document.get("kind"))
+        if found != (API_VERSION, KIND):
+            raise SpecError(
+                f"{label}: not a Queue: expected apiVersion {API_VERSION} and kind {KIND}, "
+                f"got {found[0]!r} and {found[1]!r}"
+            )
+        queue = _validate(document, label)
+        if queue.name in seen:
+            raise SpecError(
+                f"{label}: duplicate queue name {queue.name!r} (also {seen[queue.name]})"
+            )
+        seen[queue.name] = f"document {index}"
+        queues.append(queue)
+    return queues
+
+
+def load_queue_file(path: str | Path) -> list[QueueResource]:
+    """Every Queue in a YAML file, as `kubectl apply -f` would read it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecError(f"{path}: cannot read: {error}") from None
+    return load_queues(text, str(path))
