@@ -1,10 +1,10 @@
 """tablequeue: message queues that live in SQL tables.
 
-    from tablequeue import connect
-    db = connect("sqlite:///queues.db")
-    queue = db.queue("send-order-confirmation")
-    queue.enqueue({"OrderId": "A-1"}, message_id="A-1")
-    batch = queue.lease(owner="me", batch_size=10)
+from tablequeue import connect
+db = connect("sqlite:///queues.db")
+queue = db.queue("send-order-confirmation")
+queue.enqueue({"OrderId": "A-1"}, message_id="A-1")
+batch = queue.lease(owner="me", batch_size=10)
 """
 
 from .database import Database, connect

@@ -121,7 +121,7 @@ class Database:
     # --- registry ---------------------------------------------------------------------------
 
     def apply(self, resource: QueueResource) -> str:
-        """Create or migrate the queue's table and registry row. Returns created|updated|unchanged."""
+        """Create or migrate the table and registry row: created, updated or unchanged."""
         name = names.queue_name(resource.name)
         spec = resource.spec
         table_name = spec.table_for(name)
@@ -153,18 +153,25 @@ class Database:
             if row is None:
                 connection.execute(
                     self.registry.insert().values(
-                        name=name, table_name=table_name, category=spec.category,
-                        default_status=spec.default_status, settings=settings,
-                        schema_version=SCHEMA_VERSION, created_at=now, updated_at=now,
-                    )  # fmt: skip
+                        name=name,
+                        table_name=table_name,
+                        category=spec.category,
+                        default_status=spec.default_status,
+                        settings=settings,
+                        schema_version=SCHEMA_VERSION,
+                        created_at=now,
+                        updated_at=now,
+                    )
                 )
                 return "created"
             if row.settings == settings and row.schema_version == SCHEMA_VERSION:
                 return "unchanged"
             values: dict[str, Any] = {
-                "category": spec.category, "settings": settings,
-                "schema_version": SCHEMA_VERSION, "updated_at": now,
-            }  # fmt: skip
+                "category": spec.category,
+                "settings": settings,
+                "schema_version": SCHEMA_VERSION,
+                "updated_at": now,
+            }
             # The declared default status wins only when the declaration changed, so a status
             # set at runtime (admin UI, API) survives re-applying an unchanged spec.
             if row.settings.get("defaultStatus", "Pending") != spec.default_status:
@@ -189,7 +196,9 @@ class Database:
 
         names.queue_name(name)
         with self.transaction() as connection:
-            row = self._registry_row(connection, name) if self._registry_exists(connection) else None
+            row = (
+                self._registry_row(connection, name) if self._registry_exists(connection) else None
+            )
         if row is None:
             raise QueueNotFound(
                 f"queue {name!r} does not exist in {self.shown_url}: "
@@ -228,7 +237,9 @@ class Database:
         """Forget a queue; drop its table only when asked (deletionPolicy: Delete)."""
         with self.transaction() as connection:
             self.dialect.lock_for_ddl(connection, "registry")
-            row = self._registry_row(connection, name) if self._registry_exists(connection) else None
+            row = (
+                self._registry_row(connection, name) if self._registry_exists(connection) else None
+            )
             if row is None:
                 raise QueueNotFound(f"queue {name!r} does not exist in {self.shown_url}")
             connection.execute(self.registry.delete().where(self.registry.c.name == name))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -20,8 +19,9 @@ MAX_MESSAGE_ID_LENGTH = 400
 
 def canonical_json(value: Any) -> str:
     """The JSON text tablequeue stores: sorted keys, no spaces, so equal values compare equal."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)  # fmt: skip
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 class NewMessage(BaseModel):
@@ -31,9 +31,12 @@ class NewMessage(BaseModel):
 
     message: Any = Field(description="The JSON body")
     message_id: str | None = Field(
-        None, alias="messageId", min_length=1, max_length=MAX_MESSAGE_ID_LENGTH,
+        None,
+        alias="messageId",
+        min_length=1,
+        max_length=MAX_MESSAGE_ID_LENGTH,
         description="Identity: enqueueing an existing messageId updates that message",
-    )  # fmt: skip
+    )
     at: datetime | None = Field(None, description="Not processed before this time")
     after: float | None = Field(None, ge=0, description="Not processed before now + seconds")
     priority: int = Field(0, ge=-MAX_PRIORITY - 1, le=MAX_PRIORITY)
@@ -41,9 +44,11 @@ class NewMessage(BaseModel):
     headers: dict[str, Any] | None = None
     expires_at: datetime | None = Field(None, alias="expiresAt")
     expires_after: float | None = Field(
-        None, gt=0, validation_alias=AliasChoices("expiresAfter", "expires_after"),
+        None,
+        gt=0,
+        validation_alias=AliasChoices("expiresAfter", "expires_after"),
         serialization_alias="expiresAfter",
-    )  # fmt: skip
+    )
 
     @field_validator("status")
     @classmethod
@@ -113,7 +118,8 @@ class Message:
     processed_at: datetime | None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Message:
+    def from_row(cls, row: Any) -> Message:
+        """From a result row's mapping (`row._mapping`)."""
         return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
     def to_json(self) -> dict[str, Any]:

@@ -77,7 +77,7 @@ _GRAMMAR = r"""
 ?start: disjunction
 ?disjunction: conjunction (_OR conjunction)*
 ?conjunction: negation (_AND negation)*
-?negation: _NOT negation -> negation
+?negation: NOT negation -> negation
          | "(" disjunction ")"
          | comparison
 comparison: path OP value
@@ -88,7 +88,7 @@ value: STRING | NUMBER | TRUE | FALSE | NULL
 
 _OR.2: /or\b/i
 _AND.2: /and\b/i
-_NOT.2: /not\b/i
+NOT.2: /not\b/i
 TRUE.2: /true\b/i
 FALSE.2: /false\b/i
 NULL.2: /null\b/i

@@ -43,7 +43,7 @@ PURGE_BATCH = 5_000
 
 
 def _literal(status: str) -> sa.ColumnElement[str]:
-    """A built-in status as SQL text (never a user value): lets the planner match partial indexes."""
+    """A built-in status as SQL text, never a user value: partial indexes match it."""
     assert status in names.BUILT_IN
     return sa.literal_column(f"'{status}'", sa.String)
 
@@ -213,7 +213,9 @@ class Queue:
             .returning(*t.c)
         )
 
-    def extend(self, owner: str, ids: Iterable[int], lease_seconds: float | None = None) -> set[int]:
+    def extend(
+        self, owner: str, ids: Iterable[int], lease_seconds: float | None = None
+    ) -> set[int]:
         """Extend leases still held by `owner`; returns the ids still held (others were lost)."""
         ids = list(ids)
         if not ids:
@@ -281,9 +283,11 @@ class Queue:
             ]
             settled.requeued_newer_version = self._requeue_newer(connection, newer, True)
         settled.lease_lost = len(completions) - (
-            settled.deleted + settled.processed + settled.rescheduled
+            settled.deleted
+            + settled.processed
+            + settled.rescheduled
             + settled.requeued_newer_version
-        )  # fmt: skip
+        )
         return settled
 
     def fail(self, owner: str, failures: Sequence[Failure]) -> Settled:
@@ -381,7 +385,7 @@ class Queue:
             return 0
         t, d = self.table, self.dialect
         default_status = self.database.default_status(connection, self.name)
-        status: sa.ColumnElement[str] = sa.literal(default_status)
+        status: sa.ColumnElement[Any] = sa.literal(default_status)
         if default_status == names.PENDING:
             status = sa.case((t.c.process_after > d.now(), _literal(names.SLEEPING)), else_=status)
         values: dict[str, Any] = {
@@ -452,6 +456,7 @@ class Queue:
             + sa.literal(", correlation id ", sa.Text)
             + sa.func.coalesce(t.c.correlation_id, "?")
         )
+        new_status: sa.ColumnElement[Any]
         if self.spec.on_lease_expired == "Retry":
             give_up = t.c.attempts >= self.spec.max_attempts
             new_status = sa.case((give_up, _literal(names.ERROR)), else_=_literal(names.PENDING))
@@ -496,7 +501,7 @@ class Queue:
             if status == names.LEASED:
                 raise InvalidInput("leased messages cannot be purged; they are being processed")
         t, d = self.table, self.dialect
-        condition = t.c.status.in_(list(statuses))
+        condition: sa.ColumnElement[bool] = t.c.status.in_(list(statuses))
         if older_than is not None:
             age = sa.func.coalesce(t.c.processed_at, t.c.updated_at)
             condition = sa.and_(
@@ -532,12 +537,12 @@ class Queue:
         """
         names.settable_status(status)
         t, d = self.table, self.dialect
-        condition = self._selection(ids=ids, status=from_status, where=where)
-        if condition is None:
+        chosen = self._selection(ids=ids, status=from_status, where=where)
+        if chosen is None:
             raise InvalidInput("choose messages by id, by current status or by predicate")
+        condition = sa.and_(chosen, t.c.status != status)
         if not force:
             condition = sa.and_(condition, t.c.status != _literal(names.LEASED))
-        condition = sa.and_(condition, t.c.status != status)
         if dry_run:
             with self.database.transaction() as connection:
                 count = connection.execute(sa.select(sa.func.count()).where(condition))
@@ -552,7 +557,7 @@ class Queue:
 
     def delete(self, message_id: int, force: bool = False) -> None:
         t = self.table
-        condition = t.c.id == message_id
+        condition: sa.ColumnElement[bool] = t.c.id == message_id
         if not force:
             condition = sa.and_(condition, t.c.status != _literal(names.LEASED))
         with self.database.transaction() as connection:

@@ -51,14 +51,12 @@ def _index_name(table_name: str, suffix: str) -> str:
 
 def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.Table:
     json = dialect.json_type
+    identity = [] if dialect.name == "sqlite" else [sa.Identity()]  # sqlite: rowid alias
     table = sa.Table(
         table_name,
         metadata,
         sa.Column(
-            "id",
-            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-            sa.Identity() if dialect.name != "sqlite" else None,
-            primary_key=True,
+            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), *identity, primary_key=True
         ),
         sa.Column("message_id", sa.String(400)),
         sa.Column("status", sa.String(64), nullable=False),

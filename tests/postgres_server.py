@@ -65,8 +65,19 @@ class PostgresServer:
             " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             " -c max_connections=200"
         )
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.base / "log"),
-                  "-w", "-t", "60", "start")  # fmt: skip
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.base / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         self.wait_ready()
 
     def stop(self, mode: str = "fast") -> None:

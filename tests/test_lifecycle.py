@@ -198,9 +198,7 @@ def test_lease_marks_rows_and_never_hands_out_a_row_twice(make_queue: MakeQueue)
     assert len(first.messages) == 4 and len(second.messages) == 3
     assert not {m.id for m in first.messages} & {m.id for m in second.messages}
     m = first.messages[0]
-    assert (m.status, m.attempts, m.lease_owner, m.correlation_id) == (
-        "Leased", 1, "w1", "batch-1"
-    )  # fmt: skip
+    assert (m.status, m.attempts, m.lease_owner, m.correlation_id) == ("Leased", 1, "w1", "batch-1")
     assert m.lease_expires_at is not None
     remaining = (m.lease_expires_at - datetime.now(UTC)).total_seconds()
     assert 50 < remaining <= 61
@@ -448,9 +446,18 @@ def test_eight_processes_get_each_of_20000_messages_exactly_once(
     outputs = [tmp_path / f"drained-{i}.txt" for i in range(8)]
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.lifecycle_client", "drain", db_url, "orders", str(out), "50"],
+            [
+                sys.executable,
+                "-m",
+                "tests.lifecycle_client",
+                "drain",
+                db_url,
+                "orders",
+                str(out),
+                "50",
+            ],
             cwd=ROOT,
-        )  # fmt: skip
+        )
         for out in outputs
     ]
     for process in processes:
