@@ -69,7 +69,7 @@ class Database:
 
     def __init__(self, url: str, **engine_options: Any) -> None:
         self.url = parse_url(url)
-        self.shown_url = self.url.render_as_string(hide_password=True)
+        self.shown_url = sa.make_url(url).render_as_string(hide_password=True)
         self.dialect: Dialect = for_backend(self.url.get_backend_name())
         options: dict[str, Any] = {"json_serializer": canonical_json, "pool_pre_ping": True}
         options.update(engine_options)

@@ -191,7 +191,7 @@ def test_too_deep() -> None:
     with pytest.raises(PredicateError, match=f"column 201: nested more than {MAX_DEPTH} levels"):
         parse("not " * (MAX_DEPTH + 1) + "x == 1")
     with pytest.raises(PredicateError, match="nested more than"):  # deep and long: no recursion
-        parse("not (" * 700 + "x == 1" + ")" * 700)
+        parse("not (" * 550 + "x == 1" + ")" * 550)
     with pytest.raises(PredicateError, match="nested more than"):
         parse("not " * 900 + "x == 1")
 
@@ -361,8 +361,10 @@ def _engine(url: str) -> tuple[sa.Engine, Dialect]:
     return engine, dialect
 
 
-@pytest.fixture
-def messages(db_url: str) -> Iterator[tuple[sa.Engine, Dialect, sa.Table]]:
+Messages = tuple[sa.Engine, Dialect, sa.Table]
+
+
+def _create(db_url: str, bodies: dict[int, Any]) -> Messages:
     engine, dialect = _engine(db_url)
     table = sa.Table(
         "t",
@@ -372,15 +374,19 @@ def messages(db_url: str) -> Iterator[tuple[sa.Engine, Dialect, sa.Table]]:
     )
     with engine.begin() as connection:
         table.create(connection)
-        connection.execute(
-            table.insert(), [{"id": i, "message": body} for i, body in BODIES.items()]
-        )
-    yield engine, dialect, table
-    engine.dispose()
+        connection.execute(table.insert(), [{"id": i, "message": b} for i, b in bodies.items()])
+    return engine, dialect, table
+
+
+@pytest.fixture
+def messages(db_url: str) -> Iterator[Messages]:
+    created = _create(db_url, BODIES)
+    yield created
+    created[0].dispose()
 
 
 def _matching(
-    messages: tuple[sa.Engine, Dialect, sa.Table], predicate: Predicate
+    messages: Messages, predicate: Predicate
 ) -> set[int]:
     engine, dialect, table = messages
     query = sa.select(table.c.id).where(to_sql(predicate, table.c.message, dialect))
@@ -389,7 +395,7 @@ def _matching(
 
 
 def test_queries_select_the_same_rows_on_every_engine(
-    messages: tuple[sa.Engine, Dialect, sa.Table],
+    messages: Messages,
 ) -> None:
     wrong = {}
     for text, expected in QUERIES:
@@ -399,14 +405,14 @@ def test_queries_select_the_same_rows_on_every_engine(
     assert wrong == {}
 
 
-def test_comparisons_are_two_valued(messages: tuple[sa.Engine, Dialect, sa.Table]) -> None:
+def test_comparisons_are_two_valued(messages: Messages) -> None:
     for text, _ in QUERIES:
         predicate = parse(text)
         assert _matching(messages, predicate) | _matching(messages, Not(predicate)) == ALL, text
         assert _matching(messages, predicate) & _matching(messages, Not(predicate)) == set(), text
 
 
-def test_values_are_bound_parameters(messages: tuple[sa.Engine, Dialect, sa.Table]) -> None:
+def test_values_are_bound_parameters(messages: Messages) -> None:
     engine, dialect, table = messages
     hostile = "x'; DROP TABLE t; --"
     predicate = parse('Name == "x\'; DROP TABLE t; --" or ["a\'b"] == "\'"')
@@ -430,7 +436,7 @@ HOSTILE = [
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_values_change_nothing(
-    messages: tuple[sa.Engine, Dialect, sa.Table], text: str
+    messages: Messages, text: str
 ) -> None:
     engine, dialect, table = messages
     predicate = parse(text)
@@ -442,15 +448,40 @@ def test_hostile_values_change_nothing(
     assert rows == BODIES
 
 
-def test_numbers_compare_numerically(messages: tuple[sa.Engine, Dialect, sa.Table]) -> None:
+def test_numbers_compare_numerically(messages: Messages) -> None:
     assert _matching(messages, c("Qty", "==", 5)) == _matching(messages, c("Qty", "==", 5.0))
     assert _matching(messages, c("Qty", ">", -1e300)) == {
         i for i, body in BODIES.items() if _kind(body.get("Qty")) == "number"
     }
 
 
-def test_manual_predicates_are_checked(messages: tuple[sa.Engine, Dialect, sa.Table]) -> None:
+def test_manual_predicates_are_checked(messages: Messages) -> None:
     _, dialect, table = messages
     for bad in [c("x", "<", None), c("x", "~", 1), c((), "==", 1), And(())]:
         with pytest.raises(PredicateError):
             to_sql(bad, table.c.message, dialect)
+
+
+def test_keys_and_indexes_do_not_mix(db_url: str, request: pytest.FixtureRequest) -> None:
+    """`[0]` steps only into arrays and `["0"]` only into objects, as in SQLite's JSON paths."""
+    if db_url.startswith("postgresql"):
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="dialects/postgresql.py: jsonb_extract_path treats 0 and '0' alike",
+            )
+        )
+    bodies = {1: {"a": {"0": "x", "-1": "y"}}, 2: {"a": ["x", "y"]}}
+    created = _create(db_url, bodies)
+    try:
+        for text, expected in [
+            ('a[0] == "x"', {2}),
+            ('a["0"] == "x"', {1}),
+            ('a["-1"] == "y"', {1}),
+            ('a[1] == "y"', {2}),
+            ("a[0] == null", {1}),
+            ('a["0"] == null', {2}),
+        ]:
+            assert _matching(created, parse(text)) == expected, text
+    finally:
+        created[0].dispose()
