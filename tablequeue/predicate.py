@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +122,10 @@ _SIMPLE_ESCAPES = {
 _STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""", re.S)
 
 
+def _column(token: Token) -> int:
+    return (token.start_pos or 0) + 1
+
+
 def _error(column: int | None, problem: str) -> PredicateError:
     where = f" at column {column}" if column is not None else ""
     return PredicateError(f"invalid predicate{where}: {problem}")
@@ -149,7 +155,7 @@ def parse(text: str) -> Predicate:
 
 def _syntax_error(text: str, e: UnexpectedInput) -> PredicateError:
     if isinstance(e, UnexpectedCharacters):
-        pos = e.pos_in_stream
+        pos = e.pos_in_stream or 0
         if text[pos] in "\"'":
             return _error(pos + 1, "unterminated string")
         return _error(pos + 1, f"unexpected {_snippet(text, pos)!r}")
@@ -159,13 +165,13 @@ def _syntax_error(text: str, e: UnexpectedInput) -> PredicateError:
         if token.type == "$END":  # lark gives the end the position of the last token
             if "RPAR" in e.expected and (opened := _parens(text)[0]):
                 return PredicateError(f"invalid predicate: unclosed '(' at column {opened[-1] + 1}")
-            last = text[token.start_pos : token.end_pos] if token.end_pos else text.strip()
+            last = text[token.start_pos : token.end_pos]
             return PredicateError(
                 f"invalid predicate: expected {expected or 'more'} after {last!r}"
-                f" at column {(token.start_pos or 0) + 1}"
+                f" at column {_column(token)}"
             )
-        problem = f"unexpected {_snippet(text, token.start_pos or 0)!r}"
-        return _error((token.start_pos or 0) + 1, problem + (f", expected {expected}" * bool(expected)))
+        problem = f"unexpected {_snippet(text, _column(token) - 1)!r}"
+        return _error(_column(token), problem + (f", expected {expected}" if expected else ""))
     return PredicateError("invalid predicate")  # pragma: no cover
 
 
@@ -210,7 +216,7 @@ def _check_depth(tree: Tree[Token]) -> None:
 
 def _first_column(tree: Tree[Token]) -> int:
     for token in tree.scan_values(lambda v: isinstance(v, Token)):
-        return (token.start_pos or 0) + 1
+        return _column(token)
     return 1  # pragma: no cover
 
 
@@ -218,18 +224,19 @@ def _build(tree: Tree[Token]) -> Predicate:
     if tree.data == "comparison":
         return _comparison_node(tree)
     parts = [_build(child) for child in tree.children if isinstance(child, Tree)]
-    if tree.data == "disjunction":
-        return Or(tuple(p for part in parts for p in (part.parts if isinstance(part, Or) else [part])))
-    if tree.data == "conjunction":
-        return And(tuple(p for part in parts for p in (part.parts if isinstance(part, And) else [part])))
-    return Not(parts[0])
+    if tree.data == "negation":
+        return Not(parts[0])
+    kind = Or if tree.data == "disjunction" else And  # (a and b) and c is a and b and c
+    return kind(tuple(p for part in parts for p in (part.parts if type(part) is kind else [part])))
 
 
 def _comparison_node(tree: Tree[Token]) -> Comparison:
     path_tree, op, value_tree = tree.children
     assert isinstance(path_tree, Tree) and isinstance(op, Token) and isinstance(value_tree, Tree)
-    value = _value(value_tree.children[0])
-    _check_comparison(str(op), value, (value_tree.children[0].start_pos or 0) + 1)
+    token = value_tree.children[0]
+    assert isinstance(token, Token)
+    value = _value(token)
+    _check_comparison(str(op), value, _column(token))
     return Comparison(_path(path_tree), str(op), value)
 
 
@@ -239,14 +246,14 @@ def _path(tree: Tree[Token]) -> tuple[str | int, ...]:
         if isinstance(child, Token):  # NAME
             if not path and child.lower() in _KEYWORDS:
                 raise _error(
-                    (child.start_pos or 0) + 1,
+                    _column(child),
                     f"{str(child)!r} is a keyword; write [{json.dumps(str(child))}] for a property",
                 )
             path.append(str(child))
             continue
         token = child.children[0]
         assert isinstance(token, Token)
-        column = (token.start_pos or 0) + 1
+        column = _column(token)
         if child.data == "index":
             if int(token) > _MAX_INDEX:
                 raise _error(column, f"array index {token} is too large")
@@ -259,9 +266,8 @@ def _path(tree: Tree[Token]) -> tuple[str | int, ...]:
     return tuple(path)
 
 
-def _value(token: Token | Tree[Token]) -> Scalar:
-    assert isinstance(token, Token)
-    column = (token.start_pos or 0) + 1
+def _value(token: Token) -> Scalar:
+    column = _column(token)
     if token.type == "STRING":
         value = _unquote(token)
         if "\x00" in value:
@@ -281,8 +287,8 @@ def _value(token: Token | Tree[Token]) -> Scalar:
 
 
 def _unquote(token: Token) -> str:
-    """Decode a quoted string with JSON escapes (and \\' ); reject raw control characters."""
-    start = (token.start_pos or 0) + 1
+    """Decode a quoted string with JSON escapes (plus \\'); reject raw control characters."""
+    start = _column(token)
     body = str(token)[1:-1]
     for offset, char in enumerate(body):
         if ord(char) < 0x20:
@@ -325,7 +331,9 @@ def render(predicate: Predicate) -> str:
         return f"not ({text})" if isinstance(inner, And | Or) else f"not {text}"
     word = " and " if isinstance(predicate, And) else " or "
     wrap = (And, Or) if isinstance(predicate, And) else (Or,)
-    return word.join(f"({render(p)})" if isinstance(p, wrap) else render(p) for p in predicate.parts)
+    return word.join(
+        f"({render(p)})" if isinstance(p, wrap) else render(p) for p in predicate.parts
+    )
 
 
 def render_value(value: Scalar) -> str:
@@ -372,10 +380,9 @@ def _comparison(
     if kind is None:
         matched: sa.ColumnElement[Any] = dialect.json_is_null(column, path)
     else:
+        assert value is not None
         left = dialect.json_scalar(column, path, kind)
-        right = sa.literal(value, _BIND_TYPES[type(value)])
-        sql_op = "==" if op == "!=" else op
-        matched = left.operate(_SQL_OPERATORS[sql_op], right)
+        matched = _SQL_OPERATORS["==" if op == "!=" else op](left, _bind(value, kind))
     two_valued = sa.type_coerce(sa.func.coalesce(matched, sa.false()), sa.Boolean())
     return sa.not_(two_valued) if op == "!=" else two_valued
 
@@ -392,16 +399,16 @@ def _kind(value: Scalar) -> JsonKind | None:
     raise PredicateError(f"invalid predicate: unsupported value {value!r}")
 
 
-_BIND_TYPES: dict[type, sa.types.TypeEngine[Any]] = {
-    str: sa.Text(),
-    int: sa.BigInteger(),
-    float: sa.Float(),
-    bool: sa.Boolean(),
+_SQL_OPERATORS: dict[str, Callable[[Any, Any], sa.ColumnElement[Any]]] = {
+    "==": operator.eq,
+    "<": operator.lt,
+    ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
 }
-_SQL_OPERATORS: dict[str, Any] = {
-    "==": sa.sql.operators.eq,
-    "<": sa.sql.operators.lt,
-    ">": sa.sql.operators.gt,
-    "<=": sa.sql.operators.le,
-    ">=": sa.sql.operators.ge,
-}
+
+
+def _bind(value: str | int | float | bool, kind: JsonKind) -> sa.BindParameter[Any]:
+    if kind == "number":  # BIGINT or FLOAT: an int bound as INTEGER would overflow on PostgreSQL
+        return sa.literal(value, sa.BigInteger() if isinstance(value, int) else sa.Float())
+    return sa.literal(value, sa.Text() if kind == "string" else sa.Boolean())

@@ -48,7 +48,7 @@ PARSED = [
     ("x == FALSE", c("x", "==", False)),
     ("x != Null", c("x", "!=", None)),
     ('x == "a\\"b\\\\c\\/\\n\\t\\u00e9\\ud83d\\ude00"', c("x", "==", 'a"b\\c/\n\té😀')),
-    ("x == 'it\\'s \"quoted\"'", c("x", "==", "it's \"quoted\"")),
+    ("x == 'it\\'s \"quoted\"'", c("x", "==", 'it\'s "quoted"')),
     ('x == "Ünïcødé ✓"', c("x", "==", "Ünïcødé ✓")),
     ('["ключ"] == "значение"', c(("ключ",), "==", "значение")),
     ('x == ""', c("x", "==", "")),
@@ -61,7 +61,10 @@ PARSED = [
     ("a == 1 and b == 2", And((c("a", "==", 1), c("b", "==", 2)))),
     ("a == 1 AND b == 2 And c == 3", And((c("a", "==", 1), c("b", "==", 2), c("c", "==", 3)))),
     ("a == 1 or b == 2 and c == 3", Or((c("a", "==", 1), And((c("b", "==", 2), c("c", "==", 3)))))),
-    ("(a == 1 or b == 2) and c == 3", And((Or((c("a", "==", 1), c("b", "==", 2))), c("c", "==", 3)))),
+    (
+        "(a == 1 or b == 2) and c == 3",
+        And((Or((c("a", "==", 1), c("b", "==", 2))), c("c", "==", 3))),
+    ),
     ("a == 1 or (b == 2 or c == 3)", Or((c("a", "==", 1), c("b", "==", 2), c("c", "==", 3)))),
     ("not a == 1", Not(c("a", "==", 1))),
     ("NOT not a == 1", Not(Not(c("a", "==", 1)))),
@@ -96,8 +99,11 @@ def test_render_is_canonical() -> None:
 ERRORS = [
     ("", "invalid predicate: empty"),
     ("  \n\t ", "invalid predicate: empty"),
-    ("Product.Sku", "invalid predicate: expected a comparison operator (==, !=, <, >, <=, >=)"
-     " after 'Sku' at column 9"),  # fmt: skip
+    (
+        "Product.Sku",
+        "invalid predicate: expected a comparison operator (==, !=, <, >, <=, >=)"
+        " after 'Sku' at column 9",
+    ),
     ("Product.Sku ==", "invalid predicate: expected a value after '==' at column 13"),
     ("Product.Sku == ", "invalid predicate: expected a value after '==' at column 13"),
     ('x == "abc', "invalid predicate at column 6: unterminated string"),
@@ -106,14 +112,18 @@ ERRORS = [
     ('x == "1"; DROP TABLE t', "invalid predicate at column 9: unexpected ';'"),
     ("x == 1 -- comment", "invalid predicate at column 8: unexpected '--'"),
     ("x == 1 /* c */", "invalid predicate at column 8: unexpected '/*'"),
-    ("Name == '' OR 1=1 --", "invalid predicate at column 15: unexpected '1',"
-     " expected a property name"),  # fmt: skip
+    (
+        "Name == '' OR 1=1 --",
+        "invalid predicate at column 15: unexpected '1', expected a property name",
+    ),
     ("x == 1 and", "invalid predicate: expected a property name after 'and' at column 8"),
     ("x == 1 or", "invalid predicate: expected a property name after 'or' at column 8"),
     ("not", "invalid predicate: expected a property name after 'not' at column 1"),
     ("x == 1 y == 2", "invalid predicate at column 8: unexpected 'y', expected 'and', 'or' or ')'"),
-    ("x == 1 andy == 2", "invalid predicate at column 8: unexpected 'andy', expected 'and',"
-     " 'or' or ')'"),  # fmt: skip
+    (
+        "x == 1 andy == 2",
+        "invalid predicate at column 8: unexpected 'andy', expected 'and', 'or' or ')'",
+    ),
     ("== 1", "invalid predicate at column 1: unexpected '==', expected a property name"),
     ("x = 1", "invalid predicate at column 3: unexpected '='"),
     ("x === 1", "invalid predicate at column 5: unexpected '='"),
@@ -123,36 +133,53 @@ ERRORS = [
     ("(x == 1 and (y == ')') ", "invalid predicate: unclosed '(' at column 1"),
     ("x.", "invalid predicate: expected a property name after '.' at column 2"),
     ("x.1 == 1", "invalid predicate at column 3: unexpected '1', expected a property name"),
-    ("x[-1] == 1", "invalid predicate at column 3: unexpected '-1', expected an array index"
-     " or a quoted key"),  # fmt: skip
+    (
+        "x[-1] == 1",
+        "invalid predicate at column 3: unexpected '-1', expected an array index or a quoted key",
+    ),
     ("x[0 == 1", "invalid predicate at column 5: unexpected '==', expected ']'"),
     ("x[99999999999] == 1", "invalid predicate at column 3: array index 99999999999 is too large"),
     ("x == .5", "invalid predicate at column 6: unexpected '.5', expected a value"),
     ("x == 1.", "invalid predicate at column 7: unexpected '.', expected 'and', 'or' or ')'"),
     ("x == 1e999", "invalid predicate at column 6: number 1e999 is out of range"),
-    ("x == 9223372036854775808", "invalid predicate at column 6: integer 9223372036854775808"
-     " is out of range"),  # fmt: skip
+    (
+        "x == 9223372036854775808",
+        "invalid predicate at column 6: integer 9223372036854775808 is out of range",
+    ),
     ("x < null", "invalid predicate at column 5: '<' needs a number or string, not null"),
     ("x >= true", "invalid predicate at column 6: '>=' needs a number or string, not true"),
     ("x > FALSE", "invalid predicate at column 5: '>' needs a number or string, not false"),
-    ("true == 1", 'invalid predicate at column 1: \'true\' is a keyword; write ["true"] for a'
-     " property"),  # fmt: skip
-    ("NULL == 1", 'invalid predicate at column 1: \'NULL\' is a keyword; write ["NULL"] for a'
-     " property"),  # fmt: skip
+    (
+        "true == 1",
+        "invalid predicate at column 1: 'true' is a keyword; write [\"true\"] for a property",
+    ),
+    (
+        "NULL == 1",
+        "invalid predicate at column 1: 'NULL' is a keyword; write [\"NULL\"] for a property",
+    ),
     ('x == "\\q"', "invalid predicate at column 7: invalid escape '\\\\q' in string"),
     ('x == "\\u12"', "invalid predicate at column 7: invalid escape '\\\\u' in string"),
     ('x == "\\ud83d"', "invalid predicate at column 6: invalid \\u escape: unpaired surrogate"),
     ('x == "\\u0000"', "invalid predicate at column 6: strings may not contain NUL (\\u0000)"),
-    ('x == "a\tb"', "invalid predicate at column 8: control character in string;"
-     " use an escape like \\n"),  # fmt: skip
-    ('["a\\"b"] == 1', "invalid predicate at column 2: a quoted key may not contain '\"'"
-     " or control characters"),  # fmt: skip
-    ('["a\\nb"] == 1', "invalid predicate at column 2: a quoted key may not contain '\"'"
-     " or control characters"),  # fmt: skip
+    (
+        'x == "a\tb"',
+        "invalid predicate at column 8: control character in string; use an escape like \\n",
+    ),
+    (
+        '["a\\"b"] == 1',
+        "invalid predicate at column 2: a quoted key may not contain '\"' or control characters",
+    ),
+    (
+        '["a\\nb"] == 1',
+        "invalid predicate at column 2: a quoted key may not contain '\"' or control characters",
+    ),
     ("x == ✓", "invalid predicate at column 6: unexpected '✓'"),
     ("Ünï == 1", "invalid predicate at column 1: unexpected 'Ü'"),
     ("x == 1 $", "invalid predicate at column 8: unexpected '$'"),
-    ("x == 1 or 1 == 1", "invalid predicate at column 11: unexpected '1', expected a property name"),
+    (
+        "x == 1 or 1 == 1",
+        "invalid predicate at column 11: unexpected '1', expected a property name",
+    ),
     ("x == 1\n;", "invalid predicate at column 8: unexpected ';'"),
 ]
 
@@ -170,7 +197,7 @@ def test_parse_errors(text: str, message: str) -> None:
 
 def test_too_long() -> None:
     text = "x == " + "1" * (MAX_LENGTH - 5)
-    with pytest.raises(PredicateError, match="integer .* is out of range"):
+    with pytest.raises(PredicateError, match=r"integer .* is out of range"):
         parse(text)  # exactly at the limit: parsed, then refused for its value
     with pytest.raises(PredicateError) as caught:
         parse(text + "1")
@@ -243,7 +270,7 @@ QUERIES: list[tuple[str, set[int]]] = [
     ("Name == 'say \"hi\"; ok'", {8}),
     ('Name == "x\'; DROP TABLE t; --"', {6}),
     ("Name == '1\\' OR \\'1\\'=\\'1'", {15}),
-    ('Product.Sku == "1\' OR \'1\'=\'1"', {15}),
+    ("Product.Sku == \"1' OR '1'='1\"", {15}),
     ('Product.Sku == "123"', {1}),
     ("Product.Sku == 123", {2}),
     ("Product.Sku != 123", ALL - {2}),
@@ -294,7 +321,7 @@ QUERIES: list[tuple[str, set[int]]] = [
     ('Name == "Alice" or Name == "Bob"', {1, 2}),
     ('not Name == "Alice"', ALL - {1}),
     ('not (Name == "Alice" or Name == "Bob")', ALL - {1, 2}),
-    ('Qty == 5 and Active == true', {1}),
+    ("Qty == 5 and Active == true", {1}),
     ('Qty == 5 or Active == true and Name == "Zed"', {1, 2, 14}),
     ('(Qty == 5 or Active == true) and Name == "Zed"', {14}),
     ("not Qty < 0", ALL - {3, 13}),
@@ -312,10 +339,14 @@ MISSING = object()
 
 def _lookup(body: Any, path: tuple[str | int, ...]) -> Any:
     for segment in path:
-        if (isinstance(segment, int) and isinstance(body, list) and segment < len(body)) or (isinstance(segment, str) and isinstance(body, dict) and segment in body):
+        if isinstance(segment, int):
+            if not isinstance(body, list) or segment >= len(body):
+                return MISSING
             body = body[segment]
         else:
-            return MISSING
+            if not isinstance(body, dict) or segment not in body:
+                return MISSING
+            body = body[segment]
     return body
 
 
@@ -385,9 +416,7 @@ def messages(db_url: str) -> Iterator[Messages]:
     created[0].dispose()
 
 
-def _matching(
-    messages: Messages, predicate: Predicate
-) -> set[int]:
+def _matching(messages: Messages, predicate: Predicate) -> set[int]:
     engine, dialect, table = messages
     query = sa.select(table.c.id).where(to_sql(predicate, table.c.message, dialect))
     with engine.begin() as connection:
@@ -418,6 +447,7 @@ def test_values_are_bound_parameters(messages: Messages) -> None:
     predicate = parse('Name == "x\'; DROP TABLE t; --" or ["a\'b"] == "\'"')
     sql = to_sql(predicate, table.c.message, dialect).compile(engine)
     assert "DROP" not in str(sql)
+    assert "a'b" not in str(sql)
     assert hostile in sql.params.values()
     assert "'" in sql.params.values()
 
@@ -425,9 +455,9 @@ def test_values_are_bound_parameters(messages: Messages) -> None:
 HOSTILE = [
     'Name == "x\'; DROP TABLE t; --"',
     "Name == 'x\\'; DELETE FROM t; --'",
-    "Name != \"'; UPDATE t SET message = NULL; --\"",
-    'Product.Sku == "1\' OR \'1\'=\'1"',
-    "Product.Sku < \"') OR 1=1 --\"",
+    'Name != "\'; UPDATE t SET message = NULL; --"',
+    "Product.Sku == \"1' OR '1'='1\"",
+    'Product.Sku < "\') OR 1=1 --"',
     '["x\'); DROP TABLE t; --"] == 1',
     '["\\\\"] == "\\\\"',
     'Name == "\\u0027 OR 1=1 /*"',
@@ -435,10 +465,8 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("text", HOSTILE)
-def test_hostile_values_change_nothing(
-    messages: Messages, text: str
-) -> None:
-    engine, dialect, table = messages
+def test_hostile_values_change_nothing(messages: Messages, text: str) -> None:
+    engine, _, table = messages
     predicate = parse(text)
     expected = {i for i, body in BODIES.items() if holds(predicate, body)}
     assert _matching(messages, predicate) == expected
@@ -457,7 +485,8 @@ def test_numbers_compare_numerically(messages: Messages) -> None:
 
 def test_manual_predicates_are_checked(messages: Messages) -> None:
     _, dialect, table = messages
-    for bad in [c("x", "<", None), c("x", "~", 1), c((), "==", 1), And(())]:
+    bad_predicates: list[Predicate] = [c("x", "<", None), c("x", "~", 1), c((), "==", 1), And(())]
+    for bad in bad_predicates:
         with pytest.raises(PredicateError):
             to_sql(bad, table.c.message, dialect)
 
