@@ -18,9 +18,13 @@ MAX_MESSAGE_ID_LENGTH = 400
 
 
 def canonical_json(value: Any) -> str:
-    """The JSON text tablequeue stores: sorted keys, no spaces, so equal values compare equal."""
+    """The JSON text tablequeue stores: sorted keys, no spaces, so equal values compare equal.
+
+    ASCII-only (non-ASCII escaped) because SQLite before 3.45 matches JSON path keys against the
+    raw stored text, and the SQLite dialect writes path keys escaped the same way.
+    """
     return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
     )
 
 

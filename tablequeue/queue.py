@@ -99,6 +99,7 @@ class Queue:
                         else by_tracking.get(row_params["b_tracking_id"])
                     )
                     results[index] = _enqueued(new, hit)
+            self.dialect.notify(connection, self.table.name)
         return [result for result in results if result is not None]
 
     def _row(self, new: NewMessage, default_status: str, now: datetime) -> dict[str, Any]:
@@ -248,7 +249,10 @@ class Queue:
             )
         )
         with self.database.transaction() as connection:
-            return int(connection.execute(statement).rowcount)
+            released = int(connection.execute(statement).rowcount)
+            if released:
+                self.dialect.notify(connection, self.table.name)
+            return released
 
     # --- outcomes ---------------------------------------------------------------------------
 
@@ -553,7 +557,12 @@ class Queue:
         if status == names.PENDING:
             values.update(attempts=0, process_after=d.now())
         with self.database.transaction() as connection:
-            return int(connection.execute(sa.update(t).where(condition).values(**values)).rowcount)
+            changed = int(
+                connection.execute(sa.update(t).where(condition).values(**values)).rowcount
+            )
+            if changed and status == names.PENDING:
+                self.dialect.notify(connection, self.table.name)
+            return changed
 
     def delete(self, message_id: int, force: bool = False) -> None:
         t = self.table

@@ -207,7 +207,5 @@ def test_the_installed_command_prints_no_traceback(db_url: str, seeded: Queue) -
         check=False,
     )
     assert result.returncode == 1
-    assert (
-        result.stderr
-        == "error: invalid status 'x;y': use 1-64 letters, digits, '_' and '-', starting with a letter\n"
-    )
+    assert result.stderr.startswith("error: invalid status 'x;y': use 1-64 letters")
+    assert result.stderr.count("\n") == 1

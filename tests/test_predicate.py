@@ -493,13 +493,6 @@ def test_manual_predicates_are_checked(messages: Messages) -> None:
 
 def test_keys_and_indexes_do_not_mix(db_url: str, request: pytest.FixtureRequest) -> None:
     """`[0]` steps only into arrays and `["0"]` only into objects, as in SQLite's JSON paths."""
-    if db_url.startswith("postgresql"):
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="dialects/postgresql.py: jsonb_extract_path treats 0 and '0' alike",
-            )
-        )
     bodies = {1: {"a": {"0": "x", "-1": "y"}}, 2: {"a": ["x", "y"]}}
     created = _create(db_url, bodies)
     try:

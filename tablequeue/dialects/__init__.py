@@ -64,6 +64,14 @@ class Dialect(Protocol):
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         """Serialize schema changes for `key` across processes, for this transaction."""
 
+    def notify(self, connection: Connection, table_name: str) -> None:
+        """Wake workers listening on this queue when the transaction commits (if supported)."""
+
+
+def notify_channel(table_name: str) -> str:
+    """The LISTEN/NOTIFY channel of a queue table (a validated table name plus a prefix)."""
+    return f"tq_{table_name}"
+
 
 def for_backend(backend: str) -> Dialect:
     from . import postgresql, sqlite

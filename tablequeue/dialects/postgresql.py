@@ -1,5 +1,6 @@
 """PostgreSQL through psycopg 3: jsonb, FOR UPDATE SKIP LOCKED, ON CONFLICT, advisory locks."""
 
+import json
 import zlib
 from datetime import datetime
 from typing import Any
@@ -10,7 +11,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from . import JsonKind, JsonPath
+from . import JsonKind, JsonPath, notify_channel
 
 _CASTS: dict[JsonKind, sa.types.TypeEngine[Any]] = {
     "string": sa.Text(),
@@ -19,8 +20,22 @@ _CASTS: dict[JsonKind, sa.types.TypeEngine[Any]] = {
 }
 
 
-def _path(path: JsonPath) -> list[sa.BindParameter[str]]:
-    return [sa.bindparam(None, str(segment), type_=sa.Text) for segment in path]
+def _path(path: JsonPath) -> sa.ColumnElement[Any]:
+    """`strict $."Product"."Sku"[0]`, bound as one parameter: keys step only into objects and
+    indexes only into arrays, as in SQLite's JSON paths."""
+    steps = "".join(
+        f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment)
+        for segment in path
+    )
+    return sa.cast(sa.bindparam(None, "strict $" + steps, type_=sa.Text), pg.JSONPATH)
+
+
+def _extract(column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[Any]:
+    # silent => a missing key or a wrong container type is SQL NULL instead of an error
+    empty_vars = sa.cast(sa.literal_column("'{}'"), pg.JSONB)
+    return sa.func.jsonb_path_query_first(
+        column, _path(path), empty_vars, sa.true(), type_=pg.JSONB
+    )
 
 
 class PostgresDialect:
@@ -41,16 +56,15 @@ class PostgresDialect:
     def json_scalar(
         self, column: sa.ColumnElement[Any], path: JsonPath, kind: JsonKind
     ) -> sa.ColumnElement[Any]:
-        value = sa.func.jsonb_extract_path(column, *_path(path))
-        text = sa.func.jsonb_extract_path_text(column, *_path(path))
-        return sa.case(
-            (sa.func.jsonb_typeof(value) == kind, sa.cast(text, _CASTS[kind])),
-            else_=sa.null(),
-        )
+        value = _extract(column, path)
+        text = value.op("#>>")(sa.cast(sa.literal_column("'{}'"), pg.ARRAY(sa.Text)))
+        scalar: sa.ColumnElement[Any] = sa.cast(text, _CASTS[kind])
+        if kind == "string":
+            scalar = scalar.collate("C")  # code point order, as SQLite compares
+        return sa.case((sa.func.jsonb_typeof(value) == kind, scalar), else_=sa.null())
 
     def json_is_null(self, column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[bool]:
-        value = sa.func.jsonb_extract_path(column, *_path(path))
-        return sa.func.coalesce(sa.func.jsonb_typeof(value), "null") == "null"
+        return sa.func.coalesce(sa.func.jsonb_typeof(_extract(column, path)), "null") == "null"
 
     def insert(self, table: sa.Table) -> Insert:
         return pg.insert(table)
@@ -71,6 +85,10 @@ class PostgresDialect:
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         lock_id = zlib.crc32(f"tablequeue:{key}".encode())
         connection.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id)))
+
+    def notify(self, connection: Connection, table_name: str) -> None:
+        channel = sa.bindparam("b_channel", notify_channel(table_name), type_=sa.Text)
+        connection.execute(sa.select(sa.func.pg_notify(channel, sa.literal_column("''"))))
 
 
 DIALECT = PostgresDialect()

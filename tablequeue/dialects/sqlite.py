@@ -107,5 +107,8 @@ class SqliteDialect:
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         pass  # BEGIN IMMEDIATE already serializes
 
+    def notify(self, connection: Connection, table_name: str) -> None:
+        pass  # no notifications: SQLite workers poll
+
 
 DIALECT = SqliteDialect()
