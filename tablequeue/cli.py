@@ -420,3 +420,87 @@ def cancel(db_url: str, as_json: bool, queue_name: str, tracking_id: str) -> Non
     with connect(db_url) as database:
         message = database.queue(queue_name).cancel(tracking_id)
     _emit(as_json, message.to_json(), f"cancelled message {message.id}")
+
+
+def _env(name: str) -> str:
+    return f"TABLEQUEUE_{name}"
+
+
+@main.command()
+@click.option("--queue", "queue_name", envvar=_env("QUEUE"), required=True, help="Queue name.")
+@click.option(
+    "--handler",
+    envvar=_env("HANDLER"),
+    required=True,
+    help="http://127.0.0.1:PORT/PATH (POST each message) or python:package.module:function.",
+)
+@click.option(
+    "--handler-timeout",
+    envvar=_env("HANDLER_TIMEOUT"),
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="HTTP handler: seconds to wait for an answer.",
+)
+@click.option("--batch-size", envvar=_env("BATCH_SIZE"), type=click.IntRange(1, 10_000))
+@click.option("--concurrency", envvar=_env("CONCURRENCY"), type=click.IntRange(1, 10_000))
+@click.option("--lease-seconds", envvar=_env("LEASE_SECONDS"), type=click.FloatRange(0.1))
+@click.option(
+    "--execution-timeout",
+    envvar=_env("EXECUTION_TIMEOUT"),
+    type=click.FloatRange(0),
+    help="Cancel a handler after this many seconds (0: no limit).",
+)
+@click.option("--poll-min", envvar=_env("POLL_MIN"), type=click.FloatRange(0.001))
+@click.option("--poll-max", envvar=_env("POLL_MAX"), type=click.FloatRange(0.001))
+@click.option("--grace-period", envvar=_env("GRACE_PERIOD"), type=click.FloatRange(0))
+@click.option(
+    "--sweep-interval",
+    envvar=_env("SWEEP_INTERVAL"),
+    type=click.FloatRange(0.1),
+    default=30.0,
+    show_default=True,
+)
+@click.option(
+    "--listen/--no-listen",
+    envvar=_env("LISTEN"),
+    default=True,
+    show_default=True,
+    help="PostgreSQL: wake on NOTIFY instead of waiting for the next poll.",
+)
+@click.option("--host", envvar=_env("HOST"), default="0.0.0.0", show_default=True)
+@click.option(
+    "--port",
+    envvar=_env("PORT"),
+    type=click.IntRange(0, 65535),
+    default=9090,
+    show_default=True,
+    help="Port of /livez, /readyz and /metrics.",
+)
+@click.option("--owner", envvar=_env("OWNER"), help="Lease owner name [default: host-pid-random]")
+@click.option("--exit-when-idle", is_flag=True, help="Exit once nothing is due or running.")
+@click.option(
+    "--log-level",
+    envvar=_env("LOG_LEVEL"),
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
+@click.option(
+    "--db",
+    "db_url",
+    envvar="TABLEQUEUE_DB",
+    required=True,
+    metavar="URL",
+    help="Database URL [env TABLEQUEUE_DB]",
+)
+@_friendly_errors
+def worker(db_url: str, queue_name: str, log_level: str, owner: str | None, **options: Any) -> None:
+    """Lease messages of QUEUE and hand them to a handler (options also from TABLEQUEUE_*)."""
+    from tablequeue.worker import WorkerConfig
+    from tablequeue.worker.main import run
+
+    config = WorkerConfig(queue=queue_name, **options)
+    if owner:
+        config.owner = owner
+    sys.exit(run(config, db_url, log_level))

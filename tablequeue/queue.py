@@ -232,6 +232,16 @@ class Queue:
         with self.database.transaction() as connection:
             return set(connection.execute(statement).scalars())
 
+    def held(self, owner: str, ids: Iterable[int]) -> set[int]:
+        """Which of these messages `owner` still holds; cancelled or swept ones drop out."""
+        ids = list(ids)
+        if not ids:
+            return set()
+        t = self.table
+        statement = sa.select(t.c.id).where(t.c.id.in_(ids), self._leased, t.c.lease_owner == owner)
+        with self.database.transaction() as connection:
+            return set(connection.execute(statement).scalars())
+
     def release(self, owner: str, ids: Iterable[int]) -> int:
         """Give back leased messages that were never started: Pending again, attempt not counted."""
         ids = list(ids)

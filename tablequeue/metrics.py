@@ -1,0 +1,34 @@
+"""Every Prometheus metric tablequeue exports, by the names of DESIGN.md ("Metrics")."""
+
+from prometheus_client import Counter, Gauge, Histogram
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)
+
+# --- worker ---
+worker_messages = Counter(
+    "tablequeue_worker_messages",
+    "Messages settled by this worker, by outcome: processed, rescheduled, retrying, errored, "
+    "requeued (a newer version arrived), lost (lease lost or cancelled), released",
+    ["queue", "outcome"],
+)
+worker_processing_seconds = Histogram(
+    "tablequeue_worker_processing_seconds",
+    "Time the handler took",
+    ["queue"],
+    buckets=LATENCY_BUCKETS,
+)
+worker_queue_latency_seconds = Histogram(
+    "tablequeue_worker_queue_latency_seconds",
+    "From when a message could be processed (process_after) to when its handler started",
+    ["queue"],
+    buckets=LATENCY_BUCKETS,
+)
+worker_in_flight = Gauge("tablequeue_worker_in_flight", "Handlers running now", ["queue"])
+worker_lease_batches = Counter(
+    "tablequeue_worker_lease_batches", "Lease statements that returned messages", ["queue"]
+)
+worker_errors = Counter(
+    "tablequeue_worker_errors",
+    "Errors by kind: database, handler, timeout",
+    ["queue", "kind"],
+)

@@ -1,0 +1,407 @@
+"""A throwaway Kubernetes control plane: etcd, kube-apiserver and kube-controller-manager.
+
+What controller-runtime's envtest starts, with the same flags, from binaries that
+`scripts/build-control-plane` builds once per machine into the user's cache folder. Independent of
+pytest:
+
+    with control_plane() as plane:
+        plane.kubectl("create", "namespace", "demo")
+        subprocess.run([...], env=plane.env)  # anything that reads KUBECONFIG
+
+Everything is on loopback, on free ports, with state in one temporary folder: certificates made
+with the `openssl` command (a CA, the apiserver's serving certificate, a client certificate in
+the group system:masters, the service-account signing key), etcd's data (no fsync), the component
+logs and the kubeconfig. There is no scheduler and no kubelet: Pods stay Pending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO / "scripts" / "build-control-plane"
+GO_MOD = REPO / "tools" / "controlplane" / "go.mod"
+
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+_LOG_TAIL_CHARS = 6000
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be built or started; the message has the logs' tails."""
+
+
+class KubectlError(subprocess.CalledProcessError):
+    """kubectl failed; unlike CalledProcessError, its message includes what kubectl said."""
+
+    def __str__(self) -> str:
+        command = " ".join(str(part) for part in self.cmd[3:])  # without binary, config, cache
+        return f"kubectl {command} exited {self.returncode}: {(self.stderr or '').strip()}"
+
+
+def pinned_versions() -> tuple[str, str]:
+    """The Kubernetes and etcd versions pinned in tools/controlplane/go.mod."""
+    found: dict[str, str] = {}
+    for line in GO_MOD.read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["require"]:
+            words = words[1:]
+        if len(words) >= 2:
+            found.setdefault(words[0], words[1])
+    return found["k8s.io/kubernetes"], found["go.etcd.io/etcd/server/v3"]
+
+
+def build_control_plane(*, controller_manager: bool = True) -> Path:
+    """Run scripts/build-control-plane and return its bin folder.
+
+    The first run on a machine builds the binaries (minutes; progress on stderr); later runs
+    return at once.
+    """
+    command = [str(BUILD_SCRIPT)]
+    if not controller_manager:
+        command.append("--no-controller-manager")
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise ControlPlaneError(f"{BUILD_SCRIPT} failed with exit code {result.returncode}")
+    return Path(lines[-1])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _openssl(directory: Path, command: str) -> None:
+    """Run `openssl COMMAND` in `directory`; COMMAND's words are split on spaces."""
+    args = ["openssl", *command.split()]
+    result = subprocess.run(args, cwd=directory, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise ControlPlaneError(f"openssl {command} failed: {result.stderr.strip()}")
+
+
+def _make_certificates(pki: Path) -> None:
+    """A CA, a serving certificate for 127.0.0.1, an admin client certificate, an SA key pair.
+
+    Plain `openssl req` + `openssl x509 -req` with our own config files, so the system's
+    openssl.cnf defaults do not matter (works with OpenSSL 1.1.1 and 3.x). P-256 keys: fast.
+    """
+    pki.mkdir(mode=0o700)
+
+    def key(name: str) -> None:
+        _openssl(pki, f"genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out {name}.key")
+
+    def config(name: str, subject: str, extensions: str) -> str:
+        fields = "".join(f"{field.strip()}\n" for field in subject.split(","))
+        (pki / f"{name}.cnf").write_text(
+            f"[req]\nprompt = no\ndistinguished_name = dn\n[dn]\n{fields}[ext]\n{extensions}"
+        )
+        return f"{name}.cnf"
+
+    key("ca")
+    ca_extensions = (
+        "basicConstraints = critical, CA:TRUE\nkeyUsage = critical, keyCertSign, cRLSign\n"
+        "subjectKeyIdentifier = hash\n"
+    )
+    ca_config = config("ca", "CN = tablequeue-test-ca", ca_extensions)
+    _openssl(
+        pki, f"req -x509 -new -config {ca_config} -extensions ext -key ca.key -days 7 -out ca.crt"
+    )
+
+    def leaf(name: str, subject: str, extensions: str) -> None:
+        key(name)
+        leaf_config = config(
+            name,
+            subject,
+            "basicConstraints = critical, CA:FALSE\n"
+            "keyUsage = critical, digitalSignature\n"
+            "authorityKeyIdentifier = keyid\n" + extensions,
+        )
+        _openssl(pki, f"req -new -config {leaf_config} -key {name}.key -out {name}.csr")
+        _openssl(
+            pki,
+            f"x509 -req -in {name}.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 7"
+            f" -extfile {leaf_config} -extensions ext -out {name}.crt",
+        )
+
+    leaf(
+        "apiserver",
+        "CN = kube-apiserver",
+        "extendedKeyUsage = serverAuth\n"
+        "subjectAltName = IP:127.0.0.1, DNS:localhost, IP:10.0.0.1, DNS:kubernetes,"
+        " DNS:kubernetes.default, DNS:kubernetes.default.svc\n",
+    )
+    leaf("admin", "CN = tablequeue-admin, O = system:masters", "extendedKeyUsage = clientAuth\n")
+    key("service-account")
+    _openssl(pki, "pkey -in service-account.key -pubout -out service-account.pub")
+
+
+class ControlPlane:
+    """A running control plane (made by `control_plane()`): where it is and how to talk to it."""
+
+    def __init__(self, base: Path, bin_dir: Path, with_controller_manager: bool) -> None:
+        self.base = base
+        self.bin_dir = bin_dir
+        self.with_controller_manager = with_controller_manager
+        self.pki = base / "pki"
+        self.logs = base / "logs"
+        self.kubeconfig = base / "kubeconfig"
+        self.etcd_url = f"http://127.0.0.1:{free_port()}"
+        self._etcd_peer_url = f"http://127.0.0.1:{free_port()}"
+        self.port = free_port()
+        self.server = f"https://127.0.0.1:{self.port}"
+        self.started_in: float | None = None  # seconds from start to ready
+        self._processes: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
+        self._tls: ssl.SSLContext | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        """os.environ with KUBECONFIG pointing here, for processes under test."""
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 60.0,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl against this control plane; raises KubectlError (with stderr) if check."""
+        command = [
+            str(self.bin_dir / "kubectl"),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--cache-dir={self.base / 'kubectl-cache'}",
+            *args,
+        ]
+        result = subprocess.run(
+            command, input=input, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if check and result.returncode != 0:
+            raise KubectlError(result.returncode, command, result.stdout, result.stderr)
+        return result
+
+    def kubectl_json(self, *args: str) -> Any:
+        """`kubectl ARGS -o json`, parsed."""
+        return json.loads(self.kubectl(*args, "-o", "json").stdout)
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        """GET a path on the apiserver as the admin; (HTTP status, body), 0 if unreachable."""
+        if self._tls is None:
+            self._tls = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+            self._tls.load_cert_chain(self.pki / "admin.crt", self.pki / "admin.key")
+        return _http_get(self.server + path, self._tls)
+
+    def log(self, name: str) -> str:
+        """What a component (etcd, kube-apiserver, kube-controller-manager) has logged so far."""
+        path = self.logs / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    # Start and stop.
+
+    def _start(self, timeout: float) -> None:
+        began = time.monotonic()
+        deadline = began + timeout
+        self.logs.mkdir()
+        _make_certificates(self.pki)
+        self._write_kubeconfig()
+        self._spawn("etcd", self._etcd_args())
+        self._wait("etcd", deadline, lambda: _etcd_healthy(self.etcd_url))
+        self._spawn("kube-apiserver", self._apiserver_args())
+        self._wait("kube-apiserver", deadline, lambda: self.get("/readyz")[0] == 200)
+        if self.with_controller_manager:
+            self._spawn("kube-controller-manager", self._controller_manager_args())
+            # The serviceaccount controller making default/default shows the controllers run.
+            self._wait(
+                "kube-controller-manager",
+                deadline,
+                lambda: self.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
+            )
+        self.started_in = time.monotonic() - began
+
+    def _etcd_args(self) -> list[str]:
+        return [
+            "--name=tablequeue",
+            f"--data-dir={self.base / 'etcd'}",
+            f"--listen-client-urls={self.etcd_url}",
+            f"--advertise-client-urls={self.etcd_url}",
+            f"--listen-peer-urls={self._etcd_peer_url}",
+            f"--initial-advertise-peer-urls={self._etcd_peer_url}",
+            f"--initial-cluster=tablequeue={self._etcd_peer_url}",
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        ]
+
+    def _apiserver_args(self) -> list[str]:
+        pki = self.pki
+        return [
+            # envtest's defaults
+            "--advertise-address=127.0.0.1",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            "--allow-privileged=true",
+            # Without the serviceaccount controller every Pod would need its SA made by hand.
+            "--disable-admission-plugins=ServiceAccount",
+            f"--etcd-servers={self.etcd_url}",
+            f"--cert-dir={pki}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}",
+            # envtest's authentication and authorization
+            f"--client-ca-file={pki / 'ca.crt'}",
+            f"--service-account-key-file={pki / 'service-account.pub'}",
+            f"--service-account-signing-key-file={pki / 'service-account.key'}",
+            f"--service-account-issuer={self.server}/",
+            "--authorization-mode=RBAC",
+        ]
+
+    def _controller_manager_args(self) -> list[str]:
+        pki = self.pki
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            # All default controllers; the cloud ones and node IPAM stay off by themselves.
+            "--controllers=*",
+            "--use-service-account-credentials=false",
+            "--leader-elect=false",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            f"--root-ca-file={pki / 'ca.crt'}",
+            f"--service-account-private-key-file={pki / 'service-account.key'}",
+            f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+            f"--cluster-signing-key-file={pki / 'ca.key'}",
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",  # no health endpoint needed: readiness is seen through the API
+        ]
+
+    def _write_kubeconfig(self) -> None:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "tablequeue-test",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority": str(self.pki / "ca.crt"),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {
+                        "client-certificate": str(self.pki / "admin.crt"),
+                        "client-key": str(self.pki / "admin.key"),
+                    },
+                }
+            ],
+            "contexts": [
+                {
+                    "name": "tablequeue-test",
+                    "context": {"cluster": "tablequeue-test", "user": "admin"},
+                }
+            ],
+            "current-context": "tablequeue-test",
+        }
+        self.kubeconfig.write_text(json.dumps(config, indent=2))  # JSON is YAML
+        self.kubeconfig.chmod(0o600)
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        log = (self.logs / f"{name}.log").open("wb")
+        try:
+            process = subprocess.Popen(
+                [str(self.bin_dir / name), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.base,
+                start_new_session=True,  # a Ctrl-C reaches pytest, which tears down in order
+            )
+        except BaseException:
+            log.close()
+            raise
+        self._processes.append((name, process, log))
+
+    def _wait(self, name: str, deadline: float, ready: Callable[[], bool]) -> None:
+        process = next(p for n, p, _ in self._processes if n == name)
+        while not ready():
+            if process.poll() is not None:
+                self._fail(f"{name} exited with code {process.returncode} while starting")
+            if time.monotonic() > deadline:
+                self._fail(f"{name} was not ready in time")
+            time.sleep(0.1)
+
+    def _fail(self, message: str) -> None:
+        tails = []
+        for name, _, _ in self._processes:
+            text = self.log(name)
+            tails.append(
+                f"--- {name} log (last {_LOG_TAIL_CHARS} chars) ---\n{text[-_LOG_TAIL_CHARS:]}"
+            )
+        raise ControlPlaneError("\n".join([message, *tails]))
+
+    def _stop(self) -> None:
+        for _, process, _ in reversed(self._processes):
+            if process.poll() is None:
+                process.terminate()
+        for _, process, log in reversed(self._processes):
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.close()
+        self._processes.clear()
+
+
+def _http_get(url: str, context: ssl.SSLContext | None) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5, context=context) as response:
+            return int(response.status), bytes(response.read())
+    except urllib.error.HTTPError as error:
+        return int(error.code), bytes(error.read())
+    except (urllib.error.URLError, OSError):
+        return 0, b""
+
+
+def _etcd_healthy(url: str) -> bool:
+    status, body = _http_get(url + "/health", None)
+    return status == 200 and b'"health":"true"' in body
+
+
+@contextlib.contextmanager
+def control_plane(
+    bin_dir: Path | None = None,
+    *,
+    controller_manager: bool | None = None,
+    start_timeout: float = 120.0,
+) -> Iterator[ControlPlane]:
+    """Start etcd, kube-apiserver and (if built) kube-controller-manager; stop them on exit.
+
+    `bin_dir` defaults to `build_control_plane()`'s. `controller_manager=None` runs it when its
+    binary is there. Raises ControlPlaneError, with the components' logs, if the control plane is
+    not ready within `start_timeout` seconds.
+    """
+    if bin_dir is None:
+        bin_dir = build_control_plane(controller_manager=controller_manager is not False)
+    if controller_manager is None:
+        controller_manager = os.access(bin_dir / "kube-controller-manager", os.X_OK)
+    base = Path(tempfile.mkdtemp(prefix="tablequeue-kube-"))
+    plane = ControlPlane(base, bin_dir, controller_manager)
+    try:
+        plane._start(start_timeout)
+        yield plane
+    finally:
+        plane._stop()
+        shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,11 @@
+"""The worker sidecar: lease messages, hand them to the app, record the outcome.
+
+Python handlers are `pkg.module:function`, sync or async, taking the message (and optionally a
+`HandlerContext`). Returning is success (optionally an `Outcome`); raising is failure, and
+raising `PermanentFailure` sends the message straight to Error.
+"""
+
+from .handlers import HandlerContext, Outcome, PermanentFailure
+from .loop import Worker, WorkerConfig
+
+__all__ = ["HandlerContext", "Outcome", "PermanentFailure", "Worker", "WorkerConfig"]

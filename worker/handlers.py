@@ -1,0 +1,183 @@
+"""Handlers: POST to the app on localhost, or call a Python function.
+
+HTTP contract (DESIGN.md): the body is `{id, messageId, message, previousMessage, attempts,
+headers, correlationId, trackingId}`; 2xx is success with an optional JSON body
+`{processAgainAt, result, progress}`; anything else or a timeout is a failure with the response
+text as the error, and a JSON error body with `"retry": false` sends the message to Error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import re
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import aiohttp
+
+from tablequeue.database import Database
+from tablequeue.errors import InvalidInput
+from tablequeue.models import Message
+from tablequeue.queue import Queue
+
+MAX_ERROR_TEXT = 4000
+PYTHON_HANDLER = re.compile(r"^python:([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*):([A-Za-z_]\w*)$")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a handler may return on success."""
+
+    process_again_at: datetime | None = None
+    result: Any = None
+    progress: Any = None
+
+
+class PermanentFailure(Exception):
+    """Raise from a handler when retrying cannot help: the message goes to Error at once."""
+
+
+class HandlerFailed(Exception):
+    def __init__(self, error: str, permanent: bool = False) -> None:
+        super().__init__(error)
+        self.error = error
+        self.permanent = permanent
+
+
+@dataclass
+class HandlerContext:
+    """What a Python handler can use besides its message: the core API on the same database."""
+
+    database: Database
+    queue: Queue
+    message: Message
+
+    def report_progress(self, progress: Any) -> None:
+        """Store progress now, readable by tracking id while the handler runs (blocking call)."""
+        self.queue.report_progress(self.message.id, progress)
+
+
+Handler = Callable[[Message, HandlerContext], Awaitable[Outcome | None]]
+
+
+def _trim(text: str) -> str:
+    return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 3] + "..."
+
+
+def payload(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "messageId": message.message_id,
+        "message": message.message,
+        "previousMessage": message.previous_message,
+        "attempts": message.attempts,
+        "headers": message.headers,
+        "correlationId": message.correlation_id,
+        "trackingId": str(message.tracking_id),
+    }
+
+
+def outcome_from(data: Any) -> Outcome | None:
+    """Read `{processAgainAt, result, progress}` (or an Outcome) returned by a handler."""
+    if data is None or isinstance(data, Outcome):
+        return data
+    if not isinstance(data, dict):
+        raise HandlerFailed(f"handler returned {type(data).__name__}; expected an object or None")
+    again = data.get("processAgainAt", data.get("process_again_at"))
+    if isinstance(again, str):
+        try:
+            again = datetime.fromisoformat(again)
+        except ValueError:
+            raise HandlerFailed(f"processAgainAt {again!r} is not an ISO 8601 time") from None
+    if again is not None and (not isinstance(again, datetime) or again.tzinfo is None):
+        raise HandlerFailed("processAgainAt needs an ISO 8601 time with a zone")
+    return Outcome(again, data.get("result"), data.get("progress"))
+
+
+class HttpHandler:
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url = url
+        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __call__(self, message: Message, context: HandlerContext) -> Outcome | None:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self.timeout)
+        try:
+            async with self._session.post(self.url, json=payload(message)) as response:
+                text = await response.text()
+                body = _json_or_none(text, response.content_type)
+                if 200 <= response.status < 300:
+                    return outcome_from(body)
+                permanent = isinstance(body, dict) and body.get("retry") is False
+                raise HandlerFailed(_trim(f"HTTP {response.status}: {text}"), permanent)
+        except TimeoutError:
+            raise HandlerFailed(f"handler at {self.url} did not answer in time") from None
+        except aiohttp.ClientError as error:
+            raise HandlerFailed(f"handler at {self.url} unreachable: {error}") from None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def _json_or_none(text: str, content_type: str) -> Any:
+    import json
+
+    if not text.strip() or "json" not in content_type:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise HandlerFailed(_trim(f"handler answered invalid JSON: {text}")) from None
+
+
+class PythonHandler:
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+        self.wants_context = len(inspect.signature(function).parameters) >= 2
+        self.is_async = inspect.iscoroutinefunction(function)
+
+    async def __call__(self, message: Message, context: HandlerContext) -> Outcome | None:
+        args = (message, context) if self.wants_context else (message,)
+        try:
+            if self.is_async:
+                returned = await self.function(*args)
+            else:
+                returned = await asyncio.to_thread(self.function, *args)
+        except PermanentFailure as error:
+            raise HandlerFailed(_trim(f"{type(error).__name__}: {error}"), permanent=True) from None
+        except HandlerFailed:
+            raise
+        except Exception:
+            raise HandlerFailed(_trim(traceback.format_exc())) from None
+        return outcome_from(returned)
+
+    async def close(self) -> None:
+        pass
+
+
+def load_handler(spec: str, timeout: float) -> HttpHandler | PythonHandler:
+    """`http://127.0.0.1:8080/process` or `python:pkg.module:function`."""
+    if spec.startswith(("http://", "https://")):
+        return HttpHandler(spec, timeout)
+    match = PYTHON_HANDLER.match(spec)
+    if not match:
+        raise InvalidInput(
+            f"invalid handler {spec[:100]!r}: use http://127.0.0.1:PORT/PATH "
+            "or python:package.module:function"
+        )
+    module_name, function_name = match.groups()
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise InvalidInput(f"handler module {module_name!r} cannot be imported: {error}") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise InvalidInput(f"handler {module_name}:{function_name} is not a function")
+    return PythonHandler(function)

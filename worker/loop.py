@@ -1,0 +1,457 @@
+"""The worker loop: lease in batches, run up to `concurrency` handlers, settle outcomes in batches.
+
+Tasks of one worker process, all on one asyncio loop (database calls run in threads):
+- lease loop: leases `batch_size` when its buffer is empty and a handler slot is free; polls with
+  adaptive delay (full batch: again at once; empty: back off to `poll_max`), woken early by
+  LISTEN/NOTIFY on PostgreSQL;
+- settler: collects outcomes as handlers finish and records them in one transaction per batch,
+  retrying while the database is away so no finished work is forgotten;
+- lease keeper: extends held leases every third of the lease, and checks every second or two
+  that running messages are still held, cancelling handlers of cancelled or swept messages;
+- sweeper: applies the lease-expiry policy and expires messages.
+On SIGTERM: stop leasing, give back unstarted messages, let running handlers finish within the
+grace period, record everything, exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import signal
+import socket
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+
+from tablequeue import metrics
+from tablequeue.database import Database
+from tablequeue.dialects import notify_channel
+from tablequeue.errors import DatabaseUnavailable, QueueNotFound
+from tablequeue.models import Completion, Failure, Message, Settled
+from tablequeue.queue import Queue
+
+from .handlers import HandlerContext, HandlerFailed, HttpHandler, PythonHandler
+from .listener import listen
+
+log = logging.getLogger("tablequeue.worker")
+T = TypeVar("T")
+SETTLE_BATCH = 1000
+CANCEL_CHECK_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 30.0
+
+
+@dataclass
+class WorkerConfig:
+    queue: str
+    handler: str
+    batch_size: int | None = None
+    concurrency: int | None = None
+    lease_seconds: float | None = None
+    execution_timeout: float | None = None
+    poll_min: float | None = None
+    poll_max: float | None = None
+    grace_period: float | None = None
+    handler_timeout: float = 30.0
+    sweep_interval: float = 30.0
+    listen: bool = True
+    host: str = "0.0.0.0"
+    port: int = 9090
+    owner: str = field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    )
+    exit_when_idle: bool = False
+
+    def resolve(self, queue: Queue) -> None:
+        """Options not given on the command line come from the queue's `workers` settings."""
+        workers = queue.spec.workers
+        self.batch_size = self.batch_size or workers.batch_size
+        self.concurrency = self.concurrency or workers.concurrency
+        if self.lease_seconds is None:
+            self.lease_seconds = float(queue.spec.lease_seconds)
+        if self.execution_timeout is None:
+            self.execution_timeout = workers.execution_timeout_seconds
+        if self.poll_min is None:
+            self.poll_min = workers.poll_interval.min_seconds
+        if self.poll_max is None:
+            self.poll_max = workers.poll_interval.max_seconds
+        if self.grace_period is None:
+            self.grace_period = workers.grace_period_seconds
+
+
+@dataclass
+class Running:
+    message: Message
+    task: asyncio.Task[None]
+    stop_reason: str | None = None
+
+
+class Worker:
+    def __init__(self, config: WorkerConfig, database: Database, handler: Any) -> None:
+        self.config = config
+        self.database = database
+        self.handler: HttpHandler | PythonHandler = handler
+        self.queue: Queue | None = None
+        self.ready = False
+        self.stopping = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._buffer: deque[Message] = deque()
+        self._running: dict[int, Running] = {}
+        self._unsettled: list[Completion | Failure] = []
+        self._outcome_arrived = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._labels = {"queue": config.queue}
+
+    # --- running ------------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=32))
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        self.queue = await self._open_queue()
+        if self.queue is None:
+            return 0  # stopped before the database could be reached
+        self.config.resolve(self.queue)
+        log.info("worker started", extra=self._describe())
+        self._tasks = [
+            asyncio.create_task(self._lease_loop(), name="lease"),
+            asyncio.create_task(self._settle_loop(), name="settle"),
+            asyncio.create_task(self._keep_leases(), name="keep"),
+            asyncio.create_task(self._sweep_loop(), name="sweep"),
+        ]
+        if self.config.listen and self.database.dialect.name == "postgresql":
+            channel = notify_channel(self.queue.table.name)
+            self._tasks.append(
+                asyncio.create_task(listen(self.database.url, channel, self._wake), name="listen")
+            )
+        await self.stopping.wait()
+        await self._shut_down()
+        return 0
+
+    def stop(self) -> None:
+        if not self.stopping.is_set():
+            log.info("stopping: no more leases; running handlers may finish")
+        self.ready = False
+        self.stopping.set()
+        self._wake.set()
+
+    def alive(self) -> bool:
+        return not any(task.done() and not task.cancelled() for task in self._tasks)
+
+    def _describe(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "queue": c.queue,
+            "owner": c.owner,
+            "batch_size": c.batch_size,
+            "concurrency": c.concurrency,
+            "lease_seconds": c.lease_seconds,
+            "execution_timeout": c.execution_timeout,
+            "poll": [c.poll_min, c.poll_max],
+        }
+
+    async def _open_queue(self) -> Queue | None:
+        backoff = Backoff()
+        while not self.stopping.is_set():
+            try:
+                queue = await asyncio.to_thread(self.database.queue, self.config.queue)
+                self.ready = True
+                return queue
+            except (DatabaseUnavailable, QueueNotFound, sa.exc.DBAPIError) as error:
+                self._database_trouble(error)
+                await self._sleep(backoff.next())
+        return None
+
+    # --- leasing ------------------------------------------------------------------------------
+
+    async def _lease_loop(self) -> None:
+        assert self.queue is not None and self.config.batch_size and self.config.concurrency
+        delay = self.config.poll_min or 0.1
+        backoff = Backoff()
+        while not self.stopping.is_set():
+            while len(self._running) >= self.config.concurrency and not self.stopping.is_set():
+                self._slot_freed.clear()
+                await _wait_any(self._slot_freed, self.stopping)
+            if self.stopping.is_set():
+                return
+            if not self._buffer:
+                self._wake.clear()
+                wanted = self.config.batch_size
+                try:
+                    batch = await asyncio.to_thread(
+                        self.queue.lease, self.config.owner, wanted, self.config.lease_seconds
+                    )
+                except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
+                    self._database_trouble(error)
+                    await self._sleep(backoff.next())
+                    continue
+                backoff.reset()
+                self.ready = True
+                if batch.messages:
+                    metrics.worker_lease_batches.labels(**self._labels).inc()
+                    log.info(
+                        "leased batch",
+                        extra={
+                            "correlation_id": batch.correlation_id,
+                            "count": len(batch.messages),
+                        },
+                    )
+                self._buffer.extend(batch.messages)
+                if len(batch.messages) == wanted:
+                    delay = 0.0
+                elif batch.messages:
+                    delay = self.config.poll_min or 0.1
+                else:
+                    if self.config.exit_when_idle and not self._running and not self._unsettled:
+                        log.info("queue idle: exiting as asked")
+                        self.stop()
+                        return
+                    delay = min(
+                        max(delay * 2, self.config.poll_min or 0.1), self.config.poll_max or 5
+                    )
+                    await self._sleep(delay, wake=self._wake)
+                    continue
+            while self._buffer and len(self._running) < self.config.concurrency:
+                self._start(self._buffer.popleft())
+            if delay and not self._buffer:
+                await self._sleep(delay, wake=self._wake)
+
+    def _start(self, message: Message) -> None:
+        task = asyncio.create_task(self._process(message), name=f"message-{message.id}")
+        self._running[message.id] = Running(message, task)
+
+    async def _process(self, message: Message) -> None:
+        assert self.queue is not None
+        labels = self._labels
+        started = time.monotonic()
+        waited = (datetime.now(UTC) - message.process_after).total_seconds()
+        metrics.worker_queue_latency_seconds.labels(**labels).observe(max(waited, 0.0))
+        metrics.worker_in_flight.labels(**labels).inc()
+        context = HandlerContext(self.database, self.queue, message)
+        limit = self.config.execution_timeout or None
+        outcome: Completion | Failure | None
+        try:
+            result = await asyncio.wait_for(self.handler(message, context), timeout=limit)
+            outcome = Completion(
+                message,
+                process_again_at=result.process_again_at if result else None,
+                result=result.result if result else None,
+                progress=result.progress if result else None,
+            )
+        except TimeoutError:
+            metrics.worker_errors.labels(kind="timeout", **labels).inc()
+            outcome = Failure(message, f"execution time limit of {limit:g}s exceeded")
+        except HandlerFailed as failed:
+            metrics.worker_errors.labels(kind="handler", **labels).inc()
+            outcome = Failure(message, failed.error, permanent=failed.permanent)
+        except asyncio.CancelledError:
+            reason = self._running[message.id].stop_reason
+            if reason is None:
+                raise
+            outcome = Failure(message, reason) if reason.startswith("worker stopped") else None
+            if outcome is None:
+                metrics.worker_messages.labels(outcome="lost", **labels).inc()
+                log.info(
+                    "handler stopped: " + reason,
+                    extra={"correlation_id": message.correlation_id, "message_id": message.id},
+                )
+        finally:
+            metrics.worker_in_flight.labels(**labels).dec()
+            metrics.worker_processing_seconds.labels(**labels).observe(time.monotonic() - started)
+        if isinstance(outcome, Failure):
+            log.warning(
+                "handler failed",
+                extra={
+                    "correlation_id": message.correlation_id,
+                    "message_id": message.id,
+                    "error": outcome.error[:500],
+                },
+            )
+        if outcome is not None:
+            self._unsettled.append(outcome)
+            self._outcome_arrived.set()
+        self._running.pop(message.id, None)
+        self._slot_freed.set()
+
+    # --- settling -----------------------------------------------------------------------------
+
+    async def _settle_loop(self) -> None:
+        backoff = Backoff()
+        while True:
+            if not self._unsettled:
+                if self.stopping.is_set() and not self._running:
+                    return
+                self._outcome_arrived.clear()
+                await _wait_any(self._outcome_arrived, self.stopping)
+                continue
+            batch, self._unsettled = self._unsettled[:SETTLE_BATCH], self._unsettled[SETTLE_BATCH:]
+            try:
+                await asyncio.to_thread(self._settle, batch)
+                backoff.reset()
+            except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
+                self._unsettled[:0] = batch  # keep them: the handlers have run
+                self._database_trouble(error)
+                await asyncio.sleep(backoff.next())
+
+    def _settle(self, batch: list[Completion | Failure]) -> None:
+        assert self.queue is not None
+        completions = [o for o in batch if isinstance(o, Completion)]
+        failures = [o for o in batch if isinstance(o, Failure)]
+        owner = self.config.owner
+        for settled in (
+            self.queue.complete(owner, completions) if completions else None,
+            self.queue.fail(owner, failures) if failures else None,
+        ):
+            if settled is not None:
+                self._count(settled)
+
+    def _count(self, settled: Settled) -> None:
+        for outcome, count in (
+            ("processed", settled.processed + settled.deleted),
+            ("rescheduled", settled.rescheduled),
+            ("retrying", settled.retrying),
+            ("errored", settled.errored),
+            ("requeued", settled.requeued_newer_version),
+            ("lost", settled.lease_lost),
+        ):
+            if count:
+                metrics.worker_messages.labels(outcome=outcome, **self._labels).inc(count)
+
+    # --- leases held ------------------------------------------------------------------------
+
+    def _held_ids(self) -> list[int]:
+        settling = [o.message.id for o in self._unsettled]
+        return [m.id for m in self._buffer] + list(self._running) + settling
+
+    async def _keep_leases(self) -> None:
+        assert self.queue is not None and self.config.lease_seconds
+        extend_every = min(max(self.config.lease_seconds / 3, 0.5), 300.0)
+        last_extended = time.monotonic()
+        while not self.stopping.is_set():
+            await self._sleep(min(CANCEL_CHECK_SECONDS, extend_every))
+            extend = time.monotonic() - last_extended >= extend_every
+            ids = self._held_ids() if extend else list(self._running)
+            if not ids:
+                continue
+            try:
+                if extend:
+                    still = await asyncio.to_thread(
+                        self.queue.extend, self.config.owner, ids, self.config.lease_seconds
+                    )
+                    last_extended = time.monotonic()
+                else:
+                    still = await asyncio.to_thread(self.queue.held, self.config.owner, ids)
+            except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
+                self._database_trouble(error)
+                continue
+            for lost in set(ids) - still:
+                self._lose(lost)
+
+    def _lose(self, message_id: int) -> None:
+        """The message was cancelled or its lease swept: stop its handler, forget it."""
+        running = self._running.get(message_id)
+        if running is not None:
+            running.stop_reason = "lease lost (message cancelled or lease expired)"
+            running.task.cancel()
+            return
+        for message in list(self._buffer):
+            if message.id == message_id:
+                self._buffer.remove(message)
+                metrics.worker_messages.labels(outcome="lost", **self._labels).inc()
+
+    async def _sweep_loop(self) -> None:
+        assert self.queue is not None
+        while not self.stopping.is_set():
+            try:
+                swept = await asyncio.to_thread(self.queue.sweep)
+                if swept.abandoned or swept.retried or swept.errored or swept.expired:
+                    log.info("swept", extra=swept.__dict__)
+            except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
+                self._database_trouble(error)
+            await self._sleep(self.config.sweep_interval)
+
+    # --- stopping -----------------------------------------------------------------------------
+
+    async def _shut_down(self) -> None:
+        assert self.queue is not None
+        unstarted = [m.id for m in self._buffer]
+        self._buffer.clear()
+        if unstarted:
+            await self._retrying(lambda: self.queue.release(self.config.owner, unstarted))  # type: ignore[union-attr]
+            metrics.worker_messages.labels(outcome="released", **self._labels).inc(len(unstarted))
+            log.info("released unstarted messages", extra={"count": len(unstarted)})
+        running = [r.task for r in self._running.values()]
+        if running:
+            log.info("waiting for running handlers", extra={"count": len(running)})
+            _, late = await asyncio.wait(running, timeout=self.config.grace_period)
+            for r in list(self._running.values()):
+                if r.task in late:
+                    r.stop_reason = (
+                        f"worker stopped after its grace period of {self.config.grace_period:g}s"
+                    )
+                    r.task.cancel()
+            if late:
+                await asyncio.wait(late)
+        settler = next(t for t in self._tasks if t.get_name() == "settle")
+        self._outcome_arrived.set()
+        await settler
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.handler.close()
+        log.info("worker stopped")
+
+    async def _retrying(self, call: Callable[[], T]) -> T:
+        backoff = Backoff()
+        while True:
+            try:
+                return await asyncio.to_thread(call)
+            except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
+                self._database_trouble(error)
+                await asyncio.sleep(backoff.next())
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _database_trouble(self, error: BaseException) -> None:
+        self.ready = False
+        metrics.worker_errors.labels(kind="database", **self._labels).inc()
+        log.warning("database unavailable", extra={"error": str(error).splitlines()[0][:300]})
+
+    async def _sleep(self, seconds: float, wake: asyncio.Event | None = None) -> None:
+        events = [self.stopping] + ([wake] if wake is not None else [])
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(_wait_any(*events), timeout=seconds)
+
+
+async def _wait_any(*events: asyncio.Event) -> None:
+    waiters = [asyncio.create_task(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+class Backoff:
+    """Exponential back-off with full jitter, capped, for a database that went away."""
+
+    def __init__(self, first: float = 0.2, cap: float = MAX_BACKOFF_SECONDS) -> None:
+        self.first, self.cap, self.attempt = first, cap, 0
+
+    def next(self) -> float:
+        self.attempt += 1
+        return random.uniform(self.first, min(self.cap, self.first * 2**self.attempt))
+
+    def reset(self) -> None:
+        self.attempt = 0

@@ -1,0 +1,29 @@
+"""Start a worker from its configuration: logs, database, handler, probe server, loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tablequeue.database import Database, connect
+
+from . import logs, server
+from .handlers import HttpHandler, PythonHandler, load_handler
+from .loop import Worker, WorkerConfig
+
+
+def run(config: WorkerConfig, db_url: str, log_level: str = "INFO") -> int:
+    logs.setup(log_level, config.queue)
+    handler = load_handler(config.handler, config.handler_timeout)
+    with connect(db_url) as database:
+        return asyncio.run(_serve(config, database, handler))
+
+
+async def _serve(
+    config: WorkerConfig, database: Database, handler: HttpHandler | PythonHandler
+) -> int:
+    worker = Worker(config, database, handler)
+    runner = await server.start(config.host, config.port, worker.alive, lambda: worker.ready)
+    try:
+        return await worker.run()
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,33 @@
+"""One port for probes and scraping: /livez, /readyz, /metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+
+async def start(
+    host: str, port: int, alive: Callable[[], bool], ready: Callable[[], bool]
+) -> web.AppRunner:
+    async def livez(_: web.Request) -> web.Response:
+        return web.Response(
+            text="ok\n" if alive() else "loop died\n", status=200 if alive() else 503
+        )
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok = ready()
+        return web.Response(text="ok\n" if ok else "not ready\n", status=200 if ok else 503)
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.add_routes(
+        [web.get("/livez", livez), web.get("/readyz", readyz), web.get("/metrics", metrics)]
+    )
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner
