@@ -504,3 +504,39 @@ def worker(db_url: str, queue_name: str, log_level: str, owner: str | None, **op
     if owner:
         config.owner = owner
     sys.exit(run(config, db_url, log_level))
+
+
+@main.command()
+@click.option("--host", envvar=_env("API_HOST"), default="127.0.0.1", show_default=True)
+@click.option(
+    "--port",
+    envvar=_env("API_PORT"),
+    type=click.IntRange(1, 65535),
+    default=8000,
+    show_default=True,
+)
+@click.option(
+    "--admin-token",
+    envvar=_env("API_ADMIN_TOKEN"),
+    help="Bearer token that may change things [env TABLEQUEUE_API_ADMIN_TOKEN]",
+)
+@click.option(
+    "--read-token",
+    envvar=_env("API_READ_TOKEN"),
+    help="Bearer token that may only read [env TABLEQUEUE_API_READ_TOKEN]",
+)
+@click.option(
+    "--db",
+    "db_url",
+    envvar="TABLEQUEUE_DB",
+    required=True,
+    metavar="URL",
+    help="Database URL [env TABLEQUEUE_DB]",
+)
+@_friendly_errors
+def api(db_url: str, host: str, port: int, admin_token: str | None, read_token: str | None) -> None:
+    """Serve the HTTP API and the admin UI (OpenAPI at /docs)."""
+    from tablequeue.api.auth import Auth
+    from tablequeue.api.main import run
+
+    run(db_url, host, port, Auth(admin_token=admin_token, read_token=read_token))

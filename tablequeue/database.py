@@ -7,6 +7,7 @@ URLs as users write them: `postgresql://user:pass@host/db` (psycopg 3 underneath
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -20,10 +21,11 @@ from .errors import (
     Conflict,
     DatabaseUnavailable,
     InvalidInput,
+    MessageNotFound,
     QueueNotFound,
     SchemaTooNew,
 )
-from .models import canonical_json
+from .models import Message, canonical_json
 from .schema import SCHEMA_VERSION, queue_table, registry_table
 
 if TYPE_CHECKING:
@@ -214,6 +216,20 @@ class Database:
             rows = connection.execute(sa.select(self.registry).order_by(self.registry.c.name))
             return [dict(row._mapping) for row in rows]
 
+    def find_job(self, tracking_id: str) -> tuple[Queue, Message]:
+        """The queue and message a tracking id belongs to, searching every queue."""
+        try:
+            uuid.UUID(tracking_id)
+        except ValueError:
+            raise InvalidInput(
+                f"invalid tracking id {tracking_id[:80]!r}: expected a UUID"
+            ) from None
+        for row in self.queues():
+            queue = self.queue(row["name"])
+            with contextlib.suppress(MessageNotFound):
+                return queue, queue.get_by_tracking_id(tracking_id)
+        raise MessageNotFound(f"no message with tracking id {tracking_id} in any queue")
+
     def default_status(self, connection: Connection, name: str) -> str:
         status = connection.execute(
             sa.select(self.registry.c.default_status).where(self.registry.c.name == name)
@@ -221,6 +237,11 @@ class Database:
         if status is None:
             raise QueueNotFound(f"queue {name!r} was deleted")
         return str(status)
+
+    def default_status_of(self, name: str) -> str:
+        """The status new messages of this queue get now (it may be changed at runtime)."""
+        with self.transaction() as connection:
+            return self.default_status(connection, name)
 
     def set_default_status(self, name: str, status: str) -> None:
         names.settable_status(status)

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from . import health, names, predicate
 from .errors import Conflict, InvalidInput, MessageNotFound
 from .models import (
+    MAX_PRIORITY,
     Completion,
     Enqueued,
     Failure,
@@ -573,6 +574,48 @@ class Queue:
             if changed and status == names.PENDING:
                 self.dialect.notify(connection, self.table.name)
             return changed
+
+    def edit(
+        self,
+        message_id: int,
+        *,
+        body: Any = None,
+        status: str | None = None,
+        priority: int | None = None,
+        force: bool = False,
+    ) -> Message:
+        """Fix one message by hand: its body, status or priority (not while Leased, unless forced).
+
+        A new body is stored as is; it does not bump the version (that is what enqueue does).
+        """
+        t, d = self.table, self.dialect
+        values: dict[str, Any] = {"updated_at": d.now()}
+        if body is not None:
+            values["message"] = sa.bindparam("b_body", body, type_=t.c.message.type)
+        if priority is not None:
+            if not -MAX_PRIORITY - 1 <= priority <= MAX_PRIORITY:
+                raise InvalidInput(f"priority {priority} out of range -32768..32767")
+            values["priority"] = priority
+        if status is not None:
+            values["status"] = names.settable_status(status)
+            if status == names.PENDING:
+                values.update(attempts=0, process_after=d.now())
+            if force:
+                values["lease_expires_at"] = None
+        condition: sa.ColumnElement[bool] = t.c.id == message_id
+        if not force:
+            condition = sa.and_(condition, t.c.status != _literal(names.LEASED))
+        with self.database.transaction() as connection:
+            row = connection.execute(
+                sa.update(t).where(condition).values(**values).returning(*t.c)
+            ).first()
+            if row is None:
+                current = self._get(connection, message_id)
+                raise Conflict(
+                    f"message {message_id} is {current.status}: it is being processed; "
+                    "use force to change it anyway"
+                )
+        return Message.from_row(row._mapping)
 
     def delete(self, message_id: int, force: bool = False) -> None:
         t = self.table

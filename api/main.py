@@ -1,0 +1,16 @@
+"""Serve the API and admin UI with uvicorn."""
+
+from __future__ import annotations
+
+import uvicorn
+
+from tablequeue.database import connect
+
+from .app import create_app
+from .auth import Auth
+
+
+def run(db_url: str, host: str, port: int, auth: Auth) -> None:
+    with connect(db_url) as database:
+        app = create_app(database, auth)
+        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
