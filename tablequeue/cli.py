@@ -540,3 +540,21 @@ def api(db_url: str, host: str, port: int, admin_token: str | None, read_token: 
     from tablequeue.api.main import run
 
     run(db_url, host, port, Auth(admin_token=admin_token, read_token=read_token))
+
+
+@main.command()
+@click.option(
+    "--folder",
+    type=click.Path(file_okay=False),
+    default=".tablequeue-dev",
+    show_default=True,
+    help="Where the SQLite database and worker logs go.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@_friendly_errors
+def dev(folder: str, host: str, port: int) -> None:
+    """Run everything on SQLite: example queues, workers, messages, API and admin UI."""
+    from tablequeue.api.dev import run
+
+    run(Path(folder), host, port)
