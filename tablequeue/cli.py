@@ -558,3 +558,61 @@ def dev(folder: str, host: str, port: int) -> None:
     from tablequeue.api.dev import run
 
     run(Path(folder), host, port)
+
+
+@main.command("operator")
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    envvar=_env("NAMESPACES"),
+    help="Watch only these namespaces (repeatable) [default: all]",
+)
+@click.option(
+    "--worker-image",
+    envvar=_env("WORKER_IMAGE"),
+    default="tablequeue/worker:latest",
+    show_default=True,
+    help="Image of the worker sidecar when a Queue names none.",
+)
+@click.option(
+    "--interval",
+    envvar=_env("OPERATOR_INTERVAL"),
+    type=click.FloatRange(0.5),
+    default=10.0,
+    show_default=True,
+    help="Seconds between status updates and scaling.",
+)
+@click.option(
+    "--metrics-port",
+    envvar=_env("METRICS_PORT"),
+    type=click.IntRange(1, 65535),
+    default=9090,
+    show_default=True,
+)
+@click.option(
+    "--liveness-port",
+    envvar=_env("LIVENESS_PORT"),
+    type=click.IntRange(1, 65535),
+    default=8080,
+    show_default=True,
+)
+@click.option(
+    "--standalone/--peering",
+    default=True,
+    show_default=True,
+    help="Peering lets several operator replicas take turns (needs kopf's peering CRD).",
+)
+@_friendly_errors
+def operator_(
+    namespaces: tuple[str, ...],
+    worker_image: str,
+    interval: float,
+    metrics_port: int,
+    liveness_port: int,
+    standalone: bool,
+) -> None:
+    """Reconcile Queue resources: tables, default statuses, worker Deployments, scaling."""
+    from tablequeue.operator.main import run
+
+    run(list(namespaces), worker_image, interval, metrics_port, liveness_port, standalone)

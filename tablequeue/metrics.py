@@ -32,3 +32,33 @@ worker_errors = Counter(
     "Errors by kind: database, handler, timeout",
     ["queue", "kind"],
 )
+
+# --- queue gauges (the operator exports them, one grouped query per queue and tick) ---
+queue_messages = Gauge(
+    "tablequeue_messages", "Messages per status", ["namespace", "queue", "status"]
+)
+queue_backlog = Gauge(
+    "tablequeue_backlog", "Pending messages plus Sleeping ones that are due", ["namespace", "queue"]
+)
+queue_oldest_pending_age = Gauge(
+    "tablequeue_oldest_pending_age_seconds",
+    "Age of the oldest due message (since its process_after)",
+    ["namespace", "queue"],
+)
+queue_healthy = Gauge(
+    "tablequeue_queue_healthy",
+    "1 when the queue is Healthy (or health is disabled), else 0",
+    ["namespace", "queue"],
+)
+
+# --- operator ---
+operator_desired_replicas = Gauge(
+    "tablequeue_operator_desired_replicas",
+    "Worker replicas the operator wants",
+    ["namespace", "queue"],
+)
+operator_reconcile_errors = Counter(
+    "tablequeue_operator_reconcile_errors",
+    "Reconciliations that failed",
+    ["namespace", "queue", "reason"],
+)

@@ -1,0 +1,215 @@
+"""Kubernetes objects as pure functions of a Queue: no cluster needed to build or test them.
+
+The kopf handlers only read, build with these, apply and report.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tablequeue.spec import QueueSpec
+
+WORKER_CONTAINER = "tablequeue-worker"
+WORKER_PORT = 9090
+QUEUE_LABEL = "tablequeue.dev/queue"
+BACKLOG_METRIC = "tablequeue_backlog"
+
+
+def labels(name: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "tablequeue-worker",
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/managed-by": "tablequeue-operator",
+        QUEUE_LABEL: name,
+    }
+
+
+def owner_reference(body: dict[str, Any]) -> dict[str, Any]:
+    """Makes the Queue own an object: deleting the Queue garbage-collects it."""
+    return {
+        "apiVersion": body["apiVersion"],
+        "kind": body["kind"],
+        "name": body["metadata"]["name"],
+        "uid": body["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _metadata(name: str, namespace: str, owner: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": deployment_name(name),
+        "namespace": namespace,
+        "labels": labels(name),
+        "ownerReferences": [owner],
+    }
+
+
+def deployment_name(queue_name: str) -> str:
+    return f"{queue_name}-workers"[:63].rstrip("-")
+
+
+def handler_setting(spec: QueueSpec) -> str:
+    """The worker's --handler: the app container on localhost, or a Python function."""
+    handler = spec.workers.handler
+    if handler.python:
+        return f"python:{handler.python}"
+    assert handler.http is not None
+    return f"http://127.0.0.1:{handler.http.port}{handler.http.path}"
+
+
+def worker_environment(name: str, spec: QueueSpec) -> list[dict[str, Any]]:
+    """Everything the sidecar needs, as TABLEQUEUE_* variables (see `tablequeue worker --help`)."""
+    workers = spec.workers
+    assert spec.database is not None, "validated before building"
+    secret = spec.database.secret_ref
+    values = {
+        "TABLEQUEUE_QUEUE": name,
+        "TABLEQUEUE_HANDLER": handler_setting(spec),
+        "TABLEQUEUE_BATCH_SIZE": workers.batch_size,
+        "TABLEQUEUE_CONCURRENCY": workers.concurrency,
+        "TABLEQUEUE_EXECUTION_TIMEOUT": workers.execution_timeout_seconds,
+        "TABLEQUEUE_POLL_MIN": workers.poll_interval.min_seconds,
+        "TABLEQUEUE_POLL_MAX": workers.poll_interval.max_seconds,
+        "TABLEQUEUE_GRACE_PERIOD": workers.grace_period_seconds,
+        "TABLEQUEUE_PORT": WORKER_PORT,
+    }
+    if workers.handler.http is not None:
+        values["TABLEQUEUE_HANDLER_TIMEOUT"] = workers.handler.http.timeout_seconds
+    env: list[dict[str, Any]] = [
+        {
+            "name": "TABLEQUEUE_DB",
+            "valueFrom": {"secretKeyRef": {"name": secret.name, "key": secret.key}},
+        }
+    ]
+    env += [{"name": key, "value": str(value)} for key, value in values.items()]
+    return env
+
+
+def worker_container(name: str, spec: QueueSpec, default_image: str) -> dict[str, Any]:
+    probe = {"httpGet": {"port": "metrics"}, "periodSeconds": 10, "failureThreshold": 3}
+    return {
+        "name": WORKER_CONTAINER,
+        "image": spec.workers.image or default_image,
+        "command": ["tablequeue", "worker"],
+        "env": worker_environment(name, spec),
+        "ports": [{"name": "metrics", "containerPort": WORKER_PORT}],
+        "livenessProbe": probe | {"httpGet": {"path": "/livez", "port": "metrics"}},
+        "readinessProbe": probe | {"httpGet": {"path": "/readyz", "port": "metrics"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+
+
+def pod_template(name: str, spec: QueueSpec, default_image: str) -> dict[str, Any]:
+    """The user's PodTemplateSpec with the worker added as a sidecar and our labels merged in."""
+    template = copy.deepcopy(spec.workers.template or {})
+    metadata = template.setdefault("metadata", {})
+    metadata["labels"] = {**metadata.get("labels", {}), **labels(name)}
+    metadata["annotations"] = {
+        **metadata.get("annotations", {}),
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(WORKER_PORT),
+    }
+    pod = template.setdefault("spec", {})
+    containers = [c for c in pod.get("containers", []) if c.get("name") != WORKER_CONTAINER]
+    pod["containers"] = [*containers, worker_container(name, spec, default_image)]
+    grace = math.ceil(spec.workers.grace_period_seconds) + 5
+    pod["terminationGracePeriodSeconds"] = max(pod.get("terminationGracePeriodSeconds", 0), grace)
+    return template
+
+
+def deployment(
+    name: str,
+    namespace: str,
+    spec: QueueSpec,
+    owner: dict[str, Any],
+    default_image: str,
+    replicas: int | None,
+) -> dict[str, Any]:
+    """The worker Deployment; `replicas` None leaves the count to an HPA or KEDA."""
+    body: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(name, namespace, owner),
+        "spec": {
+            "selector": {"matchLabels": {QUEUE_LABEL: name}},
+            "template": pod_template(name, spec, default_image),
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0}},
+        },
+    }
+    if replicas is not None:
+        body["spec"]["replicas"] = replicas
+    return body
+
+
+def horizontal_pod_autoscaler(
+    name: str, namespace: str, spec: QueueSpec, owner: dict[str, Any]
+) -> dict[str, Any]:
+    """autoscaling/v2 on the external metric tablequeue_backlog{queue=NAME} (prometheus-adapter)."""
+    scaling = spec.workers.autoscaling
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": _metadata(name, namespace, owner),
+        "spec": {
+            "scaleTargetRef": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": deployment_name(name),
+            },
+            # An HPA cannot scale to zero; KEDA can.
+            "minReplicas": max(scaling.min_replicas, 1),
+            "maxReplicas": scaling.max_replicas,
+            "metrics": [
+                {
+                    "type": "External",
+                    "external": {
+                        "metric": {
+                            "name": BACKLOG_METRIC,
+                            "selector": {"matchLabels": {"queue": name, "namespace": namespace}},
+                        },
+                        "target": {
+                            "type": "AverageValue",
+                            "averageValue": str(scaling.messages_per_replica),
+                        },
+                    },
+                }
+            ],
+            "behavior": {
+                "scaleDown": {"stabilizationWindowSeconds": math.ceil(scaling.cooldown_seconds)}
+            },
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Scaling:
+    replicas: int
+    last_busy: float
+    """When the load last needed at least the current replica count (epoch seconds)."""
+
+
+def scale(
+    spec: QueueSpec, backlog: int, leased: int, current: int, last_busy: float, now: float
+) -> Scaling:
+    """Operator mode: clamp(ceil((backlog + leased) / messagesPerReplica)); down only after the
+    cooldown. Leased messages count as work, so busy workers are not scaled away."""
+    scaling = spec.workers.autoscaling
+    load = backlog + leased
+    wanted = math.ceil(load / scaling.messages_per_replica)
+    if leased:
+        wanted = max(wanted, 1)
+    wanted = min(max(wanted, scaling.min_replicas), scaling.max_replicas)
+    if wanted >= current:
+        return Scaling(wanted, now)
+    if now - last_busy < scaling.cooldown_seconds:
+        return Scaling(current, last_busy)
+    return Scaling(wanted, now)

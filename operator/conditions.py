@@ -1,0 +1,42 @@
+"""Status conditions of a Queue, keeping each condition's last transition time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+TYPES = ("Ready", "TableReady", "DatabaseReachable", "WorkersReady")
+
+
+def condition(kind: str, ok: bool, reason: str, message: str = "") -> dict[str, Any]:
+    return {"type": kind, "status": "True" if ok else "False", "reason": reason, "message": message}
+
+
+def merge(
+    previous: list[dict[str, Any]] | None, updates: list[dict[str, Any]], generation: int | None
+) -> list[dict[str, Any]]:
+    """New conditions replace old ones of the same type; the transition time moves only when the
+    status changes. Ready is True only when the table and the database are."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    by_type = {c["type"]: c for c in previous or []}
+    for update in updates:
+        old = by_type.get(update["type"])
+        changed = old is None or old.get("status") != update["status"]
+        by_type[update["type"]] = {
+            **update,
+            "lastTransitionTime": now if changed else old.get("lastTransitionTime", now),  # type: ignore[union-attr]
+            "observedGeneration": generation,
+        }
+    if "Ready" not in {u["type"] for u in updates}:
+        blocking = [
+            by_type[t]
+            for t in ("TableReady", "DatabaseReachable")
+            if t in by_type and by_type[t]["status"] != "True"
+        ]
+        ready = (
+            condition("Ready", False, blocking[0]["reason"], blocking[0].get("message", ""))
+            if blocking
+            else condition("Ready", True, "Reconciled", "table, registry and workers are in place")
+        )
+        return merge(list(by_type.values()), [ready], generation)
+    return [by_type[t] for t in TYPES if t in by_type]

@@ -1,0 +1,358 @@
+"""kopf handlers: thin. Read the Queue, build with `builders`, apply, report status and Events.
+
+- create/update/resume: create or migrate the table and registry row (default status), then the
+  worker Deployment and, in HPA mode, its HorizontalPodAutoscaler;
+- a timer: read the counts, export the queue gauges, patch `status`, scale (Operator mode);
+- delete (through kopf's finalizer): drop the table when `deletionPolicy: Delete`.
+A bad spec is `Ready=False` with a reason and an Event, never a crash loop; an unreachable
+database is `DatabaseReachable=False` and a temporary error retried with back-off.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+import kubernetes
+from kubernetes.client.exceptions import ApiException
+
+from tablequeue import metrics
+from tablequeue.database import Database, connect
+from tablequeue.errors import DatabaseUnavailable, QueueNotFound, SpecError, TableQueueError
+from tablequeue.spec import QueueResource
+
+from . import builders
+from .conditions import condition, merge
+from .crd import GROUP, PLURAL, VERSION
+
+FINALIZER = "tablequeue.dev/finalizer"
+MAX_RETRY_DELAY = 300
+
+
+@dataclass
+class Settings:
+    worker_image: str = "tablequeue/worker:latest"
+    interval: float = 10.0
+    """Seconds between status updates and scaling decisions of each Queue."""
+
+
+SETTINGS = Settings()
+_databases: dict[str, Database] = {}
+_databases_lock = threading.Lock()
+
+
+def _delay(retry: int) -> float:
+    return float(min(5 * 2**retry, MAX_RETRY_DELAY))
+
+
+def _resource(body: kopf.Body) -> QueueResource:
+    return QueueResource.model_validate(
+        {
+            "apiVersion": body["apiVersion"],
+            "kind": body["kind"],
+            "metadata": {
+                "name": body["metadata"]["name"],
+                "namespace": body["metadata"]["namespace"],
+            },
+            "spec": dict(body.get("spec", {})),
+        }
+    )
+
+
+class NotReady(Exception):
+    """A condition to report and a temporary error to retry."""
+
+    def __init__(self, kind: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.reason, self.message = kind, reason, message
+
+
+def _database_url(namespace: str, resource: QueueResource) -> str:
+    ref = resource.spec.database
+    if ref is None:
+        raise NotReady("DatabaseReachable", "NoDatabase", "spec.database.secretRef is required")
+    try:
+        secret = kubernetes.client.CoreV1Api().read_namespaced_secret(
+            ref.secret_ref.name, namespace
+        )
+    except ApiException as error:
+        if error.status == 404:
+            raise NotReady(
+                "DatabaseReachable", "SecretNotFound", f"secret {ref.secret_ref.name!r} not found"
+            ) from None
+        raise
+    data = (secret.data or {}).get(ref.secret_ref.key)
+    if data is None:
+        raise NotReady(
+            "DatabaseReachable",
+            "SecretKeyNotFound",
+            f"secret {ref.secret_ref.name!r} has no key {ref.secret_ref.key!r}",
+        )
+    return base64.b64decode(data).decode()
+
+
+def _database(namespace: str, resource: QueueResource) -> Database:
+    url = _database_url(namespace, resource)
+    with _databases_lock:
+        if url not in _databases:
+            try:
+                _databases[url] = connect(url)
+            except TableQueueError as error:
+                raise NotReady("DatabaseReachable", "InvalidDatabaseURL", str(error)) from None
+        return _databases[url]
+
+
+def _fail(
+    body: kopf.Body, patch: kopf.Patch, status: kopf.Status, problem: NotReady, retry: int
+) -> kopf.TemporaryError:
+    labels = {"namespace": body["metadata"]["namespace"], "queue": body["metadata"]["name"]}
+    metrics.operator_reconcile_errors.labels(reason=problem.reason, **labels).inc()
+    patch.status["conditions"] = merge(
+        status.get("conditions"),
+        [condition(problem.kind, False, problem.reason, problem.message)],
+        body["metadata"].get("generation"),
+    )
+    kopf.warn(body, reason=problem.reason, message=problem.message)
+    return kopf.TemporaryError(problem.message, delay=_delay(retry))
+
+
+# --- reconcile ---------------------------------------------------------------------------------
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL)
+@kopf.on.create(GROUP, VERSION, PLURAL)
+@kopf.on.update(GROUP, VERSION, PLURAL)
+def reconcile(
+    body: kopf.Body, patch: kopf.Patch, status: kopf.Status, retry: int, **_: Any
+) -> None:
+    namespace, generation = body["metadata"]["namespace"], body["metadata"].get("generation")
+    try:
+        resource = _resource(body)
+    except (SpecError, ValueError) as error:
+        message = str(error).splitlines()[0]
+        patch.status["conditions"] = merge(
+            status.get("conditions"),
+            [condition("Ready", False, "InvalidSpec", message)],
+            generation,
+        )
+        kopf.warn(body, reason="InvalidSpec", message=message)
+        raise kopf.PermanentError(message) from None
+    try:
+        database = _database(namespace, resource)
+        try:
+            outcome = database.apply(resource)
+        except DatabaseUnavailable as error:
+            raise NotReady("DatabaseReachable", "DatabaseUnavailable", str(error)) from None
+        except TableQueueError as error:
+            raise NotReady("TableReady", type(error).__name__, str(error)) from None
+    except NotReady as problem:
+        raise _fail(body, patch, status, problem, retry) from None
+    if outcome != "unchanged":
+        kopf.info(body, reason="Table", message=f"table {resource.table} {outcome}")
+    _apply_workers(resource, body)
+    patch.status["observedGeneration"] = generation
+    patch.status["effectiveDefaultStatus"] = database.default_status_of(resource.name)
+    patch.status["conditions"] = merge(
+        status.get("conditions"),
+        [
+            condition("DatabaseReachable", True, "Connected", database.shown_url),
+            condition("TableReady", True, "TableReady", f"table {resource.table}, {outcome}"),
+        ],
+        generation,
+    )
+
+
+def _apply_workers(resource: QueueResource, body: kopf.Body) -> None:
+    apps = kubernetes.client.AppsV1Api()
+    name, namespace = resource.name, body["metadata"]["namespace"]
+    owner = builders.owner_reference(dict(body))
+    mode = resource.spec.workers.autoscaling.mode
+    existing = _read(apps.read_namespaced_deployment, builders.deployment_name(name), namespace)
+    replicas: int | None
+    if existing is not None:
+        replicas = existing.spec.replicas
+    else:
+        replicas = resource.spec.workers.autoscaling.min_replicas if mode != "HPA" else None
+    wanted = builders.deployment(
+        name, namespace, resource.spec, owner, SETTINGS.worker_image, replicas
+    )
+    if existing is None:
+        apps.create_namespaced_deployment(namespace, wanted)
+        kopf.info(
+            body, reason="Workers", message=f"created Deployment {wanted['metadata']['name']}"
+        )
+    else:
+        wanted["metadata"]["resourceVersion"] = existing.metadata.resource_version
+        apps.replace_namespaced_deployment(wanted["metadata"]["name"], namespace, wanted)
+    autoscaling = kubernetes.client.AutoscalingV2Api()
+    hpa_name = builders.deployment_name(name)
+    hpa = _read(autoscaling.read_namespaced_horizontal_pod_autoscaler, hpa_name, namespace)
+    if mode == "HPA":
+        wanted_hpa = builders.horizontal_pod_autoscaler(name, namespace, resource.spec, owner)
+        if hpa is None:
+            autoscaling.create_namespaced_horizontal_pod_autoscaler(namespace, wanted_hpa)
+            kopf.info(
+                body, reason="Autoscaling", message=f"created HorizontalPodAutoscaler {hpa_name}"
+            )
+        else:
+            wanted_hpa["metadata"]["resourceVersion"] = hpa.metadata.resource_version
+            autoscaling.replace_namespaced_horizontal_pod_autoscaler(
+                hpa_name, namespace, wanted_hpa
+            )
+    elif hpa is not None:
+        autoscaling.delete_namespaced_horizontal_pod_autoscaler(hpa_name, namespace)
+        kopf.info(body, reason="Autoscaling", message=f"deleted HorizontalPodAutoscaler {hpa_name}")
+
+
+def _read(reader: Any, name: str, namespace: str) -> Any:
+    try:
+        return reader(name, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+# --- observe and scale -------------------------------------------------------------------------
+
+
+def observe(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, **_: Any) -> None:
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    generation = body["metadata"].get("generation")
+    try:
+        resource = _resource(body)
+    except (SpecError, ValueError):
+        return  # reported by reconcile
+    labels = {"namespace": namespace, "queue": name}
+    try:
+        database = _database(namespace, resource)
+        stats = database.queue(name).stats()
+    except NotReady as problem:
+        patch.status["conditions"] = merge(
+            status.get("conditions"),
+            [condition(problem.kind, False, problem.reason, problem.message)],
+            generation,
+        )
+        return
+    except DatabaseUnavailable as error:
+        patch.status["conditions"] = merge(
+            status.get("conditions"),
+            [condition("DatabaseReachable", False, "DatabaseUnavailable", str(error))],
+            generation,
+        )
+        metrics.operator_reconcile_errors.labels(reason="DatabaseUnavailable", **labels).inc()
+        return
+    except QueueNotFound:
+        return  # reconcile has not created it yet
+    for state, count in stats.counts.items():
+        metrics.queue_messages.labels(status=state, **labels).set(count)
+    metrics.queue_backlog.labels(**labels).set(stats.backlog)
+    metrics.queue_oldest_pending_age.labels(**labels).set(stats.oldest_pending_seconds)
+    metrics.queue_healthy.labels(**labels).set(1 if stats.health in ("Healthy", "Disabled") else 0)
+    replicas = _scale(resource, namespace, body, stats.backlog, stats.leased, status)
+    metrics.operator_desired_replicas.labels(**labels).set(replicas["desired"])
+    gone = {state: None for state in status.get("counts") or {} if state not in stats.counts}
+    patch.status.update(
+        {
+            "counts": stats.counts | gone,  # a merge patch removes a key only when set to null
+            "backlog": stats.backlog,
+            "oldestPendingSeconds": round(stats.oldest_pending_seconds, 3),
+            "health": stats.health,
+            "healthReasons": stats.health_reasons,
+            "effectiveDefaultStatus": database.default_status_of(name),
+            "replicas": replicas,
+        }
+    )
+    ready = replicas["ready"] >= replicas["desired"]
+    patch.status["conditions"] = merge(
+        status.get("conditions"),
+        [
+            condition("DatabaseReachable", True, "Connected", database.shown_url),
+            condition(
+                "WorkersReady",
+                ready,
+                "WorkersReady" if ready else "WorkersStarting",
+                f"{replicas['ready']} of {replicas['desired']} worker replicas ready",
+            ),
+        ],
+        generation,
+    )
+
+
+def _scale(
+    resource: QueueResource,
+    namespace: str,
+    body: kopf.Body,
+    backlog: int,
+    leased: int,
+    status: kopf.Status,
+) -> dict[str, Any]:
+    apps = kubernetes.client.AppsV1Api()
+    name = builders.deployment_name(resource.name)
+    existing = _read(apps.read_namespaced_deployment, name, namespace)
+    if existing is None:
+        return {"desired": 0, "ready": 0}
+    current = existing.spec.replicas or 0
+    ready = (existing.status.ready_replicas or 0) if existing.status else 0
+    result: dict[str, Any] = {"desired": current, "ready": ready}
+    if resource.spec.workers.autoscaling.mode != "Operator":
+        return result
+    previous = (status.get("replicas") or {}).get("lastBusy", 0.0)
+    decision = builders.scale(resource.spec, backlog, leased, current, previous, time.time())
+    if decision.replicas != current:
+        apps.patch_namespaced_deployment_scale(
+            name, namespace, {"spec": {"replicas": decision.replicas}}
+        )
+        kopf.info(
+            body,
+            reason="Scaled",
+            message=f"workers {current} -> {decision.replicas} "
+            f"(backlog {backlog}, leased {leased})",
+        )
+    return {"desired": decision.replicas, "ready": ready, "lastBusy": decision.last_busy}
+
+
+# --- delete ------------------------------------------------------------------------------------
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL)
+def delete(body: kopf.Body, retry: int, **_: Any) -> None:
+    try:
+        resource = _resource(body)
+    except (SpecError, ValueError):
+        return  # never got a table
+    if resource.spec.deletion_policy != "Delete":
+        kopf.info(
+            body, reason="Retained", message=f"table {resource.table} kept (deletionPolicy Retain)"
+        )
+        return
+    try:
+        database = _database(body["metadata"]["namespace"], resource)
+        database.delete_queue(resource.name, drop_table=True)
+    except QueueNotFound:
+        pass
+    except (NotReady, DatabaseUnavailable) as error:
+        raise kopf.TemporaryError(f"cannot drop table yet: {error}", delay=_delay(retry)) from None
+    kopf.info(body, reason="Deleted", message=f"table {resource.table} dropped")
+
+
+def register_timer() -> None:
+    """The status timer, registered once the interval is known (set by the command line)."""
+    kopf.timer(GROUP, VERSION, PLURAL, interval=SETTINGS.interval, idle=None)(observe)
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.posting.level = logging.INFO
+    settings.watching.server_timeout = 60
+    settings.execution.max_workers = 20
+    try:
+        kubernetes.config.load_incluster_config()
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config()

@@ -1,0 +1,32 @@
+"""`tablequeue operator`: run the kopf operator, with /metrics and kopf's liveness endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+
+import kopf
+from prometheus_client import start_http_server
+
+from . import handlers
+
+
+def run(
+    namespaces: list[str],
+    worker_image: str,
+    interval: float,
+    metrics_port: int,
+    liveness_port: int,
+    standalone: bool,
+) -> None:
+    handlers.SETTINGS.worker_image = worker_image
+    handlers.SETTINGS.interval = interval
+    handlers.register_timer()
+    start_http_server(metrics_port)
+    asyncio.run(
+        kopf.operator(
+            clusterwide=not namespaces,
+            namespaces=namespaces,
+            liveness_endpoint=f"http://0.0.0.0:{liveness_port}/healthz",
+            standalone=standalone,
+        )
+    )

@@ -1,0 +1,177 @@
+"""The operator's pure parts, without a cluster: objects built from a Queue, scaling, conditions,
+and the CRD generated from the pydantic spec (committed file and generator must agree)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tablequeue.operator import builders
+from tablequeue.operator.conditions import condition, merge
+from tablequeue.operator.crd import custom_resource_definition, render
+
+from tablequeue.spec import QueueResource, QueueSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+OWNER = {"apiVersion": "tablequeue.dev/v1", "kind": "Queue", "name": "orders", "uid": "u-1"}
+
+
+def spec(**fields: Any) -> QueueSpec:
+    base: dict[str, Any] = {"database": {"secret_ref": {"name": "orders-db"}}}
+    return QueueResource.from_name("orders", **(base | fields)).spec
+
+
+def env_of(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def test_deployment_adds_the_worker_sidecar_to_the_users_template() -> None:
+    template = {
+        "metadata": {"labels": {"team": "shop"}},
+        "spec": {"containers": [{"name": "app", "image": "shop/app:1"}]},
+    }
+    queue = spec(
+        workers={
+            "handler": {"http": {"port": 8081, "path": "/jobs", "timeout_seconds": 12}},
+            "template": template,
+            "batch_size": 20,
+            "concurrency": 8,
+            "grace_period_seconds": 40,
+        }
+    )
+    body = builders.deployment("orders", "shop", queue, OWNER, "tq/worker:1", replicas=3)
+    assert body["metadata"]["ownerReferences"] == [OWNER]
+    assert body["spec"]["replicas"] == 3
+    assert body["spec"]["selector"] == {"matchLabels": {"tablequeue.dev/queue": "orders"}}
+    pod = body["spec"]["template"]
+    assert pod["metadata"]["labels"]["team"] == "shop"
+    assert pod["metadata"]["labels"]["tablequeue.dev/queue"] == "orders"
+    app, worker = pod["spec"]["containers"]
+    assert app == {"name": "app", "image": "shop/app:1"}
+    assert worker["name"] == "tablequeue-worker" and worker["image"] == "tq/worker:1"
+    assert worker["command"] == ["tablequeue", "worker"]
+    env = env_of(worker)
+    assert env["TABLEQUEUE_DB"] == {"secretKeyRef": {"name": "orders-db", "key": "url"}}
+    assert env["TABLEQUEUE_QUEUE"] == "orders"
+    assert env["TABLEQUEUE_HANDLER"] == "http://127.0.0.1:8081/jobs"
+    assert env["TABLEQUEUE_HANDLER_TIMEOUT"] == "12.0"
+    assert (env["TABLEQUEUE_BATCH_SIZE"], env["TABLEQUEUE_CONCURRENCY"]) == ("20", "8")
+    assert worker["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 45
+    assert template["spec"]["containers"] == [{"name": "app", "image": "shop/app:1"}]  # untouched
+
+
+def test_python_handler_and_own_image() -> None:
+    queue = spec(workers={"handler": {"python": "shop.jobs:send"}, "image": "shop/worker:2"})
+    body = builders.deployment("orders", "shop", queue, OWNER, "tq/worker:1", replicas=None)
+    assert "replicas" not in body["spec"]  # left to an HPA
+    [worker] = body["spec"]["template"]["spec"]["containers"]
+    assert worker["image"] == "shop/worker:2"
+    assert env_of(worker)["TABLEQUEUE_HANDLER"] == "python:shop.jobs:send"
+
+
+def test_hpa_targets_the_backlog_metric_of_this_queue() -> None:
+    queue = spec(
+        workers={"autoscaling": {"mode": "HPA", "max_replicas": 7, "messages_per_replica": 50}}
+    )
+    hpa = builders.horizontal_pod_autoscaler("orders", "shop", queue, OWNER)
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "orders-workers"
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 7)
+    [metric] = hpa["spec"]["metrics"]
+    assert metric["external"]["metric"]["name"] == "tablequeue_backlog"
+    assert metric["external"]["metric"]["selector"]["matchLabels"] == {
+        "queue": "orders",
+        "namespace": "shop",
+    }
+    assert metric["external"]["target"] == {"type": "AverageValue", "averageValue": "50"}
+
+
+SCALING = {
+    "min_replicas": 0,
+    "max_replicas": 5,
+    "messages_per_replica": 100,
+    "cooldown_seconds": 60,
+}
+
+
+@pytest.mark.parametrize(
+    ("backlog", "leased", "current", "last_busy", "now", "replicas"),
+    [
+        (1000, 0, 0, 0, 100, 5),  # clamped to max
+        (250, 0, 0, 0, 100, 3),  # ceil
+        (0, 0, 3, 90, 100, 3),  # within the cooldown: keep
+        (0, 0, 3, 30, 100, 0),  # after the cooldown: down to min (zero)
+        (0, 2, 3, 30, 100, 1),  # leased messages keep a worker
+        (0, 250, 1, 0, 100, 3),  # in-flight work counts as load
+        (150, 0, 4, 30, 100, 2),  # down, but not below the load
+    ],
+)
+def test_operator_scaling(
+    backlog: int, leased: int, current: int, last_busy: float, now: float, replicas: int
+) -> None:
+    queue = spec(workers={"autoscaling": SCALING})
+    assert builders.scale(queue, backlog, leased, current, last_busy, now).replicas == replicas
+
+
+def test_scaling_remembers_when_it_was_last_busy() -> None:
+    queue = spec(workers={"autoscaling": SCALING})
+    assert builders.scale(queue, 500, 0, 5, 0, 100).last_busy == 100
+    assert builders.scale(queue, 0, 0, 5, 90, 100).last_busy == 90
+
+
+def test_conditions_keep_transition_times_and_derive_ready() -> None:
+    first = merge(None, [condition("TableReady", True, "TableReady")], 1)
+    ready = next(c for c in first if c["type"] == "Ready")
+    assert ready["status"] == "True"
+    broken = merge(first, [condition("DatabaseReachable", False, "DatabaseUnavailable", "down")], 2)
+    ready = next(c for c in broken if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "False",
+        "DatabaseUnavailable",
+        "down",
+    )
+    table = next(c for c in broken if c["type"] == "TableReady")
+    assert (
+        table["lastTransitionTime"] == first[1]["lastTransitionTime"] or table["status"] == "True"
+    )
+    assert [c["type"] for c in broken] == ["Ready", "TableReady", "DatabaseReachable"]
+
+
+def test_committed_crd_is_the_generated_one() -> None:
+    committed = (ROOT / "crds" / "queue.yaml").read_text()
+    assert committed == render(), "run: python -m tablequeue.operator.crd > crds/queue.yaml"
+
+
+def test_crd_schema_mirrors_the_pydantic_spec() -> None:
+    crd = custom_resource_definition()
+    [version] = crd["spec"]["versions"]
+    schema = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert set(schema["properties"]) == {
+        field.alias or name for name, field in QueueSpec.model_fields.items()
+    }
+    assert schema["properties"]["onLeaseExpired"]["enum"] == ["Abandon", "Retry"]
+    assert schema["properties"]["leaseSeconds"]["minimum"] == 1
+    assert schema["properties"]["table"]["pattern"] == "^[a-z][a-z0-9_]{0,62}$"
+    workers = schema["properties"]["workers"]["properties"]
+    assert workers["autoscaling"]["properties"]["mode"]["enum"] == [
+        "Operator",
+        "HPA",
+        "KEDA",
+        "None",
+    ]
+    assert workers["handler"]["x-kubernetes-validations"][0]["rule"] == (
+        "has(self.http) != has(self.python)"
+    )
+    text = yaml.safe_dump(crd)
+    assert "$ref" not in text and "title" not in text and "null" not in text
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "Pending",
+        "Leased",
+        "Errors",
+        "Replicas",
+        "Health",
+        "Ready",
+        "Age",
+    ]
