@@ -182,31 +182,36 @@ def _apply_workers(resource: QueueResource, body: kopf.Body) -> None:
         name, namespace, resource.spec, owner, SETTINGS.worker_image, replicas
     )
     if existing is None:
-        apps.create_namespaced_deployment(namespace, wanted)
+        apps.create_namespaced_deployment(namespace, _plain(wanted))
         kopf.info(
             body, reason="Workers", message=f"created Deployment {wanted['metadata']['name']}"
         )
     else:
         wanted["metadata"]["resourceVersion"] = existing.metadata.resource_version
-        apps.replace_namespaced_deployment(wanted["metadata"]["name"], namespace, wanted)
+        apps.replace_namespaced_deployment(wanted["metadata"]["name"], namespace, _plain(wanted))
     autoscaling = kubernetes.client.AutoscalingV2Api()
     hpa_name = builders.deployment_name(name)
     hpa = _read(autoscaling.read_namespaced_horizontal_pod_autoscaler, hpa_name, namespace)
     if mode == "HPA":
         wanted_hpa = builders.horizontal_pod_autoscaler(name, namespace, resource.spec, owner)
         if hpa is None:
-            autoscaling.create_namespaced_horizontal_pod_autoscaler(namespace, wanted_hpa)
+            autoscaling.create_namespaced_horizontal_pod_autoscaler(namespace, _plain(wanted_hpa))
             kopf.info(
                 body, reason="Autoscaling", message=f"created HorizontalPodAutoscaler {hpa_name}"
             )
         else:
             wanted_hpa["metadata"]["resourceVersion"] = hpa.metadata.resource_version
             autoscaling.replace_namespaced_horizontal_pod_autoscaler(
-                hpa_name, namespace, wanted_hpa
+                hpa_name, namespace, _plain(wanted_hpa)
             )
     elif hpa is not None:
         autoscaling.delete_namespaced_horizontal_pod_autoscaler(hpa_name, namespace)
         kopf.info(body, reason="Autoscaling", message=f"deleted HorizontalPodAutoscaler {hpa_name}")
+
+
+def _plain(body: dict[str, Any]) -> Any:
+    """The client takes plain dicts as bodies as well as its model classes."""
+    return body
 
 
 def _read(reader: Any, name: str, namespace: str) -> Any:
@@ -353,6 +358,6 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.watching.server_timeout = 60
     settings.execution.max_workers = 20
     try:
-        kubernetes.config.load_incluster_config()
+        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
     except kubernetes.config.ConfigException:
-        kubernetes.config.load_kube_config()
+        kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
