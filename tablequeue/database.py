@@ -7,6 +7,7 @@ URLs as users write them: `postgresql://user:pass@host/db` (psycopg 3 underneath
 from __future__ import annotations
 
 import contextlib
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -80,6 +81,7 @@ class Database:
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
         self._tables: dict[str, sa.Table] = {}
+        self._tables_lock = threading.Lock()
 
     def close(self) -> None:
         self.engine.dispose()
@@ -116,9 +118,10 @@ class Database:
             connection.execute(sa.select(1))
 
     def table(self, table_name: str) -> sa.Table:
-        if table_name not in self._tables:
-            self._tables[table_name] = queue_table(self.metadata, table_name, self.dialect)
-        return self._tables[table_name]
+        with self._tables_lock:  # threads share the MetaData
+            if table_name not in self._tables:
+                self._tables[table_name] = queue_table(self.metadata, table_name, self.dialect)
+            return self._tables[table_name]
 
     # --- registry ---------------------------------------------------------------------------
 

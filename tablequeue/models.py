@@ -15,6 +15,8 @@ from . import names
 
 MAX_PRIORITY = 32767
 MAX_MESSAGE_ID_LENGTH = 400
+MAX_SECONDS = 100 * 366 * 86400
+"""Longest delay, expiry or lease: far enough, and inside every engine's date range."""
 
 
 def canonical_json(value: Any) -> str:
@@ -26,6 +28,23 @@ def canonical_json(value: Any) -> str:
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
     )
+
+
+def check_json(value: Any) -> None:
+    """Raise ValueError for what some engine cannot store: NaN/Infinity, NUL characters."""
+    canonical_json(value)
+    if _has_nul(value):
+        raise ValueError("strings may not contain NUL (\\u0000)")
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
 
 
 class NewMessage(BaseModel):
@@ -42,7 +61,9 @@ class NewMessage(BaseModel):
         description="Identity: enqueueing an existing messageId updates that message",
     )
     at: datetime | None = Field(None, description="Not processed before this time")
-    after: float | None = Field(None, ge=0, description="Not processed before now + seconds")
+    after: float | None = Field(
+        None, ge=0, le=MAX_SECONDS, description="Not processed before now + seconds"
+    )
     priority: int = Field(0, ge=-MAX_PRIORITY - 1, le=MAX_PRIORITY)
     status: str | None = Field(None, description="Status instead of the queue's default")
     headers: dict[str, Any] | None = None
@@ -50,6 +71,7 @@ class NewMessage(BaseModel):
     expires_after: float | None = Field(
         None,
         gt=0,
+        le=MAX_SECONDS,
         validation_alias=AliasChoices("expiresAfter", "expires_after"),
         serialization_alias="expiresAfter",
     )
@@ -66,13 +88,24 @@ class NewMessage(BaseModel):
             raise ValueError("needs a timezone, e.g. 2026-01-31T12:00:00Z")
         return value
 
-    @field_validator("message")
+    @field_validator("message", "headers")
     @classmethod
     def _json(cls, value: Any) -> Any:
         try:
-            canonical_json(value)
-        except (TypeError, ValueError) as error:
+            check_json(value)
+        except TypeError as error:
             raise ValueError(f"not JSON-serializable: {error}") from None
+        except ValueError as error:
+            if "NUL" in str(error):
+                raise
+            raise ValueError(f"not JSON-serializable: {error}") from None
+        return value
+
+    @field_validator("message_id")
+    @classmethod
+    def _message_id(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("may not contain NUL (\\u0000)")
         return value
 
     @model_validator(mode="after")

@@ -22,6 +22,7 @@ from . import health, names, predicate
 from .errors import Conflict, InvalidInput, MessageNotFound
 from .models import (
     MAX_PRIORITY,
+    MAX_SECONDS,
     Completion,
     Enqueued,
     Failure,
@@ -31,6 +32,7 @@ from .models import (
     QueueStats,
     Settled,
     Swept,
+    check_json,
     retry_delay,
 )
 from .schema import UtcDateTime
@@ -88,6 +90,8 @@ class Queue:
         with self.database.transaction() as connection:
             default_status = self.database.default_status(connection, self.name)
             for round_indexes in _rounds_of_unique_ids(messages):
+                # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
+                round_indexes.sort(key=lambda i: messages[i].message_id or "")
                 rows = [self._row(messages[i], default_status, now) for i in round_indexes]
                 returned = connection.execute(self._upsert_statement(), rows).all()
                 by_tracking = {row.tracking_id: row for row in returned}
@@ -144,7 +148,12 @@ class Queue:
             updated_at=now,
         )
         new = d.excluded(insert)
-        was_leased = self._leased
+        # A new version never takes a lease away: completing the old one requeues the new one.
+        # A status that keeps messages from workers (OnHold, Paused) applies at once, though:
+        # the old version's outcome then finds its lease gone and changes nothing.
+        keeps_lease = sa.and_(
+            self._leased, new.status.in_([_literal(names.PENDING), _literal(names.SLEEPING)])
+        )
         set_ = {
             "message": new.message,
             "headers": new.headers,
@@ -152,14 +161,14 @@ class Queue:
             "process_after": new.process_after,
             "expires_at": new.expires_at,
             "version": t.c.version + 1,
-            # A new version never takes a lease away: completing the old one requeues the new.
-            "status": sa.case((was_leased, t.c.status), else_=new.status),
-            "attempts": sa.case((was_leased, t.c.attempts), else_=0),
+            "status": sa.case((keeps_lease, t.c.status), else_=new.status),
+            # 0 also marks a Leased row whose new version was never tried (see sweep).
+            "attempts": 0,
             "updated_at": now,
         }
         changed = None
         if self.spec.idempotent:
-            changed = sa.type_coerce(t.c.message, sa.Text) != sa.type_coerce(new.message, sa.Text)
+            changed = sa.cast(t.c.message, sa.Text) != sa.cast(new.message, sa.Text)
         upsert = d.on_conflict_message_id(insert, set_, changed)
         return upsert.returning(t.c.id, t.c.message_id, t.c.tracking_id, t.c.version, t.c.status)
 
@@ -176,7 +185,7 @@ class Queue:
         if not 1 <= batch_size <= MAX_LEASE_BATCH:
             raise InvalidInput(f"batch size {batch_size} out of range 1..{MAX_LEASE_BATCH}")
         correlation_id = correlation_id or uuid.uuid4().hex
-        seconds = float(lease_seconds if lease_seconds is not None else self.spec.lease_seconds)
+        seconds = self._lease_seconds(lease_seconds)
         with self.database.transaction() as connection:
             rows = connection.execute(
                 self._lease_statement(),
@@ -187,6 +196,14 @@ class Queue:
             key=lambda m: (-m.priority, m.process_after, m.id),
         )
         return LeaseBatch(correlation_id, owner, messages)
+
+    def _lease_seconds(self, lease_seconds: float | None) -> float:
+        seconds = float(lease_seconds if lease_seconds is not None else self.spec.lease_seconds)
+        if not 0 < seconds <= MAX_SECONDS:
+            raise InvalidInput(
+                f"lease of {seconds:g}s out of range: more than 0, at most 100 years"
+            )
+        return seconds
 
     def _lease_statement(self) -> sa.Update:
         t, d = self.table, self.dialect
@@ -223,7 +240,7 @@ class Queue:
         if not ids:
             return set()
         t, d = self.table, self.dialect
-        seconds = float(lease_seconds if lease_seconds is not None else self.spec.lease_seconds)
+        seconds = self._lease_seconds(lease_seconds)
         statement = (
             sa.update(t)
             .where(t.c.id.in_(ids), self._leased, t.c.lease_owner == owner)
@@ -291,12 +308,13 @@ class Queue:
             if groups["again"]:
                 again = self._finish(names.SLEEPING)
                 settled.rescheduled = self._run(connection, again, groups["again"])
-            newer = [
-                self._held(owner, c.message) | {"b_previous": c.message.message}
-                for c in completions
-                if c.message.message_id is not None
-            ]
-            settled.requeued_newer_version = self._requeue_newer(connection, newer, True)
+            done = settled.deleted + settled.processed + settled.rescheduled
+            if done < len(completions):  # rare: a new version arrived, or a lease was lost
+                newer = [
+                    self._held(owner, c.message) | {"b_previous": c.message.message}
+                    for c in completions
+                ]
+                settled.requeued_newer_version = self._requeue_newer(connection, newer, True)
         settled.lease_lost = len(completions) - (
             settled.deleted
             + settled.processed
@@ -326,12 +344,9 @@ class Queue:
                 settled.retrying += 1
         with self.database.transaction() as connection:
             failed = self._run(connection, self._fail_statement(), rows) if rows else 0
-            newer = [
-                self._held(owner, f.message) | {"b_previous": None}
-                for f in failures
-                if f.message.message_id is not None
-            ]
-            settled.requeued_newer_version = self._requeue_newer(connection, newer, False)
+            if failed < len(failures):  # rare: a new version arrived, or a lease was lost
+                newer = [self._held(owner, f.message) | {"b_previous": None} for f in failures]
+                settled.requeued_newer_version = self._requeue_newer(connection, newer, False)
         settled.lease_lost = len(failures) - failed - settled.requeued_newer_version
         if settled.lease_lost or settled.requeued_newer_version:
             # Counts of retrying/errored are only certain when every row was still ours.
@@ -340,7 +355,14 @@ class Queue:
 
     @staticmethod
     def _held(owner: str, message: Message) -> dict[str, Any]:
-        return {"b_id": message.id, "b_version": message.version, "b_owner": owner}
+        """Identify the lease an outcome belongs to: the row, its version and the lease batch
+        (a message leased again later, even by the same worker, belongs to another batch)."""
+        return {
+            "b_id": message.id,
+            "b_version": message.version,
+            "b_owner": owner,
+            "b_cid": message.correlation_id,
+        }
 
     @staticmethod
     def _run(connection: Connection, statement: sa.Executable, rows: list[dict[str, Any]]) -> int:
@@ -352,6 +374,7 @@ class Queue:
             t.c.id == _bind("b_id", sa.BigInteger()),
             t.c.version == _bind("b_version", sa.Integer()),
             t.c.lease_owner == _bind("b_owner", sa.String()),
+            t.c.correlation_id == _bind("b_cid", sa.String()),
             self._leased,
         )
 
@@ -410,13 +433,17 @@ class Queue:
             "updated_at": d.now(),
         }
         if ok:
-            values["previous_message"] = _bind("b_previous", t.c.previous_message.type)
+            previous = _bind("b_previous", t.c.previous_message.type)
+            values["previous_message"] = sa.case(
+                (t.c.message_id.is_not(None), previous), else_=t.c.previous_message
+            )
         statement = (
             sa.update(t)
             .where(
                 t.c.id == _bind("b_id", sa.BigInteger()),
                 t.c.version != _bind("b_version", sa.Integer()),
                 t.c.lease_owner == _bind("b_owner", sa.String()),
+                t.c.correlation_id == _bind("b_cid", sa.String()),
                 self._leased,
             )
             .values(**values)
@@ -472,11 +499,14 @@ class Queue:
             + sa.func.coalesce(t.c.correlation_id, "?")
         )
         new_status: sa.ColumnElement[Any]
+        untried_new_version = t.c.attempts == 0  # enqueued while the old one was leased
         if self.spec.on_lease_expired == "Retry":
-            give_up = t.c.attempts >= self.spec.max_attempts
+            give_up = sa.and_(t.c.attempts >= self.spec.max_attempts, ~untried_new_version)
             new_status = sa.case((give_up, _literal(names.ERROR)), else_=_literal(names.PENDING))
         else:
-            new_status = _literal(names.ABANDONED)
+            new_status = sa.case(
+                (untried_new_version, _literal(names.PENDING)), else_=_literal(names.ABANDONED)
+            )
         leases = (
             sa.update(t)
             .where(lapsed)
@@ -566,7 +596,7 @@ class Queue:
         if force:
             values["lease_expires_at"] = None
         if status == names.PENDING:
-            values.update(attempts=0, process_after=d.now())
+            values.update(self._fresh_start())
         with self.database.transaction() as connection:
             changed = int(
                 connection.execute(sa.update(t).where(condition).values(**values)).rowcount
@@ -586,12 +616,16 @@ class Queue:
     ) -> Message:
         """Fix one message by hand: its body, status or priority (not while Leased, unless forced).
 
-        A new body is stored as is; it does not bump the version (that is what enqueue does).
+        A new body is a new version, as if enqueued: a worker still holding the old one requeues
+        it when it finishes.
         """
         t, d = self.table, self.dialect
         values: dict[str, Any] = {"updated_at": d.now()}
         if body is not None:
+            check_json(body)
             values["message"] = sa.bindparam("b_body", body, type_=t.c.message.type)
+            # A new version: a worker holding the old one requeues this one when it finishes.
+            values["version"] = t.c.version + 1
         if priority is not None:
             if not -MAX_PRIORITY - 1 <= priority <= MAX_PRIORITY:
                 raise InvalidInput(f"priority {priority} out of range -32768..32767")
@@ -599,7 +633,7 @@ class Queue:
         if status is not None:
             values["status"] = names.settable_status(status)
             if status == names.PENDING:
-                values.update(attempts=0, process_after=d.now())
+                values.update(self._fresh_start())
             if force:
                 values["lease_expires_at"] = None
         condition: sa.ColumnElement[bool] = t.c.id == message_id
@@ -616,6 +650,16 @@ class Queue:
                     "use force to change it anyway"
                 )
         return Message.from_row(row._mapping)
+
+    def _fresh_start(self) -> dict[str, Any]:
+        """A person retrying a message: due now, no attempts counted, no expiry already past."""
+        t, d = self.table, self.dialect
+        now = d.now()
+        return {
+            "attempts": 0,
+            "process_after": now,
+            "expires_at": sa.case((t.c.expires_at <= now, None), else_=t.c.expires_at),
+        }
 
     def delete(self, message_id: int, force: bool = False) -> None:
         t = self.table

@@ -491,3 +491,99 @@ def test_sigkill_while_holding_leases_loses_nothing(
     assert queue.count() == 10
     others = [m.id for m in queue.lease("w2", 100).messages]
     assert len(others) == (10 if policy == "Retry" else 4)
+
+
+# --- found in review: each of these once lost or corrupted something ------------------------
+
+
+def test_an_outcome_from_an_earlier_lease_of_the_same_worker_changes_nothing(
+    make_queue: MakeQueue,
+) -> None:
+    queue = make_queue(on_lease_expired="Retry", max_attempts=5)
+    queue.enqueue({"n": 1})
+    [first] = queue.lease("w1", 1, lease_seconds=0.2).messages
+    wait_until(lambda: queue.sweep().retried == 1, timeout=10)
+    [second] = queue.lease("w1", 1).messages  # the same worker takes it again
+    assert queue.fail("w1", [Failure(first, "stale")]).lease_lost == 1
+    assert queue.get(first.id).status == "Leased"
+    assert queue.complete("w1", [Completion(second)]).deleted == 1
+
+
+def test_queues_with_the_longest_table_names_work(make_queue: MakeQueue) -> None:
+    queue = make_queue("q" + "-x" * 31)  # 63 characters: the longest name
+    assert len(queue.table.name) == 63
+    assert queue.enqueue({"n": 1}).outcome == "inserted"
+    assert lease_all(queue) != []
+
+
+@pytest.mark.parametrize("policy", ["Abandon", "Retry"])
+def test_a_new_version_survives_the_crash_of_the_worker_holding_the_old(
+    make_queue: MakeQueue, policy: str
+) -> None:
+    queue = make_queue(on_lease_expired=policy)
+    queue.enqueue({"v": 1}, message_id="doc")
+    [old] = queue.lease("w1", 1, lease_seconds=0.2).messages
+    queue.enqueue({"v": 2}, message_id="doc")
+    wait_until(lambda: queue.sweep().retried == 1, timeout=10)  # w1 died: its lease lapsed
+    stored = queue.get(old.id)
+    assert (stored.status, stored.message, stored.attempts) == ("Pending", {"v": 2}, 0)
+    [new] = queue.lease("w2", 1).messages
+    assert new.message == {"v": 2}
+
+
+def test_a_holding_status_enqueued_while_leased_applies_at_once(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    queue.enqueue({"v": 1}, message_id="doc")
+    [old] = queue.lease("w1", 1).messages
+    assert queue.enqueue({"v": 2}, message_id="doc", status="OnHold").status == "OnHold"
+    assert queue.complete("w1", [Completion(old)]).lease_lost == 1
+    stored = queue.get(old.id)
+    assert (stored.status, stored.message) == ("OnHold", {"v": 2})
+
+
+def test_editing_the_body_of_a_leased_message_is_a_new_version(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    queue.enqueue({"v": 1})
+    [old] = queue.lease("w1", 1).messages
+    assert queue.edit(old.id, body={"v": "fixed"}, force=True).version == 2
+    assert queue.complete("w1", [Completion(old)]).requeued_newer_version == 1
+    assert queue.get(old.id).message == {"v": "fixed"}
+    assert lease_all(queue, "w2") == [old.id]
+
+
+def test_retrying_an_expired_message_by_hand_clears_its_past_expiry(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    doomed = queue.enqueue({"n": 1}, expires_after=0.2)
+    wait_until(lambda: queue.sweep().expired == 1, timeout=10)
+    assert queue.set_status("Pending", ids=[doomed.id or 0]) == 1
+    assert queue.get(doomed.id or 0).expires_at is None
+    assert lease_all(queue) == [doomed.id]
+
+
+def test_idempotent_discard_compares_json_text_on_every_engine(make_queue: MakeQueue) -> None:
+    queue = make_queue(idempotent=True)
+    queue.enqueue({"x": 1}, message_id="m")
+    assert queue.enqueue({"x": 1}, message_id="m").outcome == "discarded"
+    assert queue.enqueue({"x": 1.0}, message_id="m").outcome == "updated"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"message": {"a": "nul\x00"}},
+        {"message": {"key\x00": 1}},
+        {"message": {}, "headers": {"h": "\x00"}},
+        {"message": {}, "message_id": "id\x00"},
+        {"message": {}, "after": 1e12},
+        {"message": {}, "expires_after": 1e16},
+    ],
+)
+def test_values_no_engine_can_store_are_rejected_up_front(
+    database: Database, make_queue: MakeQueue, options: dict[str, object]
+) -> None:
+    queue = make_queue()
+    with pytest.raises(ValueError, match=r"NUL|less than or equal"):
+        queue.enqueue(**options)  # type: ignore[arg-type]
+    assert queue.count() == 0
+    with pytest.raises(InvalidInput, match="out of range"):
+        queue.lease("w1", 1, lease_seconds=1e12)

@@ -4,6 +4,7 @@ Adding an engine means adding a module that implements `Dialect` and registering
 `DIALECTS`, plus a test fixture; the lifecycle conformance suite runs unchanged.
 """
 
+import zlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -70,7 +71,10 @@ class Dialect(Protocol):
 
 def notify_channel(table_name: str) -> str:
     """The LISTEN/NOTIFY channel of a queue table (a validated table name plus a prefix)."""
-    return f"tq_{table_name}"
+    channel = f"tq_{table_name}"
+    if len(channel) <= 63:  # PostgreSQL's identifier limit
+        return channel
+    return f"tq_{table_name[:51]}_{zlib.crc32(table_name.encode()):08x}"
 
 
 def for_backend(backend: str) -> Dialect:
