@@ -10,7 +10,7 @@ import base64
 import binascii
 from typing import Annotated, Any, Literal
 
-from fastapi import Body, Depends, FastAPI, Query, Request
+from fastapi import Body, Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -37,6 +37,7 @@ from .schemas import (
     SetStatusRequest,
     SetStatusResponse,
 )
+from .ui import mount as mount_ui
 
 STATUS_BY_ERROR: list[tuple[type[Exception], int]] = [
     (errors.QueueNotFound, 404),
@@ -71,6 +72,8 @@ def _queue(request: Request, name: str) -> Queue:
 
 
 QueueArg = Annotated[Queue, Depends(_queue)]
+MAX_ID = 2**63 - 1  # ids are BIGINT: a larger number would reach the driver and fail there
+MessageIdArg = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 
 def encode_cursor(order: str, last_id: int) -> str:
@@ -81,7 +84,7 @@ def decode_cursor(cursor: str) -> tuple[Literal["asc", "desc"], int]:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         version, order, last_id = text.split(":")
-        if version != "v1" or order not in ("asc", "desc"):
+        if version != "v1" or order not in ("asc", "desc") or not 0 <= int(last_id) <= MAX_ID:
             raise ValueError
         return ("asc" if order == "asc" else "desc"), int(last_id)
     except (ValueError, UnicodeDecodeError, binascii.Error):
@@ -204,12 +207,12 @@ def create_app(
         return MessagePage(items=[MessageOut.of(m) for m in found], next_cursor=next_cursor)
 
     @app.get("/queues/{name}/messages/{message_id}", dependencies=reader, tags=["messages"])
-    def get_message(queue: QueueArg, message_id: int) -> MessageOut:
+    def get_message(queue: QueueArg, message_id: MessageIdArg) -> MessageOut:
         """One message with everything stored about it."""
         return MessageOut.of(queue.get(message_id))
 
     @app.patch("/queues/{name}/messages/{message_id}", dependencies=admin, tags=["messages"])
-    def patch_message(queue: QueueArg, message_id: int, patch: MessagePatch) -> MessageOut:
+    def patch_message(queue: QueueArg, message_id: MessageIdArg, patch: MessagePatch) -> MessageOut:
         """Fix a message: its body, status or priority (a Leased one only with force)."""
         if patch.message is None and patch.status is None and patch.priority is None:
             raise errors.InvalidInput("nothing to change: give message, status or priority")
@@ -228,7 +231,7 @@ def create_app(
         dependencies=admin,
         tags=["messages"],
     )
-    def delete_message(queue: QueueArg, message_id: int, force: bool = False) -> Response:
+    def delete_message(queue: QueueArg, message_id: MessageIdArg, force: bool = False) -> Response:
         """Delete a message (a Leased one only with force)."""
         queue.delete(message_id, force=force)
         return Response(status_code=204)
@@ -263,4 +266,7 @@ def create_app(
         queue, _ = database.find_job(tracking_id)
         return job(queue, queue.cancel(tracking_id))
 
+    # --- admin UI (HTML pages under /ui; / redirects there) -----------------------------------
+
+    mount_ui(app, database, auth)
     return app

@@ -11,6 +11,7 @@ database is `DatabaseReachable=False` and a temporary error retried with back-of
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import threading
 import time
@@ -24,7 +25,9 @@ from kubernetes.client.exceptions import ApiException
 from tablequeue import metrics
 from tablequeue.database import Database, connect
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, SpecError, TableQueueError
+from tablequeue.models import QueueStats
 from tablequeue.spec import QueueResource
+from tablequeue.spec import _validate as validate_queue
 
 from . import builders
 from .conditions import condition, merge
@@ -32,6 +35,7 @@ from .crd import GROUP, PLURAL, VERSION
 
 FINALIZER = "tablequeue.dev/finalizer"
 MAX_RETRY_DELAY = 300
+CONFLICT_RETRIES = 5
 
 
 @dataclass
@@ -51,16 +55,16 @@ def _delay(retry: int) -> float:
 
 
 def _resource(body: kopf.Body) -> QueueResource:
-    return QueueResource.model_validate(
+    """The Queue as the core library reads it; SpecError names the field and the problem."""
+    name = body["metadata"]["name"]
+    return validate_queue(
         {
             "apiVersion": body["apiVersion"],
             "kind": body["kind"],
-            "metadata": {
-                "name": body["metadata"]["name"],
-                "namespace": body["metadata"]["namespace"],
-            },
+            "metadata": {"name": name, "namespace": body["metadata"]["namespace"]},
             "spec": dict(body.get("spec", {})),
-        }
+        },
+        f"queue {name}",
     )
 
 
@@ -168,6 +172,19 @@ def reconcile(
 
 
 def _apply_workers(resource: QueueResource, body: kopf.Body) -> None:
+    """The Deployment and, in HPA mode, its HPA. A conflict (the timer or an HPA changed the
+    object between our read and our write) is retried at once with a fresh read, not left to
+    kopf's one-minute back-off."""
+    for attempt in range(1, CONFLICT_RETRIES + 1):
+        try:
+            _apply_workers_once(resource, body)
+            return
+        except ApiException as error:
+            if error.status != 409 or attempt == CONFLICT_RETRIES:
+                raise
+
+
+def _apply_workers_once(resource: QueueResource, body: kopf.Body) -> None:
     apps = kubernetes.client.AppsV1Api()
     name, namespace = resource.name, body["metadata"]["namespace"]
     owner = builders.owner_reference(dict(body))
@@ -254,11 +271,7 @@ def observe(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, **_: Any) -
         return
     except QueueNotFound:
         return  # reconcile has not created it yet
-    for state, count in stats.counts.items():
-        metrics.queue_messages.labels(status=state, **labels).set(count)
-    metrics.queue_backlog.labels(**labels).set(stats.backlog)
-    metrics.queue_oldest_pending_age.labels(**labels).set(stats.oldest_pending_seconds)
-    metrics.queue_healthy.labels(**labels).set(1 if stats.health in ("Healthy", "Disabled") else 0)
+    _export_gauges(namespace, name, stats)
     replicas = _scale(resource, namespace, body, stats.backlog, stats.leased, status)
     metrics.operator_desired_replicas.labels(**labels).set(replicas["desired"])
     gone = {state: None for state in status.get("counts") or {} if state not in stats.counts}
@@ -287,6 +300,38 @@ def observe(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, **_: Any) -
         ],
         generation,
     )
+
+
+_exported_statuses: dict[tuple[str, str], set[str]] = {}
+
+
+def _export_gauges(namespace: str, name: str, stats: QueueStats) -> None:
+    """The queue gauges; a status that has no rows any more reads 0, not its last count."""
+    labels = {"namespace": namespace, "queue": name}
+    exported = _exported_statuses.setdefault((namespace, name), set())
+    for state in exported - stats.counts.keys():
+        metrics.queue_messages.labels(status=state, **labels).set(0)
+    for state, count in stats.counts.items():
+        metrics.queue_messages.labels(status=state, **labels).set(count)
+    exported.update(stats.counts)
+    metrics.queue_backlog.labels(**labels).set(stats.backlog)
+    metrics.queue_oldest_pending_age.labels(**labels).set(stats.oldest_pending_seconds)
+    metrics.queue_healthy.labels(**labels).set(1 if stats.health in ("Healthy", "Disabled") else 0)
+
+
+def _forget_gauges(namespace: str, name: str) -> None:
+    """A deleted Queue leaves no series behind."""
+    for state in _exported_statuses.pop((namespace, name), set()):
+        with contextlib.suppress(KeyError):
+            metrics.queue_messages.remove(namespace, name, state)
+    for gauge in (
+        metrics.queue_backlog,
+        metrics.queue_oldest_pending_age,
+        metrics.queue_healthy,
+        metrics.operator_desired_replicas,
+    ):
+        with contextlib.suppress(KeyError):
+            gauge.remove(namespace, name)
 
 
 def _scale(
@@ -327,6 +372,7 @@ def _scale(
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
 def delete(body: kopf.Body, retry: int, **_: Any) -> None:
+    _forget_gauges(body["metadata"]["namespace"], body["metadata"]["name"])
     try:
         resource = _resource(body)
     except (SpecError, ValueError):

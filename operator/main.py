@@ -21,6 +21,8 @@ def run(
     handlers.SETTINGS.worker_image = worker_image
     handlers.SETTINGS.interval = interval
     handlers.register_timer()
+    # INFO to stderr, each line naming its Queue: only `kopf run` configures logging by itself.
+    kopf.configure(log_prefix=True)
     start_http_server(metrics_port)
     asyncio.run(
         kopf.operator(

@@ -303,13 +303,13 @@ class Queue:
             if groups["delete"]:
                 settled.deleted = self._run(connection, self._delete_done(), groups["delete"])
             if groups["processed"]:
-                done = self._finish(names.PROCESSED)
-                settled.processed = self._run(connection, done, groups["processed"])
+                finish = self._finish(names.PROCESSED)
+                settled.processed = self._run(connection, finish, groups["processed"])
             if groups["again"]:
                 again = self._finish(names.SLEEPING)
                 settled.rescheduled = self._run(connection, again, groups["again"])
-            done = settled.deleted + settled.processed + settled.rescheduled
-            if done < len(completions):  # rare: a new version arrived, or a lease was lost
+            settled_count = settled.deleted + settled.processed + settled.rescheduled
+            if settled_count < len(completions):  # rare: a new version arrived, or a lease was lost
                 newer = [
                     self._held(owner, c.message) | {"b_previous": c.message.message}
                     for c in completions

@@ -9,9 +9,14 @@ text as the error, and a JSON error body with `"retry": false` sends the message
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import importlib
 import inspect
+import os
 import re
+import sys
+import threading
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -110,7 +115,7 @@ class HttpHandler:
             self._session = aiohttp.ClientSession(timeout=self.timeout)
         try:
             async with self._session.post(self.url, json=payload(message)) as response:
-                text = await response.text()
+                text = await response.text(errors="replace")  # the text is for people
                 body = _json_or_none(text, response.content_type)
                 if 200 <= response.status < 300:
                     return outcome_from(body)
@@ -149,7 +154,7 @@ class PythonHandler:
             if self.is_async:
                 returned = await self.function(*args)
             else:
-                returned = await asyncio.to_thread(self.function, *args)
+                returned = await _in_own_thread(self.function, *args)
         except PermanentFailure as error:
             raise HandlerFailed(_trim(f"{type(error).__name__}: {error}"), permanent=True) from None
         except HandlerFailed:
@@ -160,6 +165,37 @@ class PythonHandler:
 
     async def close(self) -> None:
         pass
+
+
+async def _in_own_thread(function: Callable[..., Any], *args: Any) -> Any:
+    """Run a sync handler on a daemon thread of its own, not on the loop's shared executor.
+
+    A thread cannot be stopped: one that hangs past the execution timeout or the grace period
+    must neither hold up the worker's exit (the executor is joined at exit) nor take the
+    threads the worker needs for its database calls (lease extension, settling).
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def deliver(result: Any, error: BaseException | None) -> None:
+        if future.done():  # cancelled: timed out, lease lost or worker stopped
+            return
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+    def run() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (function(*args), None)
+        except BaseException as error:
+            outcome = (None, error)
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the worker has exited
+            loop.call_soon_threadsafe(deliver, *outcome)
+
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(run,), name="handler", daemon=True).start()
+    return await future
 
 
 def load_handler(spec: str, timeout: float) -> HttpHandler | PythonHandler:
@@ -173,6 +209,10 @@ def load_handler(spec: str, timeout: float) -> HttpHandler | PythonHandler:
             "or python:package.module:function"
         )
     module_name, function_name = match.groups()
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        # The `tablequeue` console script (the sidecar's command) does not put the working
+        # folder on the path as `python -m` does: the app's own modules are found there too.
+        sys.path.append(os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:

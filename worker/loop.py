@@ -23,6 +23,7 @@ import random
 import signal
 import socket
 import time
+import traceback
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -40,7 +41,13 @@ from tablequeue.errors import DatabaseUnavailable, QueueNotFound
 from tablequeue.models import Completion, Failure, Message, Settled
 from tablequeue.queue import Queue
 
-from .handlers import HandlerContext, HandlerFailed, HttpHandler, PythonHandler
+from .handlers import (
+    MAX_ERROR_TEXT,
+    HandlerContext,
+    HandlerFailed,
+    HttpHandler,
+    PythonHandler,
+)
 from .listener import listen
 
 log = logging.getLogger("tablequeue.worker")
@@ -222,7 +229,11 @@ class Worker:
                     )
                     await self._sleep(delay, wake=self._wake)
                     continue
-            while self._buffer and len(self._running) < self.config.concurrency:
+            while (
+                self._buffer
+                and len(self._running) < self.config.concurrency
+                and not self.stopping.is_set()  # a batch that arrives now is released
+            ):
                 self._start(self._buffer.popleft())
             if delay and not self._buffer:
                 await self._sleep(delay, wake=self._wake)
@@ -255,6 +266,10 @@ class Worker:
         except HandlerFailed as failed:
             metrics.worker_errors.labels(kind="handler", **labels).inc()
             outcome = Failure(message, failed.error, permanent=failed.permanent)
+        except Exception as error:  # a bug outside the handler: never strand the message
+            metrics.worker_errors.labels(kind="handler", **labels).inc()
+            trace = traceback.format_exc()
+            outcome = Failure(message, f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")
         except asyncio.CancelledError:
             reason = self._running[message.id].stop_reason
             if reason is None:
@@ -338,8 +353,10 @@ class Worker:
         assert self.queue is not None and self.config.lease_seconds
         extend_every = min(max(self.config.lease_seconds / 3, 0.5), 300.0)
         last_extended = time.monotonic()
-        while not self.stopping.is_set():
-            await self._sleep(min(CANCEL_CHECK_SECONDS, extend_every))
+        # Not ended by `stopping`: handlers finishing in the grace period keep their leases (and
+        # still learn of cancellation) until _shut_down cancels this task.
+        while True:
+            await asyncio.sleep(min(CANCEL_CHECK_SECONDS, extend_every))
             extend = time.monotonic() - last_extended >= extend_every
             ids = self._held_ids() if extend else list(self._running)
             if not ids:
@@ -385,6 +402,9 @@ class Worker:
 
     async def _shut_down(self) -> None:
         assert self.queue is not None
+        # A lease statement may be under way: let it finish so what it leased is released below.
+        lease_loop = next(t for t in self._tasks if t.get_name() == "lease")
+        await asyncio.wait([lease_loop], timeout=self.config.grace_period)
         unstarted = [m.id for m in self._buffer]
         self._buffer.clear()
         if unstarted:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from tablequeue.database import Database, connect
+from tablequeue.errors import InvalidInput
 
 from . import logs, server
 from .handlers import HttpHandler, PythonHandler, load_handler
@@ -22,7 +23,10 @@ async def _serve(
     config: WorkerConfig, database: Database, handler: HttpHandler | PythonHandler
 ) -> int:
     worker = Worker(config, database, handler)
-    runner = await server.start(config.host, config.port, worker.alive, lambda: worker.ready)
+    try:
+        runner = await server.start(config.host, config.port, worker.alive, lambda: worker.ready)
+    except OSError as error:  # port taken, address not ours: one clear line, exit 1
+        raise InvalidInput(f"cannot serve /livez, /readyz, /metrics: {error.strerror}") from None
     try:
         return await worker.run()
     finally:

@@ -17,12 +17,15 @@ logs and the kubeconfig. There is no scheduler and no kubelet: Pods stay Pending
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -37,6 +40,8 @@ GO_MOD = REPO / "tools" / "controlplane" / "go.mod"
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 _LOG_TAIL_CHARS = 6000
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
 class ControlPlaneError(RuntimeError):
@@ -327,6 +332,7 @@ class ControlPlane:
                 stderr=subprocess.STDOUT,
                 cwd=self.base,
                 start_new_session=True,  # a Ctrl-C reaches pytest, which tears down in order
+                preexec_fn=_die_with_parent,
             )
         except BaseException:
             log.close()
@@ -352,10 +358,10 @@ class ControlPlane:
         raise ControlPlaneError("\n".join([message, *tails]))
 
     def _stop(self) -> None:
-        for _, process, _ in reversed(self._processes):
+        # One at a time, last started first: an apiserver whose etcd is gone takes long to stop.
+        for _, process, log in reversed(self._processes):
             if process.poll() is None:
                 process.terminate()
-        for _, process, log in reversed(self._processes):
             try:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
@@ -363,6 +369,12 @@ class ControlPlane:
                 process.wait()
             log.close()
         self._processes.clear()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: be killed if the parent dies without tearing down (Linux)."""
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _http_get(url: str, context: ssl.SSLContext | None) -> tuple[int, bytes]:
