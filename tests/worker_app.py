@@ -1,0 +1,75 @@
+"""A small real HTTP app for the worker's `http` handler, served from a thread of the test process.
+
+It records every POSTed payload and answers as the message body says:
+`{"status": 500, "text": "boom"}` answers 500 with that text, `{"status": 200, "json": {...}}`
+answers with that JSON (content type application/json), `{"hex": "fffe"}` with those raw bytes;
+the default is 200 with no body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class App:
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}/process"
+
+    def payloads(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.received)
+
+
+def _handler_class(app: App) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            payload = json.loads(self.rfile.read(length))
+            with app.lock:
+                app.received.append(payload)
+            body = payload.get("message") or {}
+            status = int(body.get("status", 200))
+            if "json" in body:
+                data = json.dumps(body["json"]).encode()
+                content_type = "application/json"
+            elif "hex" in body:  # raw bytes, whatever the declared charset says
+                data = bytes.fromhex(body["hex"])
+                content_type = "text/plain; charset=utf-8"
+            else:
+                data = str(body.get("text", "")).encode()
+                content_type = "text/plain; charset=utf-8"
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@contextlib.contextmanager
+def serve() -> Iterator[App]:
+    app = App()
+    app.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(app))
+    thread = threading.Thread(target=app.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield app
+    finally:
+        app.server.shutdown()
+        app.server.server_close()
