@@ -6,17 +6,22 @@ import json
 import math
 import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from . import names
+from .errors import InvalidInput
 
 MAX_PRIORITY = 32767
 MAX_MESSAGE_ID_LENGTH = 400
 MAX_SECONDS = 100 * 366 * 86400
 """Longest delay, expiry or lease: far enough, and inside every engine's date range."""
+MAX_ID = 2**63 - 1
+"""Ids are BIGINT: a larger number is no message (and would fail in the driver)."""
+MAX_JSON_DEPTH = 100
+"""Deeper JSON is refused: it could be stored but not returned (pydantic stops at 255)."""
 
 
 def canonical_json(value: Any) -> str:
@@ -31,20 +36,39 @@ def canonical_json(value: Any) -> str:
 
 
 def check_json(value: Any) -> None:
-    """Raise ValueError for what some engine cannot store: NaN/Infinity, NUL characters."""
-    canonical_json(value)
-    if _has_nul(value):
-        raise ValueError("strings may not contain NUL (\\u0000)")
+    """Raise InvalidInput (a ValueError) for JSON that some engine cannot store or the API
+    cannot return: NaN/Infinity, NUL characters, unpaired surrogates, very deep nesting."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidInput(f"nested more than {MAX_JSON_DEPTH} levels deep")
+        if isinstance(item, str):
+            check_text(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    check_text(key)
+                pending.append((child, depth + 1))
+        elif isinstance(item, list | tuple):
+            pending.extend((child, depth + 1) for child in item)
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(f"not JSON-serializable: {error}") from None
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(item) for item in value)
-    return False
+def check_text(text: str) -> str:
+    """Raise InvalidInput for a string PostgreSQL cannot store or UTF-8 cannot encode."""
+    if "\x00" in text:
+        raise InvalidInput("strings may not contain NUL (\\u0000)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            "strings may not contain unpaired surrogates (\\ud800-\\udfff)"
+        ) from None
+    return text
 
 
 class NewMessage(BaseModel):
@@ -84,29 +108,25 @@ class NewMessage(BaseModel):
     @field_validator("at", "expires_at")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
             raise ValueError("needs a timezone, e.g. 2026-01-31T12:00:00Z")
-        return value
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("out of range: in UTC it must fall in the years 1 to 9999") from None
 
     @field_validator("message", "headers")
     @classmethod
     def _json(cls, value: Any) -> Any:
-        try:
-            check_json(value)
-        except TypeError as error:
-            raise ValueError(f"not JSON-serializable: {error}") from None
-        except ValueError as error:
-            if "NUL" in str(error):
-                raise
-            raise ValueError(f"not JSON-serializable: {error}") from None
+        check_json(value)
         return value
 
     @field_validator("message_id")
     @classmethod
     def _message_id(cls, value: str | None) -> str | None:
-        if value is not None and "\x00" in value:
-            raise ValueError("may not contain NUL (\\u0000)")
-        return value
+        return None if value is None else check_text(value)
 
     @model_validator(mode="after")
     def _one_schedule(self) -> NewMessage:

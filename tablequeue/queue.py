@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from . import health, names, predicate
 from .errors import Conflict, InvalidInput, MessageNotFound
 from .models import (
+    MAX_ID,
     MAX_PRIORITY,
     MAX_SECONDS,
     Completion,
@@ -33,6 +34,7 @@ from .models import (
     Settled,
     Swept,
     check_json,
+    check_text,
     retry_delay,
 )
 from .schema import UtcDateTime
@@ -619,6 +621,7 @@ class Queue:
         A new body is a new version, as if enqueued: a worker still holding the old one requeues
         it when it finishes.
         """
+        _existing_id(message_id, self.name)
         t, d = self.table, self.dialect
         values: dict[str, Any] = {"updated_at": d.now()}
         if body is not None:
@@ -662,6 +665,7 @@ class Queue:
         }
 
     def delete(self, message_id: int, force: bool = False) -> None:
+        _existing_id(message_id, self.name)
         t = self.table
         condition: sa.ColumnElement[bool] = t.c.id == message_id
         if not force:
@@ -677,6 +681,7 @@ class Queue:
     # --- reading ----------------------------------------------------------------------------
 
     def get(self, message_id: int) -> Message:
+        _existing_id(message_id, self.name)
         with self.database.transaction() as connection:
             return self._get(connection, message_id)
 
@@ -716,6 +721,8 @@ class Queue:
         if condition is not None:
             statement = statement.where(condition)
         if after_id is not None:
+            if not 0 <= after_id <= MAX_ID:
+                raise InvalidInput(f"after_id {after_id} out of range 0..{MAX_ID}")
             statement = statement.where(t.c.id > after_id if order == "asc" else t.c.id < after_id)
         statement = statement.order_by(t.c.id if order == "asc" else t.c.id.desc()).limit(limit)
         with self.database.transaction() as connection:
@@ -742,11 +749,13 @@ class Queue:
         if ids is not None:
             if not ids:
                 raise InvalidInput("no message ids given")
+            if not all(1 <= int(i) <= MAX_ID for i in ids):
+                raise InvalidInput(f"message ids are whole numbers from 1 to {MAX_ID}")
             parts.append(t.c.id.in_([int(i) for i in ids]))
         if status is not None:
             parts.append(t.c.status == names.status(status))
         if message_id is not None:
-            parts.append(t.c.message_id == message_id)
+            parts.append(t.c.message_id == check_text(message_id))
         if where is not None:
             parts.append(predicate.to_sql(predicate.parse(where), t.c.message, self.dialect))
         return sa.and_(*parts) if parts else None
@@ -798,6 +807,12 @@ def _enqueued(new: NewMessage, row: Any) -> Enqueued:
         return Enqueued(None, None, new.message_id, "discarded", None, None)
     outcome: Literal["inserted", "updated"] = "inserted" if row.version == 1 else "updated"
     return Enqueued(row.id, row.tracking_id, row.message_id, outcome, row.status, row.version)
+
+
+def _existing_id(message_id: int, queue: str) -> None:
+    """Outside BIGINT no message can exist; the driver would fail on the number instead."""
+    if not 1 <= message_id <= MAX_ID:
+        raise MessageNotFound(f"no message with id {message_id} in queue {queue!r}")
 
 
 def _uuid(value: uuid.UUID | str) -> uuid.UUID:

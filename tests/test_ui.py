@@ -1,0 +1,520 @@
+"""The admin UI in a real browser (Debian's Chromium via Playwright), on every engine.
+
+The browser tests drive the pages the way a person would and then check the database through
+the core API. Screenshots of the main pages go to test-output/screenshots/ for a person to look
+at. The HTTP-level tests below them need no browser.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tablequeue.api.auth import COOKIE, Auth
+
+from tablequeue import Database, Failure, NewMessage, Queue, connect
+from tablequeue.spec import QueueResource
+
+from .api_server import api_client, serve_api
+from .test_bad_input import snapshot
+
+MakeQueue = Callable[..., Queue]
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-output" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+EXAMPLE = {"OrderId": "A-1001", "Product": {"Sku": "EXAMPLE", "Qty": 1}}
+SKU_123 = 'Product.Sku == "123"'
+
+needs_browser = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="Debian's Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
+)
+
+
+# --- fixtures ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser context; a JavaScript error or console error fails the test.
+
+    Chromium logs every non-2xx fetch ("Failed to load resource"); the API's refusals are part of
+    the tests, and the pages show them, so those lines are not problems.
+    """
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on(
+        "console",
+        lambda message: (
+            problems.append(f"console: {message.text}")
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+    yield page
+    context.close()
+    assert problems == []
+
+
+def seed(make_queue: MakeQueue) -> tuple[Queue, dict[str, list[int]]]:
+    """30 orders: 5 failed for SKU 123, 2 failed for other SKUs, 5 pending for SKU 123, ..."""
+    make_queue("audit-log", category="Ops")
+    queue = make_queue("orders", category="Sales", max_attempts=3, example_message=EXAMPLE)
+    failing = [0, 3, 6, 9, 12, 1, 4]  # the first five have SKU 123
+    queue.enqueue_many(
+        [
+            NewMessage(
+                message={
+                    "OrderId": f"A-{1000 + n}",
+                    "Product": {"Sku": "123" if n % 3 == 0 else f"9{n:02d}"},
+                    "Qty": n % 4 + 1,
+                },
+                message_id=f"A-{1000 + n}" if n % 2 else None,
+                priority=1 if n in failing else 0,
+            )
+            for n in range(30)
+        ]
+    )
+    leased = queue.lease("worker-1", batch_size=len(failing))
+    assert len(leased.messages) == len(failing)
+    queue.fail(
+        "worker-1",
+        [
+            Failure(m, f"ValueError: no price for SKU {m.message['Product']['Sku']}", True)
+            for m in leased.messages
+        ],
+    )
+    error_ids = sorted(m.id for m in leased.messages)
+    sku_123_errors = queue.messages(status="Error", where=SKU_123)
+    other_errors = sorted(set(error_ids) - {m.id for m in sku_123_errors})
+    held = queue.messages(status="Pending", limit=1, order="desc")[0].id
+    queue.set_status("OnHold", ids=[held])
+    return queue, {
+        "sku_123_errors": [m.id for m in sku_123_errors],
+        "other_errors": other_errors,
+        "held": [held],
+    }
+
+
+def shot(page: Any, name: str, db_url: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    engine = db_url.split(":", 1)[0].split("+", 1)[0]
+    page.screenshot(path=str(SCREENSHOTS / f"{name}-{engine}.png"), full_page=True)
+
+
+# --- in the browser ---------------------------------------------------------------------------
+
+
+@needs_browser
+def test_fix_failed_messages_through_the_ui(
+    db_url: str, database: Database, make_queue: MakeQueue, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    queue, ids = seed(make_queue)
+    assert len(ids["sku_123_errors"]) == 5 and len(ids["other_errors"]) == 2
+    with serve_api(database) as url:
+        # The queues, by category, with counts and health.
+        page.goto(url + "/")
+        expect(page).to_have_url(url + "/ui")
+        expect(page.locator("h2")).to_have_text(["Ops", "Sales"])
+        orders = page.locator("tr[data-queue=orders]")
+        expect(orders.locator(".badge").first).to_have_text("Unhealthy")
+        expect(orders).to_contain_text("7 message(s) in Error")
+        expect(orders).to_contain_text("OnHold 1")
+        shot(page, "queues", db_url)
+
+        # Find the failed messages of SKU 123; a bad predicate is one line, not a crash.
+        orders.locator("a", has_text="orders").click()
+        expect(page.locator("h1")).to_have_text("orders")
+        expect(page.locator("#messages tbody tr[data-id]")).to_have_count(30)
+        page.fill("#filter input[name=where]", "Product.Sku = 123")
+        page.click("#filter button")
+        expect(page.locator("#filter-error")).to_have_text(
+            "invalid predicate at column 13: unexpected '='"
+        )
+        page.select_option("#filter select[name=status]", "Error")
+        page.fill("#filter input[name=where]", SKU_123)
+        page.click("#filter button")
+        rows = page.locator("#messages tbody tr[data-id]")
+        expect(rows).to_have_count(5)
+        shown = sorted(int(i) for i in rows.evaluate_all("rows => rows.map(r => r.dataset.id)"))
+        assert shown == ids["sku_123_errors"]
+        shot(page, "queue", db_url)
+
+        # Bulk: the confirmation says how many before anything changes.
+        page.fill("#bulk input[name=to]", "Pending")
+        page.click("#bulk button")
+        expect(page.locator("#count")).to_have_attribute("data-count", "5")
+        expect(page.locator("#apply")).to_have_text("Change 5 messages")
+        assert queue.count(status="Error", where=SKU_123) == 5  # nothing changed yet
+        shot(page, "confirm", db_url)
+        page.click("#apply")
+        expect(page.locator("#apply-form .outcome")).to_contain_text(
+            "Changed 5 message(s) to Pending."
+        )
+        expect(page.locator("#apply")).to_be_disabled()
+
+        # Enqueue from the prefilled example.
+        page.goto(url + "/ui/queues/orders")
+        textarea = page.locator("#enqueue textarea")
+        assert json.loads(textarea.input_value()) == EXAMPLE
+        page.fill("#enqueue input[name=messageId]", "from-the-ui")
+        page.fill("#enqueue input[name=priority]", "3")
+        page.click("#enqueue button.primary")
+        outcome = page.locator("#enqueue .outcome")
+        expect(outcome).to_contain_text("inserted, status Pending")
+        enqueued_id = int(re.findall(r"#(\d+)", outcome.inner_text())[0])
+
+        # The default enqueue status.
+        page.fill("#default-status-card input[name=status]", "Paused")
+        page.click("#default-status-card button")
+        expect(page.locator("#default-status")).to_have_text("Paused")
+
+        # One message: its error, then a new status.
+        other = ids["other_errors"][0]
+        page.goto(f"{url}/ui/queues/orders/messages/{other}")
+        expect(page.locator("#status")).to_have_text("Error")
+        expect(page.locator("#last-error")).to_contain_text("ValueError: no price for SKU 9")
+        expect(page.locator("#details")).to_contain_text("worker-1")
+        shot(page, "message", db_url)
+        page.click("#actions button[data-status=OnHold]")
+        expect(page.locator("#status")).to_have_text("OnHold")
+
+    # Every effect, read back through the core.
+    for message_id in ids["sku_123_errors"]:
+        fixed = queue.get(message_id)
+        assert (fixed.status, fixed.attempts) == ("Pending", 0)
+    assert queue.count(status="Error", where=SKU_123) == 0
+    assert queue.get(ids["other_errors"][1]).status == "Error"
+    assert queue.get(other).status == "OnHold"
+    assert queue.get(ids["held"][0]).status == "OnHold"
+    new = queue.get(enqueued_id)
+    assert (new.message, new.message_id, new.priority, new.status) == (
+        EXAMPLE,
+        "from-the-ui",
+        3,
+        "Pending",
+    )
+    assert database.default_status_of("orders") == "Paused"
+    assert queue.enqueue({"after": "pause"}).status == "Paused"
+    assert database.default_status_of("audit-log") == "Pending"
+
+
+@needs_browser
+def test_message_page_edit_cancel_delete(
+    db_url: str, database: Database, make_queue: MakeQueue, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    queue = make_queue("orders")
+    first = queue.enqueue({"Sku": "bad", "Note": "<b>not bold</b>"}, message_id="A-1")
+    second = queue.enqueue({"n": 2})
+    with serve_api(database) as url:
+        page.goto(f"{url}/ui/queues/orders/messages/{first.id}")
+        expect(page.locator("#body")).to_contain_text('"Note": "<b>not bold</b>"')
+        assert page.locator("#body b").count() == 0  # shown as text, never as markup
+
+        # A body that is not JSON is refused in the page; nothing is sent.
+        page.fill("#edit textarea", "{not json")
+        page.click("#edit button.primary")
+        expect(page.locator("#edit .outcome")).to_contain_text("message is not valid JSON")
+        page.fill("#edit textarea", '{"Sku": "good"}')
+        page.click("#edit button.primary")
+        expect(page.locator("#body")).to_contain_text('"Sku": "good"')
+
+        # A status the API refuses shows the API's one-line error.
+        page.fill("#custom-status input[name=status]", "Leased")
+        page.click("#custom-status button")
+        expect(page.locator("#custom-status .outcome")).to_contain_text(
+            "status 'Leased' is set only by leasing"
+        )
+
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("#cancel button")
+        expect(page.locator("#status")).to_have_text("Cancelled")
+        expect(page.locator("#cancel")).to_have_count(0)
+
+        page.goto(f"{url}/ui/queues/orders/messages/{second.id}")
+        page.once("dialog", lambda dialog: dialog.dismiss())
+        page.click("#delete button")
+        expect(page).to_have_url(f"{url}/ui/queues/orders/messages/{second.id}")
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("#delete button")
+        expect(page).to_have_url(f"{url}/ui/queues/orders")
+        expect(page.locator("#messages tbody tr[data-id]")).to_have_count(1)
+
+    edited = queue.get(first.id or 0)
+    assert (edited.message, edited.status, edited.version) == ({"Sku": "good"}, "Cancelled", 2)
+    assert [m.id for m in queue.messages()] == [first.id]
+
+
+@needs_browser
+def test_sign_in_with_a_token(sqlite_url: str, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    with connect(sqlite_url) as database:
+        database.apply(QueueResource.from_name("orders"))
+        auth = Auth(admin_token="admin-secret", read_token="read-secret")
+        with serve_api(database, auth) as url:
+            page.goto(url + "/ui/queues/orders?status=Pending")
+            expect(page).to_have_url(re.compile(r"/ui/login\?next="))
+            page.fill("input[name=token]", "wrong")
+            page.click("button.primary")
+            expect(page.locator(".alert.error")).to_have_text("That token is not valid here.")
+
+            # The read-only token may look but not change.
+            page.fill("input[name=token]", "read-secret")
+            page.click("button.primary")
+            expect(page).to_have_url(url + "/ui/queues/orders?status=Pending")
+            [cookie] = page.context.cookies()
+            assert (cookie["name"], cookie["httpOnly"], cookie["sameSite"]) == (
+                COOKIE,
+                True,
+                "Strict",
+            )
+            page.fill("#default-status-card input[name=status]", "Paused")
+            page.click("#default-status-card button")
+            expect(page.locator("#default-status-card .outcome")).to_have_text(
+                "this token may not do that"
+            )
+            assert database.default_status_of("orders") == "Pending"
+
+            page.click("text=Sign out")
+            expect(page).to_have_url(url + "/ui/login")
+            page.fill("input[name=token]", "admin-secret")
+            page.click("button.primary")
+            expect(page).to_have_url(url + "/ui")
+            page.goto(url + "/ui/queues/orders")
+            page.fill("#default-status-card input[name=status]", "Paused")
+            page.click("#default-status-card button")
+            expect(page.locator("#default-status")).to_have_text("Paused")
+            assert database.default_status_of("orders") == "Paused"
+
+
+# --- over HTTP, no browser --------------------------------------------------------------------
+
+
+@pytest.fixture
+def orders(make_queue: MakeQueue) -> Queue:
+    return make_queue("orders", category="Sales")
+
+
+@pytest.fixture
+def client(database: Database, orders: Queue) -> Iterator[httpx.Client]:
+    with api_client(database) as client:
+        yield client
+
+
+def ids_on(html: str) -> list[int]:
+    return [int(i) for i in re.findall(r'<tr data-id="(\d+)"', html)]
+
+
+def test_pages_are_keyset_paged(client: httpx.Client, orders: Queue) -> None:
+    orders.enqueue_many([NewMessage(message={"n": n, "even": n % 2 == 0}) for n in range(120)])
+    first = client.get("/ui/queues/orders").text
+    assert ids_on(first) == list(range(120, 70, -1))
+    assert 'rel="prev"' not in first
+    [older] = re.findall(r'href="([^"]+)" rel="next"', first)
+    second = client.get(older.replace("&amp;", "&")).text
+    assert ids_on(second) == list(range(70, 20, -1))
+    [newer] = re.findall(r'href="([^"]+)" rel="prev"', second)
+    assert ids_on(client.get(newer.replace("&amp;", "&")).text) == list(range(120, 70, -1))
+    [last] = re.findall(r'href="([^"]+)" rel="next"', second)
+    third = client.get(last.replace("&amp;", "&")).text
+    assert ids_on(third) == list(range(20, 0, -1)) and 'rel="next"' not in third
+    oldest = client.get("/ui/queues/orders", params={"order": "asc", "where": "even == true"})
+    assert ids_on(oldest.text) == list(range(1, 100, 2))
+    [following] = re.findall(r'href="([^"]+)" rel="next"', oldest.text)
+    assert "where=even" in following and "order=asc" in following
+    assert ids_on(client.get(following.replace("&amp;", "&")).text) == list(range(101, 120, 2))
+
+
+@pytest.mark.parametrize(
+    ("params", "shown"),
+    [
+        ({"where": "a <"}, "invalid predicate: expected a value after &#39;&lt;&#39; at column 3"),
+        ({"where": "x == 1; DROP TABLE orders"}, "invalid predicate at column 7: unexpected"),
+        ({"status": "x'y"}, "invalid status &#34;x&#39;y&#34;"),
+        ({"after": "abc"}, "invalid page position &#39;abc&#39;"),
+    ],
+)
+def test_bad_filters_are_one_line_errors(
+    client: httpx.Client, params: dict[str, str], shown: str
+) -> None:
+    response = client.get("/ui/queues/orders", params=params)
+    assert response.status_code == 200
+    [error] = re.findall(r'<p class="alert error" id="filter-error">([^<]*)</p>', response.text)
+    assert error.startswith(shown)
+    assert "\n" not in error
+
+
+def test_unknown_things_are_html_errors(client: httpx.Client) -> None:
+    for url, code, text in [
+        ("/ui/queues/nope", 404, "does not exist"),
+        ("/ui/queues/Bad;Name", 400, "invalid queue name"),
+        ("/ui/queues/orders/messages/12345", 404, "no message with id 12345"),
+        ("/ui/queues/orders/messages/abc", 404, "no message with id"),
+    ]:
+        response = client.get(url)
+        assert response.status_code == code, url
+        assert response.headers["content-type"].startswith("text/html")
+        assert text in response.text
+
+
+def test_user_text_is_escaped(client: httpx.Client, orders: Queue) -> None:
+    evil = "<script>alert(1)</script>"
+    message = orders.enqueue({"x": evil}, message_id=evil)
+    for url in ["/ui/queues/orders", f"/ui/queues/orders/messages/{message.id}"]:
+        html = client.get(url).text
+        assert evil not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    html = client.get("/ui/queues/orders", params={"where": f'x == "{evil}"'}).text
+    assert evil not in html and ids_on(html) == [message.id]
+
+
+def test_bulk_confirmation_only_counts(
+    client: httpx.Client, database: Database, orders: Queue
+) -> None:
+    orders.enqueue_many([NewMessage(message={"Sku": s}) for s in ("1", "2", "1", "1")])
+    before = snapshot(database)
+    page = client.get("/ui/queues/orders/bulk", params={"where": 'Sku == "1"', "to": "OnHold"})
+    assert 'data-count="3"' in page.text and "Change 3 messages" in page.text
+    nothing = client.get("/ui/queues/orders/bulk", params={"status": "Error", "to": "Pending"})
+    assert 'data-count="0"' in nothing.text and 'id="apply"' not in nothing.text
+    leased = client.get("/ui/queues/orders/bulk", params={"status": "Pending", "to": "Leased"})
+    assert "set only by leasing" in leased.text and 'id="apply"' not in leased.text
+    unfiltered = client.get("/ui/queues/orders/bulk", params={"to": "Pending"})
+    assert "choose messages by id, by current status or by predicate" in unfiltered.text
+    assert snapshot(database) == before
+
+
+def test_enqueue_example_falls_back_to_the_newest_body(client: httpx.Client, orders: Queue) -> None:
+    def prefilled() -> Any:
+        html = client.get("/ui/queues/orders").text
+        [text] = re.findall(r"<textarea name=\"message\"[^>]*>([^<]*)</textarea>", html)
+        return json.loads(text.replace("&#34;", '"').replace("&amp;", "&"))
+
+    assert prefilled() == {}
+    orders.enqueue({"OrderId": "A-1"})
+    orders.enqueue({"OrderId": "A-2", "Lines": [{"Sku": "123", "Qty": 2}]})
+    assert prefilled() == {"OrderId": "A-2", "Lines": [{"Sku": "123", "Qty": 2}]}
+
+
+def test_root_redirects_and_ui_is_not_in_the_api_schema(client: httpx.Client) -> None:
+    root = client.get("/", follow_redirects=False)
+    assert (root.status_code, root.headers["location"]) == (307, "/ui")
+    paths = client.get("/openapi.json").json()["paths"]
+    assert not [path for path in paths if path.startswith("/ui") or path == "/"]
+    assert client.get("/ui/static/ui.css").headers["content-type"].startswith("text/css")
+    assert "javascript" in client.get("/ui/static/ui.js").headers["content-type"]
+
+
+def test_pages_need_a_token_when_tokens_are_configured(database: Database, orders: Queue) -> None:
+    auth = Auth(admin_token="admin-secret", read_token="read-secret")
+    with api_client(database, auth) as client:
+        page = client.get("/ui/queues/orders?status=Error", follow_redirects=False)
+        assert page.status_code == 303
+        assert page.headers["location"] == "/ui/login?next=" + quote(
+            "/ui/queues/orders?status=Error"
+        )
+        client.cookies.set(COOKIE, "old")
+        assert client.get("/ui", follow_redirects=False).status_code == 303
+        client.cookies.clear()
+        assert client.get("/ui/login").status_code == 200
+
+        bad = client.post("/ui/login", data={"token": "nope", "next": "/ui"})
+        assert bad.status_code == 401 and COOKIE not in bad.cookies
+        cross = client.post(
+            "/ui/login",
+            data={"token": "admin-secret"},
+            headers={"origin": "https://evil.example"},
+        )
+        assert cross.status_code == 403
+        good = client.post(
+            "/ui/login",
+            data={"token": "read-secret", "next": "https://evil.example/"},
+            follow_redirects=False,
+        )
+        assert (good.status_code, good.headers["location"]) == (303, "/ui")
+        set_cookie = good.headers["set-cookie"]
+        assert "HttpOnly" in set_cookie and "SameSite=strict" in set_cookie
+        assert client.cookies[COOKIE] == "read-secret"
+        assert client.get("/ui").status_code == 200
+        # The cookie signs in the JSON API too, with the token's rights.
+        change = client.put("/queues/orders/default-status", json={"status": "Paused"})
+        assert change.status_code == 403
+        signed_out = client.post("/ui/logout", follow_redirects=False)
+        assert signed_out.headers["location"] == "/ui/login" and COOKIE not in client.cookies
+        assert client.get("/ui", follow_redirects=False).status_code == 303
+
+
+def test_pages_never_fail_on_odd_input(
+    client: httpx.Client, database: Database, orders: Queue
+) -> None:
+    """Whatever is typed into a filter, a URL or a page position: an answer, never a 5xx."""
+    orders.enqueue_many([NewMessage(message={"Sku": str(n), "n": n}) for n in range(5)])
+    before = snapshot(database)
+    text = st.text(max_size=40) | st.sampled_from(
+        ["", "Error", "Pending", 'Sku == "1"', "n >= 2", "a <", "9" * 30, "-1", "\x00", "²"]
+    )
+    pages = st.sampled_from(["/ui/queues/orders", "/ui/queues/orders/bulk"])
+    params = st.fixed_dictionaries(
+        {},
+        optional={
+            "status": text,
+            "where": text,
+            "order": text,
+            "after": text,
+            "before": text,
+            "to": text,
+        },
+    )
+
+    @settings(
+        max_examples=120,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(page=pages, query=params, message=text)
+    def run(page: str, query: dict[str, str], message: str) -> None:
+        response = client.get(page, params=query)
+        assert response.status_code < 500, (page, query, response.text[:300])
+        one = client.get(f"/ui/queues/orders/messages/{quote(message, safe='')}")
+        assert one.status_code < 500, (message, one.text[:300])
+
+    run()
+    assert snapshot(database) == before
