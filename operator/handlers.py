@@ -27,15 +27,18 @@ from tablequeue.database import Database, connect
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, SpecError, TableQueueError
 from tablequeue.models import QueueStats
 from tablequeue.spec import QueueResource
-from tablequeue.spec import _validate as validate_queue
+from tablequeue.spec import validate_queue
 
 from . import builders
 from .conditions import condition, merge
 from .crd import GROUP, PLURAL, VERSION
 
 FINALIZER = "tablequeue.dev/finalizer"
+logger = logging.getLogger(__name__)
 MAX_RETRY_DELAY = 300
 CONFLICT_RETRIES = 5
+MAX_WORKERS = 20
+"""Threads running the (synchronous) handlers."""
 
 
 @dataclass
@@ -48,6 +51,9 @@ class Settings:
 SETTINGS = Settings()
 _databases: dict[str, Database] = {}
 _databases_lock = threading.Lock()
+_last_urls: dict[tuple[str, str], str] = {}
+"""The database URL each Queue was last seen with: deleting a namespace deletes the Secret at
+the same time as the Queue, and the table must still be dropped."""
 
 
 def _delay(retry: int) -> float:
@@ -81,7 +87,7 @@ def _database_url(namespace: str, resource: QueueResource) -> str:
     if ref is None:
         raise NotReady("DatabaseReachable", "NoDatabase", "spec.database.secretRef is required")
     try:
-        secret = kubernetes.client.CoreV1Api().read_namespaced_secret(
+        secret = kubernetes.client.CoreV1Api(_client()).read_namespaced_secret(
             ref.secret_ref.name, namespace
         )
     except ApiException as error:
@@ -102,6 +108,11 @@ def _database_url(namespace: str, resource: QueueResource) -> str:
 
 def _database(namespace: str, resource: QueueResource) -> Database:
     url = _database_url(namespace, resource)
+    _last_urls[(namespace, resource.name)] = url
+    return _connect(url)
+
+
+def _connect(url: str) -> Database:
     with _databases_lock:
         if url not in _databases:
             try:
@@ -185,7 +196,7 @@ def _apply_workers(resource: QueueResource, body: kopf.Body) -> None:
 
 
 def _apply_workers_once(resource: QueueResource, body: kopf.Body) -> None:
-    apps = kubernetes.client.AppsV1Api()
+    apps = kubernetes.client.AppsV1Api(_client())
     name, namespace = resource.name, body["metadata"]["namespace"]
     owner = builders.owner_reference(dict(body))
     mode = resource.spec.workers.autoscaling.mode
@@ -206,7 +217,7 @@ def _apply_workers_once(resource: QueueResource, body: kopf.Body) -> None:
     else:
         wanted["metadata"]["resourceVersion"] = existing.metadata.resource_version
         apps.replace_namespaced_deployment(wanted["metadata"]["name"], namespace, _plain(wanted))
-    autoscaling = kubernetes.client.AutoscalingV2Api()
+    autoscaling = kubernetes.client.AutoscalingV2Api(_client())
     hpa_name = builders.deployment_name(name)
     hpa = _read(autoscaling.read_namespaced_horizontal_pod_autoscaler, hpa_name, namespace)
     if mode == "HPA":
@@ -246,6 +257,8 @@ def _read(reader: Any, name: str, namespace: str) -> Any:
 def observe(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, **_: Any) -> None:
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
     generation = body["metadata"].get("generation")
+    if body["metadata"].get("deletionTimestamp"):
+        return  # being deleted: no status to keep, and its gauges are gone for good
     try:
         resource = _resource(body)
     except (SpecError, ValueError):
@@ -254,18 +267,13 @@ def observe(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, **_: Any) -
     try:
         database = _database(namespace, resource)
         stats = database.queue(name).stats()
+        effective_default_status = database.default_status_of(name)
     except NotReady as problem:
-        patch.status["conditions"] = merge(
-            status.get("conditions"),
-            [condition(problem.kind, False, problem.reason, problem.message)],
-            generation,
-        )
+        _trouble(body, patch, status, problem)
         return
     except DatabaseUnavailable as error:
-        patch.status["conditions"] = merge(
-            status.get("conditions"),
-            [condition("DatabaseReachable", False, "DatabaseUnavailable", str(error))],
-            generation,
+        _trouble(
+            body, patch, status, NotReady("DatabaseReachable", "DatabaseUnavailable", str(error))
         )
         metrics.operator_reconcile_errors.labels(reason="DatabaseUnavailable", **labels).inc()
         return
@@ -282,7 +290,7 @@ def observe(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, **_: Any) -
             "oldestPendingSeconds": round(stats.oldest_pending_seconds, 3),
             "health": stats.health,
             "healthReasons": stats.health_reasons,
-            "effectiveDefaultStatus": database.default_status_of(name),
+            "effectiveDefaultStatus": effective_default_status,
             "replicas": replicas,
         }
     )
@@ -299,6 +307,21 @@ def observe(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, **_: Any) -
             ),
         ],
         generation,
+    )
+
+
+def _trouble(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, problem: NotReady) -> None:
+    """A condition turned False on the timer: a Warning Event and a log line when it turns, not
+    on every tick."""
+    previous = {c["type"]: c for c in status.get("conditions") or []}.get(problem.kind, {})
+    if (previous.get("status"), previous.get("reason")) != ("False", problem.reason):
+        kopf.warn(body, reason=problem.reason, message=problem.message)
+        name = f"{body['metadata']['namespace']}/{body['metadata']['name']}"
+        logger.warning("[%s] %s: %s", name, problem.reason, problem.message)
+    patch.status["conditions"] = merge(
+        status.get("conditions"),
+        [condition(problem.kind, False, problem.reason, problem.message)],
+        body["metadata"].get("generation"),
     )
 
 
@@ -342,7 +365,7 @@ def _scale(
     leased: int,
     status: kopf.Status,
 ) -> dict[str, Any]:
-    apps = kubernetes.client.AppsV1Api()
+    apps = kubernetes.client.AppsV1Api(_client())
     name = builders.deployment_name(resource.name)
     existing = _read(apps.read_namespaced_deployment, name, namespace)
     if existing is None:
@@ -382,13 +405,29 @@ def delete(body: kopf.Body, retry: int, **_: Any) -> None:
             body, reason="Retained", message=f"table {resource.table} kept (deletionPolicy Retain)"
         )
         return
+    namespace = body["metadata"]["namespace"]
     try:
-        database = _database(body["metadata"]["namespace"], resource)
+        try:
+            database = _database(namespace, resource)
+        except NotReady as problem:
+            # The Secret is gone (e.g. its namespace is being deleted): use the URL this Queue
+            # was last seen with, or keep the table rather than block the deletion for ever.
+            remembered = _last_urls.get((namespace, resource.name))
+            if remembered is None:
+                kopf.warn(
+                    body,
+                    reason="TableKept",
+                    message=f"table {resource.table} kept: cannot reach its database "
+                    f"({problem.message})",
+                )
+                return
+            database = _connect(remembered)
         database.delete_queue(resource.name, drop_table=True)
     except QueueNotFound:
         pass
     except (NotReady, DatabaseUnavailable) as error:
         raise kopf.TemporaryError(f"cannot drop table yet: {error}", delay=_delay(retry)) from None
+    _last_urls.pop((namespace, resource.name), None)
     kopf.info(body, reason="Deleted", message=f"table {resource.table} dropped")
 
 
@@ -402,8 +441,24 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = FINALIZER
     settings.posting.level = logging.INFO
     settings.watching.server_timeout = 60
-    settings.execution.max_workers = 20
+    settings.execution.max_workers = MAX_WORKERS
     try:
         kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
     except kubernetes.config.ConfigException:
         kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
+    global _api_client
+    configuration = kubernetes.client.Configuration.get_default_copy()
+    configuration.connection_pool_maxsize = MAX_WORKERS  # one connection per handler thread
+    _api_client = kubernetes.client.ApiClient(configuration)
+
+
+_api_client: Any = None
+
+
+def _client() -> Any:
+    """One Kubernetes client, and its connection pool, for every handler: a client per call
+    costs a TLS handshake (about 20 ms of CPU), and the timer makes several calls per Queue."""
+    global _api_client
+    if _api_client is None:
+        _api_client = kubernetes.client.ApiClient()
+    return _api_client

@@ -317,7 +317,7 @@ class QueueResource(_Model):
     def from_name(cls, name: str, namespace: str | None = None, **spec: Any) -> QueueResource:
         """Build one in code: `QueueResource.from_name("orders", max_attempts=3)`."""
         metadata = {"name": name} | ({"namespace": namespace} if namespace else {})
-        return _validate({"metadata": metadata, "spec": spec}, f"queue {name}")
+        return validate_queue({"metadata": metadata, "spec": spec}, f"queue {name}")
 
 
 def _describe(error: ValidationError) -> str:
@@ -334,7 +334,7 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def _validate(document: object, label: str) -> QueueResource:
+def validate_queue(document: object, label: str) -> QueueResource:
     try:
         return QueueResource.model_validate(document)
     except ValidationError as error:
@@ -375,7 +375,7 @@ def load_queues(text: str, source: str = "") -> list[QueueResource]:
                 f"{label}: not a Queue: expected apiVersion {API_VERSION} and kind {KIND}, "
                 f"got {found[0]!r} and {found[1]!r}"
             )
-        queue = _validate(document, label)
+        queue = validate_queue(document, label)
         if queue.name in seen:
             raise SpecError(
                 f"{label}: duplicate queue name {queue.name!r} (also {seen[queue.name]})"

@@ -1,0 +1,146 @@
+"""Admin UI and API page times on a queue of 1,000,000 messages (PostgreSQL and SQLite).
+
+    .venv/bin/python -m bench.ui_million [--rows 1000000] [--repeats 5]
+
+Rows: 97% Processed, 1% Pending, 1% Error, 1% OnHold; bodies like
+{"OrderId": "A-17", "Product": {"Sku": "17"}, "Qty": 3} with 1,000 distinct Skus. Each page is
+fetched over real HTTP from the API process (uvicorn in a thread, as in tests/api_server.py);
+the table reports the median and min-max of `--repeats` fetches after one warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+import httpx
+
+from bench.worker import machine
+from tablequeue import Database, connect
+from tablequeue.spec import QueueResource
+from tests.api_server import serve_api
+from tests.postgres_server import postgres_server
+
+ROOT = Path(__file__).resolve().parent.parent
+# Constant SQL of this benchmark (no input): `%` is the modulo operator, doubled for psycopg.
+STATUS_CASE = (
+    "CASE WHEN n % 100 = 0 THEN 'Pending' WHEN n % 100 = 1 THEN 'Error' "
+    "WHEN n % 100 = 2 THEN 'OnHold' ELSE 'Processed' END"
+)
+PAGES = {
+    "queues list (/ui)": "/ui",
+    "queue page, newest 50": "/ui/queues/orders",
+    "queue page, status Error": "/ui/queues/orders?status=Error",
+    'queue page, where Product.Sku == "123"': (
+        "/ui/queues/orders?where=Product.Sku%20%3D%3D%20%22123%22"
+    ),
+    'queue page, where OrderId == "none" (matches nothing: full scan)': (
+        "/ui/queues/orders?where=OrderId%20%3D%3D%20%22none%22"
+    ),
+    'API messages, where Product.Sku == "123" and Qty > 2': (
+        "/queues/orders/messages?where=Product.Sku%20%3D%3D%20%22123%22%20and%20Qty%20%3E%202"
+    ),
+    "message page": "/ui/queues/orders/messages/{middle}",
+}
+
+
+def fill_postgresql(database: Database, rows: int) -> None:
+    with database.engine.begin() as connection:
+        connection.exec_driver_sql(
+            "INSERT INTO orders (status, message, version, attempts, process_after, tracking_id,"  # noqa: S608
+            " created_at, updated_at, processed_at) "
+            f"SELECT {STATUS_CASE.replace('%', '%%')}, jsonb_build_object('OrderId', 'A-' || n,"
+            " 'Product', jsonb_build_object('Sku', (n %% 1000)::text), 'Qty', n %% 5), 1, 1,"
+            " now(), gen_random_uuid(), now(), now(), now()"
+            " FROM generate_series(1, %(rows)s) AS n",
+            {"rows": rows},
+        )
+        connection.exec_driver_sql("ANALYZE orders")
+
+
+def fill_sqlite(database: Database, rows: int) -> None:
+    with database.engine.begin() as connection:
+        connection.exec_driver_sql(
+            "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < ?) "  # noqa: S608
+            "INSERT INTO orders (status, message, version, attempts, process_after, tracking_id,"
+            " created_at, updated_at, processed_at) "
+            f"SELECT {STATUS_CASE}, json_object('OrderId', 'A-' || n, 'Product',"
+            " json_object('Sku', CAST(n % 1000 AS TEXT)), 'Qty', n % 5), 1, 1,"
+            " strftime('%Y-%m-%d %H:%M:%f000', 'now'), lower(hex(randomblob(16))),"
+            " strftime('%Y-%m-%d %H:%M:%f000', 'now'), strftime('%Y-%m-%d %H:%M:%f000', 'now'),"
+            " strftime('%Y-%m-%d %H:%M:%f000', 'now') FROM s",
+            (rows,),
+        )
+        connection.exec_driver_sql("ANALYZE")
+
+
+def measure(database: Database, repeats: int, rows: int) -> dict[str, list[float]]:
+    timings: dict[str, list[float]] = {}
+    with serve_api(database) as url, httpx.Client(base_url=url, timeout=120) as client:
+        for name, path in PAGES.items():
+            path = path.format(middle=rows // 2)
+            client.get(path).raise_for_status()  # warm-up
+            samples = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                client.get(path).raise_for_status()
+                samples.append((time.perf_counter() - started) * 1000)
+            timings[name] = samples
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    results: dict[str, Any] = {"rows": args.rows, "engines": {}}
+    with postgres_server() as pg, TemporaryDirectory() as folder:
+        sqlite_url = f"sqlite:///{folder}/million.db"
+        results["machine"] = machine(pg.url, sqlite_url)
+        results["load_average"] = Path("/proc/loadavg").read_text().split()[:3]
+        for engine, url, fill in (
+            ("postgresql", pg.url, fill_postgresql),
+            ("sqlite", sqlite_url, fill_sqlite),
+        ):
+            with connect(url) as database:
+                database.apply(QueueResource.from_name("orders", keep_processed_for="forever"))
+                started = time.perf_counter()
+                fill(database, args.rows)
+                print(f"{engine}: {args.rows} rows in {time.perf_counter() - started:.0f}s")
+                results["engines"][engine] = measure(database, args.repeats, args.rows)
+    write(results)
+
+
+def write(results: dict[str, Any]) -> None:
+    date = datetime.now(UTC).strftime("%Y-%m-%d")
+    out = ROOT / "bench" / "results" / f"ui-million-{date}"
+    out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    lines = [
+        f"# Admin UI and API with {results['rows']:,} messages in one queue",
+        "",
+        "| page | PostgreSQL median (min-max) ms | SQLite median (min-max) ms |",
+        "|---|---|---|",
+    ]
+    for page in PAGES:
+        cells = []
+        for engine in ("postgresql", "sqlite"):
+            samples = results["engines"][engine][page]
+            cells.append(
+                f"{statistics.median(samples):.0f} ({min(samples):.0f}-{max(samples):.0f})"
+            )
+        lines.append(f"| {page} | {' | '.join(cells)} |")
+    lines += ["", f"Load average at start: {' '.join(results['load_average'])}", "", "Machine:"]
+    lines += [f"- {key}: {value}" for key, value in results["machine"].items()]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
