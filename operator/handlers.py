@@ -26,8 +26,7 @@ from tablequeue import metrics
 from tablequeue.database import Database, connect
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, SpecError, TableQueueError
 from tablequeue.models import QueueStats
-from tablequeue.spec import QueueResource
-from tablequeue.spec import validate_queue
+from tablequeue.spec import QueueResource, validate_queue
 
 from . import builders
 from .conditions import condition, merge
