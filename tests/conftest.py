@@ -16,10 +16,14 @@ import pytest
 from tablequeue import Database, Queue, connect
 from tablequeue.spec import QueueResource
 
+from .kube import ControlPlane, control_plane
 from .postgres_server import PostgresServer, postgres_server
+from .waiting import wait_until
 
 ENGINES = ["postgresql", "sqlite"]
+ROOT = Path(__file__).resolve().parent.parent
 _database_numbers = itertools.count()
+_namespace_numbers = itertools.count()
 
 
 @pytest.fixture(scope="session")
@@ -59,3 +63,27 @@ def make_queue(database: Database) -> Callable[..., Queue]:
         return database.queue(name)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def kube() -> Iterator[ControlPlane]:
+    """One real control plane for the session (built by scripts/setup), the Queue CRD installed."""
+    with control_plane() as plane:
+        plane.kubectl("apply", "-f", str(ROOT / "crds" / "queue.yaml"))
+        plane.kubectl(
+            "wait", "--for=condition=Established", "crd/queues.tablequeue.dev", "--timeout=60s"
+        )
+        # The first use of a new kind may miss it in discovery for a moment.
+        wait_until(lambda: plane.kubectl("get", "queues", "-A", check=False).returncode == 0)
+        yield plane
+
+
+@pytest.fixture
+def namespace(kube: ControlPlane) -> Iterator[str]:
+    """A namespace of its own for each test."""
+    name = f"tq-{next(_namespace_numbers)}"
+    kube.kubectl("create", "namespace", name)
+    yield name
+    # Queues left behind keep their finalizer when their operator is gone: the namespace stays
+    # Terminating, which harms nobody; the control plane goes away with the session.
+    kube.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")

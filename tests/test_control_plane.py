@@ -3,35 +3,13 @@ kube-controller-manager is built, real controllers (Deployments, garbage collect
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from .kube import ControlPlane, KubectlError, control_plane, pinned_versions
+from .kube import ControlPlane, KubectlError, pinned_versions
 from .waiting import wait_until
-
-# The first test's setup may build the control plane: minutes on a cold machine. Later runs find
-# the binaries in the user's cache folder and start in seconds.
-pytestmark = pytest.mark.timeout(3600)
-
-_namespaces = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def kube() -> Iterator[ControlPlane]:
-    with control_plane() as plane:
-        yield plane
-
-
-@pytest.fixture
-def namespace(kube: ControlPlane) -> Iterator[str]:
-    name = f"test-{next(_namespaces)}"
-    kube.kubectl("create", "namespace", name)
-    yield name
-    kube.kubectl("delete", "namespace", name, "--wait=false")
 
 
 @pytest.fixture

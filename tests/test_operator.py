@@ -37,8 +37,6 @@ from .kube.fixtures import (
     conditions,
     events,
     get,
-    kube,
-    namespace,
     operator,
     operator_kubeconfig,
     queue,
@@ -50,8 +48,6 @@ from .waiting import wait_until
 
 __all__ = [
     "clusterwide_operator",
-    "kube",
-    "namespace",
     "operator",
     "operator_kubeconfig",
 ]  # fixtures, imported for use

@@ -14,7 +14,6 @@ Import the fixtures into a test module: `from .kube.fixtures import kube, namesp
 from __future__ import annotations
 
 import ctypes
-import itertools
 import json
 import os
 import signal
@@ -29,18 +28,15 @@ from typing import Any
 import pytest
 
 from ..waiting import wait_until
-from .control_plane import ControlPlane, control_plane, free_port
+from .control_plane import ControlPlane, free_port
 
 REPO = Path(__file__).resolve().parents[2]
-CRD_FILE = REPO / "crds" / "queue.yaml"
 RBAC_FILE = REPO / "operator" / "rbac.yaml"
-CRD_NAME = "queues.tablequeue.dev"
 OPERATOR_NAMESPACE = "tablequeue-system"
 OPERATOR_ACCOUNT = "tablequeue-operator"
 INTERVAL = 1.0
 """The operator's timer: seconds between status updates and scaling decisions."""
 
-_namespaces = itertools.count()
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 _OPERATOR_KEY = pytest.StashKey["Operator"]()
@@ -53,16 +49,6 @@ def _die_with_parent() -> None:
 
 
 # --- the control plane ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def kube() -> Iterator[ControlPlane]:
-    with control_plane() as plane:
-        plane.kubectl("apply", "-f", str(CRD_FILE))
-        plane.kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s")
-        # The first use of a new kind may miss it in discovery for a moment.
-        wait_until(lambda: plane.kubectl("get", "queues", "-A", check=False).returncode == 0)
-        yield plane
 
 
 @pytest.fixture(scope="module")
@@ -102,16 +88,6 @@ def operator_kubeconfig(kube: ControlPlane) -> Path:
     path.write_text(json.dumps(config))
     path.chmod(0o600)
     return path
-
-
-@pytest.fixture
-def namespace(kube: ControlPlane) -> Iterator[str]:
-    name = f"tq-{next(_namespaces)}"
-    kube.kubectl("create", "namespace", name)
-    yield name
-    # Queues left behind keep their finalizer (their operator is gone): the namespace stays
-    # Terminating, which harms nobody; the control plane goes away with the module.
-    kube.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
 
 
 # --- the operator --------------------------------------------------------------------------------
