@@ -147,6 +147,7 @@ def create_app(
             "oldest_pending_seconds": stats.oldest_pending_seconds,
             "health": stats.health,
             "health_reasons": stats.health_reasons,
+            "approximate": stats.approximate,
         }
 
     @app.get("/queues", dependencies=reader, tags=["queues"])

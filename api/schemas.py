@@ -111,6 +111,9 @@ class QueueSummary(Out):
     oldest_pending_seconds: float
     health: str
     health_reasons: list[str]
+    approximate: list[str] = Field(
+        default_factory=list, description="Statuses whose count is an estimate (very large ones)"
+    )
 
 
 class QueueDetail(QueueSummary):

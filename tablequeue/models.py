@@ -255,6 +255,8 @@ class QueueStats:
     oldest_pending_seconds: float
     health: Health
     health_reasons: list[str] = field(default_factory=list)
+    approximate: list[str] = field(default_factory=list)
+    """Statuses whose count is an estimate (large, finished ones on PostgreSQL)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -265,6 +267,7 @@ class QueueStats:
             "oldestPendingSeconds": round(self.oldest_pending_seconds, 3),
             "health": self.health,
             "healthReasons": self.health_reasons,
+            "approximate": self.approximate,
         }
 
 

@@ -761,13 +761,18 @@ class Queue:
         return sa.and_(*parts) if parts else None
 
     def stats(self) -> QueueStats:
-        """Counts per status, backlog and oldest due message: two index-served queries."""
+        """Counts per status, backlog and oldest due message, served by indexes.
+
+        Counts of the statuses that drive work (Pending, Sleeping, Leased, Error, Abandoned)
+        are always exact; on PostgreSQL a status with more than 100,000 rows (Processed, in a
+        queue that keeps history) may be an estimate, listed in `approximate`.
+        """
         t, d = self.table, self.dialect
-        by_status = sa.select(t.c.status, sa.func.count()).group_by(t.c.status)
         due = sa.and_(self._leasable, t.c.process_after <= d.now())
         backlog = sa.select(sa.func.count(), sa.func.min(t.c.process_after), d.now()).where(due)
+        exact = (names.PENDING, names.SLEEPING, names.LEASED, names.ERROR, names.ABANDONED)
         with self.database.transaction() as connection:
-            counts = {status: int(n) for status, n in connection.execute(by_status)}
+            counts, approximate = d.count_by_status(connection, t, exact)
             waiting, oldest, now = connection.execute(backlog).one()
         oldest_seconds = 0.0
         if oldest is not None:
@@ -784,6 +789,7 @@ class Queue:
             oldest_pending_seconds=oldest_seconds,
             health=state,
             health_reasons=reasons,
+            approximate=sorted(approximate),
         )
 
 

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -587,3 +588,31 @@ def test_values_no_engine_can_store_are_rejected_up_front(
     assert queue.count() == 0
     with pytest.raises(InvalidInput, match="out of range"):
         queue.lease("w1", 1, lease_seconds=1e12)
+
+
+def test_stats_estimate_only_huge_finished_statuses(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    """Counting ten million Processed rows would take seconds: past 100,000 rows such a
+    status is an estimate from the table statistics (PostgreSQL); work statuses stay exact."""
+    queue = make_queue(keep_processed_for="forever")
+    queue.enqueue_many([NewMessage(message={"n": n}) for n in range(30)])
+    queue.set_status("OnHold", ids=[m.id for m in queue.messages(limit=5)])
+    with database.engine.begin() as connection:  # 150,000 Processed rows, fast
+        table = queue.table
+        rows = connection.execute(sa.select(table).limit(1)).mappings().one()
+        template = {k: v for k, v in rows.items() if k not in ("id", "tracking_id")}
+        batch = [template | {"status": "Processed"} for _ in range(150_000)]
+        for start in range(0, len(batch), 10_000):
+            chunk = [row | {"tracking_id": uuid.uuid4()} for row in batch[start : start + 10_000]]
+            connection.execute(table.insert(), chunk)
+        if database.dialect.name == "postgresql":
+            connection.exec_driver_sql("ANALYZE orders")
+    stats = queue.stats()
+    assert stats.counts["Pending"] == 25 and stats.counts["OnHold"] == 5
+    assert stats.backlog == 25
+    if database.dialect.name == "postgresql":
+        assert stats.approximate == ["Processed"]
+        assert 100_000 < stats.counts["Processed"] < 200_000
+    else:
+        assert stats.approximate == [] and stats.counts["Processed"] == 150_000

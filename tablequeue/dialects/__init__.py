@@ -68,6 +68,11 @@ class Dialect(Protocol):
     def notify(self, connection: Connection, table_name: str) -> None:
         """Wake workers listening on this queue when the transaction commits (if supported)."""
 
+    def count_by_status(
+        self, connection: Connection, table: sa.Table, exact: Sequence[str]
+    ) -> tuple[dict[str, int], set[str]]:
+        """Messages per status, and the statuses whose count is an estimate (never `exact`)."""
+
 
 def notify_channel(table_name: str) -> str:
     """The LISTEN/NOTIFY channel of a queue table (a validated table name plus a prefix)."""

@@ -5,6 +5,7 @@ SQL-side clock values are produced in exactly that format so that text compariso
 """
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -109,6 +110,13 @@ class SqliteDialect:
 
     def notify(self, connection: Connection, table_name: str) -> None:
         pass  # no notifications: SQLite workers poll
+
+    def count_by_status(
+        self, connection: Connection, table: sa.Table, exact: Sequence[str]
+    ) -> tuple[dict[str, int], set[str]]:
+        # The status index covers this; SQLite counts a million rows in tens of milliseconds.
+        by_status = sa.select(table.c.status, sa.func.count()).group_by(table.c.status)
+        return {status: int(n) for status, n in connection.execute(by_status)}, set()
 
 
 DIALECT = SqliteDialect()
