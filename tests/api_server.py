@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import httpx
 import uvicorn
+
 from tablequeue.api import create_app
 from tablequeue.api.auth import Auth
-
 from tablequeue.database import Database
 
 from .postgres_server import free_port

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from tablequeue.api.auth import Auth
 
 from tablequeue import Database, Queue
+from tablequeue.api.auth import Auth
 
 from .api_server import api_client
 from .test_bad_input import snapshot

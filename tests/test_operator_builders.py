@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 import yaml
+
 from tablequeue.operator import builders
 from tablequeue.operator.conditions import condition, merge
 from tablequeue.operator.crd import custom_resource_definition, render
-
 from tablequeue.spec import QueueResource, QueueSpec
 
 ROOT = Path(__file__).resolve().parent.parent

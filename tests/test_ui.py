@@ -18,9 +18,9 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tablequeue.api.auth import COOKIE, Auth
 
 from tablequeue import Database, Failure, NewMessage, Queue, connect
+from tablequeue.api.auth import COOKIE, Auth
 from tablequeue.spec import QueueResource
 
 from .api_server import api_client, serve_api

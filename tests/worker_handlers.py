@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tablequeue.worker import HandlerContext, Outcome, PermanentFailure
-
 from tablequeue.models import Message
+from tablequeue.worker import HandlerContext, Outcome, PermanentFailure
 
 HANG_LIMIT_SECONDS = 120.0
 
