@@ -6,7 +6,7 @@ import json
 import math
 import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -277,7 +277,3 @@ def retry_delay(attempts: int, delay: float, backoff: str, max_delay: float) -> 
         return min(delay, max_delay)
     exponent = min(max(attempts - 1, 0), 60)
     return min(delay * math.pow(2, exponent), max_delay)
-
-
-def seconds(value: timedelta | float) -> float:
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
