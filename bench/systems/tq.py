@@ -1,0 +1,147 @@
+"""tablequeue: the core API in-process (`enqueue_many`, `lease` + `complete`) and the worker.
+
+Consumer: `python -m bench.systems.tq consume URL QUEUE BATCH READY` leases and completes in a
+loop (10 ms sleep on an empty lease). The worker variant runs `tablequeue worker` with the no-op
+async handler; its latency handler is `record_latency` below.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from bench.systems.common import BODY_SQL_PG, BODY_SQL_SQLITE, ConsumerArgs, Row, System, until
+from bench.worker import TABLEQUEUE, is_ready
+from tablequeue import NewMessage, connect
+from tablequeue.models import Completion, Message
+from tablequeue.spec import QueueResource
+from tests.postgres_server import free_port
+
+_names = itertools.count()
+
+
+class TableQueue(System):
+    label = "tablequeue core API"
+    module = "bench.systems.tq"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.db = connect(url)
+        self.engine = self.db.dialect.name
+
+    def create(self) -> str:
+        name = f"peer-{os.getpid()}-{next(_names)}"
+        self.db.apply(QueueResource.from_name(name))
+        return name
+
+    def drop(self, queue: str) -> None:
+        self.db.delete_queue(queue, drop_table=True)
+
+    def table(self, queue: str) -> str:
+        return self.db.queue(queue).table.name
+
+    def enqueue_each(self, queue: str, items: list[Row], deadline: float) -> int:
+        q = self.db.queue(queue)
+        for done, item in enumerate(items):
+            if not until(deadline):
+                return done
+            q.enqueue(item)
+        return len(items)
+
+    def enqueue_batches(self, queue: str, items: list[Row], size: int, deadline: float) -> int:
+        q = self.db.queue(queue)
+        for first in range(0, len(items), size):
+            if not until(deadline):
+                return first
+            q.enqueue_many([NewMessage(message=m) for m in items[first : first + size]])
+        return len(items)
+
+    def fill(self, queue: str, n: int) -> None:
+        """One INSERT ... SELECT of rows as `enqueue` writes them, then the enqueue NOTIFY."""
+        q = self.db.queue(queue)
+        t, d = q.table, q.dialect
+        if self.engine == "sqlite":
+            seq = sa.select(sa.literal(1).label("i")).cte("seq", recursive=True)
+            seq = seq.union_all(sa.select(seq.c.i + 1).where(seq.c.i < n))
+            source: sa.FromClause = seq
+            body, tracking = BODY_SQL_SQLITE, "lower(hex(randomblob(16)))"
+        else:
+            source = sa.func.generate_series(1, n).table_valued("i").render_derived("g")
+            body, tracking = BODY_SQL_PG, "gen_random_uuid()"
+        select = sa.select(
+            sa.literal_column("'Pending'"),
+            sa.literal_column("0"),
+            sa.literal_column(body),
+            sa.literal_column("1"),
+            sa.literal_column("0"),
+            d.now(),
+            sa.literal_column(tracking),
+            d.now(),
+            d.now(),
+        ).select_from(source)
+        columns = ["status", "priority", "message", "version", "attempts", "process_after"]
+        columns += ["tracking_id", "created_at", "updated_at"]
+        with self.db.transaction() as connection:
+            connection.execute(sa.insert(t).from_select(columns, select))
+            d.notify(connection, t.name)
+
+    def remaining(self, queue: str) -> int:
+        return self.db.queue(queue).count()
+
+    def relations(self, queue: str) -> list[str]:
+        return [self.table(queue)]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class TableQueueWorker(TableQueue):
+    """`tablequeue worker` with the no-op async handler (concurrency 100)."""
+
+    label = "tablequeue worker"
+
+    def consumer(
+        self, queue: str, batch: int, ready: Path, latency: Path | None
+    ) -> tuple[list[str], Callable[[], bool]]:
+        port = free_port()
+        handler = "python:tablequeue.examples:noop_async"
+        if latency:
+            handler = "python:bench.systems.tq:record_latency"
+        command = [TABLEQUEUE, "worker", "--queue", queue, "--db", self.url]
+        command += ["--handler", handler, "--host", "127.0.0.1", "--port", str(port)]
+        command += ["--batch-size", str(batch), "--concurrency", "100", "--log-level", "warning"]
+        if self.engine == "sqlite":
+            command += ["--poll-max", "0.1"]
+        return command, lambda: is_ready(port)
+
+
+async def record_latency(message: Message) -> None:
+    """Worker handler for the latency workload: append `Seq start-time` to $BENCH_LATENCY."""
+    started = time.time()
+    with open(os.environ["BENCH_LATENCY"], "a") as out:
+        out.write(f"{message.message['Seq']} {started:.6f}\n")
+
+
+def consume(args: ConsumerArgs) -> None:
+    owner = f"bench-{os.getpid()}"
+    with connect(args.url) as db:
+        queue = db.queue(args.queue)
+        args.is_ready()
+        while True:
+            leased = queue.lease(owner, args.batch)
+            if not leased.messages:
+                time.sleep(0.01)
+                continue
+            for m in leased.messages:
+                args.started(m.message.get("Seq"))
+            queue.complete(owner, [Completion(m) for m in leased.messages])
+
+
+if __name__ == "__main__":
+    consume(ConsumerArgs(sys.argv))
