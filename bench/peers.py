@@ -425,9 +425,13 @@ def targets(results: list[Row]) -> list[Row]:
     )
     lat = find(results, workload="latency", system=TableQueueWorker.label)
     p99 = median(lat, "p99_ms")
+    achieved = median(lat, "achieved_rate")
+    goal = "p99 < 20 ms at 500 msg/s"
+    if achieved is not None and achieved < 450:
+        goal += f" (only {achieved:,.0f} msg/s reached: tablequeue's enqueue() is the limit)"
     out.append(
-        {"target": "latency", "goal": "p99 < 20 ms at 500 msg/s", "value": p99, "met": None}
-        | ({"met": p99 < 20} if p99 is not None else {})
+        {"target": "latency", "goal": goal, "value": p99, "met": None}
+        | ({"met": p99 < 20} if p99 is not None and achieved and achieved >= 450 else {})
     )
     tq_bloat = find(results, workload="bloat", system=TableQueueWorker.label)
     run = tq_bloat["runs"][0] if tq_bloat else None
@@ -448,10 +452,14 @@ def targets(results: list[Row]) -> list[Row]:
     return out
 
 
-def markdown(results: list[Row], about: Row, command: str, goals: list[Row]) -> str:
+def markdown(
+    results: list[Row], about: Row, command: str, goals: list[Row], notes: list[str] | None = None
+) -> str:
     out = [f"# Peer benchmark, {about['date']}", "", f"Command: `{command}`", ""]
     if about.get("load warning"):
         out += [f"**WARNING: {about['load warning']}**", ""]
+    for note in notes or []:
+        out += [f"**Note:** {note}", ""]
     out += [
         "Figures: median of the repeats, (min-max) when they differ. Only ratios from this one "
         "run count; everything shares one 2-core machine, so the systems' own processes, "
@@ -465,7 +473,7 @@ def markdown(results: list[Row], about: Row, command: str, goals: list[Row]) -> 
     for g in goals:
         value = g.get("ratio", g.get("value"))
         shown = "-" if value is None else (f"{value:.2f}x" if "ratio" in g else f"{value:.1f}")
-        met = {True: "met", False: "**not met**", None: "not measured"}[g["met"]]
+        met = {True: "met", False: "**not met**", None: "not assessed"}[g["met"]]
         out.append(f"| {g['target']} | {g['goal']} | {shown} | {met} |")
     out += ["", "## 1. Enqueue, one producer", ""]
     out += [
@@ -489,7 +497,8 @@ def markdown(results: list[Row], about: Row, command: str, goals: list[Row]) -> 
         f"{about['sizes']['procrastinate_depth']:,}, it drains ~1,000/s); the rate is messages "
         "finished per second until the queue is empty, polled every 100 ms, or until the "
         f"{about['sizes']['drain_box']:g} s time box ends (then `messages` is what was drained). "
-        "pgbench rows: its own tps x batch over the transactions it ran.",
+        "pgbench rows: messages drained over the time of the transactions it ran (its tps); "
+        "batch 100 runs exactly enough transactions to drain the queue, batch 1 the time box.",
         "",
         "| database | system | consumers | batch | messages | messages/s |",
         "|---|---|--:|--:|--:|--:|",
@@ -531,6 +540,12 @@ def markdown(results: list[Row], about: Row, command: str, goals: list[Row]) -> 
         )
     for r in (r for r in results if r["workload"] == "stats" and "plans" in r):
         out += ["", f"<details><summary>Plans at {r['rows']:,} rows</summary>", ""]
+        out += [
+            "For reference, EXPLAIN ANALYZE of a plain `GROUP BY status` count and of the "
+            "backlog query (first run, cold). `Queue.stats()` itself may count differently "
+            "(see tablequeue/queue.py at the commit below).",
+            "",
+        ]
         for sql, plan in r["plans"].items():
             out += ["```", sql, plan, "```"]
         out += ["</details>"]
@@ -666,13 +681,16 @@ def main() -> None:
         "--wait-for-load", type=float, default=0.0, help="wait up to this many seconds for load"
     )
     parser.add_argument("--report", type=Path, help="only rewrite the .md of a results .json")
+    parser.add_argument("--note", action="append", help="with --report: add a note to the .md")
     args = parser.parse_args()
     if args.report:
         document = json.loads(args.report.read_text())
         document["targets"] = goals = targets(document["results"])
         args.report.write_text(json.dumps(document, indent=1, default=str) + "\n")
         about, command = document["machine"], document["command"]
-        text = markdown(document["results"], about, command, goals)
+        document["notes"] = document.get("notes", []) + (args.note or [])
+        args.report.write_text(json.dumps(document, indent=1, default=str) + "\n")
+        text = markdown(document["results"], about, command, goals, document["notes"])
         args.report.with_suffix(".md").write_text(text)
         return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out

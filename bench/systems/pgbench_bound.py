@@ -14,6 +14,7 @@ Both with `-M prepared` (psycopg prepares repeated statements too), one client p
 from __future__ import annotations
 
 import glob
+import math
 import re
 import subprocess
 from pathlib import Path
@@ -68,7 +69,10 @@ class Pgbench(TableQueue):
         script.write_text(scripts(self, queue, batch)[self.variant])
         command = [pgbench_binary(), "-n", "-M", "prepared", "-c", str(workers)]
         command += ["-j", str(workers), "-f", str(script)]
-        command += ["-T", str(max(1, round(timebox)))]  # the queue outlasts the box
+        if batch >= 100:  # exactly drains the queue: the rate is not cut by an emptied queue
+            command += ["-t", str(math.ceil(n / batch / workers))]
+        else:  # a time box the queue outlasts
+            command += ["-T", str(max(1, round(timebox)))]
         output = subprocess.run(
             [*command, self.url], capture_output=True, text=True, check=True
         ).stdout
