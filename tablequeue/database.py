@@ -82,6 +82,8 @@ class Database:
         self.registry = registry_table(self.metadata)
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
+        self.statements: dict[tuple[Any, ...], Any] = {}
+        """The hot statements of each queue table, built once (see Queue._built)."""
 
     def close(self) -> None:
         self.engine.dispose()
@@ -154,6 +156,7 @@ class Database:
                 raise Conflict(f"table {table_name!r} already belongs to queue {owner!r}")
             table = self.table(table_name)
             table.create(connection, checkfirst=True)
+            self.dialect.tune_table(connection, table)
             now = datetime.now(UTC)
             if row is None:
                 connection.execute(

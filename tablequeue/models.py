@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -38,24 +39,36 @@ def canonical_json(value: Any) -> str:
 def check_json(value: Any) -> None:
     """Raise InvalidInput (a ValueError) for JSON that some engine cannot store or the API
     cannot return: NaN/Infinity, NUL characters, unpaired surrogates, very deep nesting."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except RecursionError:
+        raise InvalidInput(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(f"not JSON-serializable: {error}") from None
+    check_text(text)  # surrogates; a NUL in any string is escaped in the text:
+    if _ESCAPED_NUL.search(text):
+        raise InvalidInput("strings may not contain NUL (\\u0000)")
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
+        raise InvalidInput(f"nested more than {MAX_JSON_DEPTH} levels deep")
+
+
+_ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+"""`\\u0000` in JSON text, not preceded by an escaped backslash (which would make it text)."""
+
+
+def _depth(value: Any) -> int:
+    deepest = 0
     pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:
         item, depth = pending.pop()
+        deepest = max(deepest, depth)
         if depth > MAX_JSON_DEPTH:
-            raise InvalidInput(f"nested more than {MAX_JSON_DEPTH} levels deep")
-        if isinstance(item, str):
-            check_text(item)
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                if isinstance(key, str):
-                    check_text(key)
-                pending.append((child, depth + 1))
+            break
+        if isinstance(item, dict):
+            pending.extend((child, depth + 1) for child in item.values())
         elif isinstance(item, list | tuple):
             pending.extend((child, depth + 1) for child in item)
-    try:
-        canonical_json(value)
-    except (TypeError, ValueError) as error:
-        raise InvalidInput(f"not JSON-serializable: {error}") from None
+    return deepest
 
 
 def check_text(text: str) -> str:

@@ -1,9 +1,10 @@
 """The message lifecycle of one queue: enqueue, lease, complete, fail, sweep, fix, inspect.
 
 Each operation is one transaction and, on the hot paths, one statement per batch: a lease is a
-single UPDATE ... RETURNING over a locked candidate subquery; completions and failures are one
-executemany per kind. Built-in statuses appear as SQL literals so that the partial indexes on
-them serve prepared (generic) plans; everything user-supplied is a bound parameter.
+single UPDATE ... RETURNING over a locked candidate subquery; enqueues, completions and failures
+take their per-message values as arrays on PostgreSQL (`per_row`). The hot statements are built
+once per table. Built-in statuses appear as SQL literals so that the partial indexes on them
+serve prepared (generic) plans; everything user-supplied is a bound parameter.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -37,7 +38,8 @@ from .models import (
     check_text,
     retry_delay,
 )
-from .schema import UtcDateTime
+from .per_row import PerRow
+from .schema import UtcDateTime, lease_index_name
 
 if TYPE_CHECKING:
     from .database import Database
@@ -45,6 +47,14 @@ if TYPE_CHECKING:
 
 MAX_LEASE_BATCH = 10_000
 PURGE_BATCH = 5_000
+S = TypeVar("S")
+
+# Per-message parameters of the hot statements (see per_row.py).
+_HELD = [
+    sa.column("b_id", sa.BigInteger()),
+    sa.column("b_version", sa.Integer()),
+    sa.column("b_cid", sa.String()),
+]
 
 
 def _literal(status: str) -> sa.ColumnElement[str]:
@@ -69,6 +79,15 @@ class Queue:
         t = table
         self._leasable = t.c.status.in_([_literal(names.PENDING), _literal(names.SLEEPING)])
         self._leased = t.c.status == _literal(names.LEASED)
+        assert [c.name for c in t.c] == list(Message.__dataclass_fields__)  # Message(*row)
+
+    def _built(self, key: tuple[Any, ...], build: Callable[[], S]) -> S:
+        """A hot statement, built once per table (building costs more than running it)."""
+        key = (self.table.name, *key)
+        statement: S | None = self.database.statements.get(key)
+        if statement is None:
+            statement = self.database.statements[key] = build()
+        return statement
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, table={self.table.name!r}, db={self.database.shown_url!r})"
@@ -89,13 +108,14 @@ class Queue:
             return []
         now = datetime.now(UTC)
         results: list[Enqueued | None] = [None] * len(messages)
+        upsert, per_row = self._built(("upsert", self.spec.idempotent), self._upsert_statement)
         with self.database.transaction() as connection:
             default_status = self.database.default_status(connection, self.name)
             for round_indexes in _rounds_of_unique_ids(messages):
                 # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
                 round_indexes.sort(key=lambda i: messages[i].message_id or "")
                 rows = [self._row(messages[i], default_status, now) for i in round_indexes]
-                returned = connection.execute(self._upsert_statement(), rows).all()
+                returned = connection.execute(upsert, per_row.params(rows)).all()
                 by_tracking = {row.tracking_id: row for row in returned}
                 by_message_id = {row.message_id: row for row in returned if row.message_id}
                 for index, row_params in zip(round_indexes, rows, strict=True):
@@ -127,28 +147,45 @@ class Queue:
             "b_tracking_id": uuid.uuid4(),
         }
 
-    def _upsert_statement(self) -> sa.Insert:
+    def _upsert_statement(self) -> tuple[sa.Insert, PerRow]:
         t, d = self.table, self.dialect
         now = d.now()
-        insert = d.insert(t).values(
-            message_id=_bind("b_message_id", t.c.message_id.type),
-            status=_bind("b_status", t.c.status.type),
-            priority=_bind("b_priority", t.c.priority.type),
-            message=_bind("b_message", t.c.message.type),
-            headers=_bind("b_headers", t.c.headers.type),
-            version=1,
-            attempts=0,
-            process_after=sa.func.coalesce(
-                _bind("b_at", UtcDateTime()), d.seconds_from_now(_bind("b_after", sa.Float()))
-            ),
-            expires_at=sa.func.coalesce(
-                _bind("b_expires_at", UtcDateTime()),
-                d.seconds_from_now(_bind("b_expires_after", sa.Float())),
-            ),
-            tracking_id=_bind("b_tracking_id", t.c.tracking_id.type),
-            created_at=now,
-            updated_at=now,
+        per_row = PerRow(
+            d,
+            [
+                sa.column("b_message_id", t.c.message_id.type),
+                sa.column("b_status", t.c.status.type),
+                sa.column("b_priority", t.c.priority.type),
+                sa.column("b_message", t.c.message.type),
+                sa.column("b_headers", t.c.headers.type),
+                sa.column("b_at", UtcDateTime()),
+                sa.column("b_after", sa.Float()),
+                sa.column("b_expires_at", UtcDateTime()),
+                sa.column("b_expires_after", sa.Float()),
+                sa.column("b_tracking_id", t.c.tracking_id.type),
+            ],
         )
+        b = per_row.c
+        values: dict[str, Any] = {
+            "message_id": b["b_message_id"],
+            "status": b["b_status"],
+            "priority": b["b_priority"],
+            "message": b["b_message"],
+            "headers": b["b_headers"],
+            "version": sa.literal_column("1"),
+            "attempts": sa.literal_column("0"),
+            "process_after": sa.func.coalesce(b["b_at"], d.seconds_from_now(b["b_after"])),
+            "expires_at": sa.func.coalesce(
+                b["b_expires_at"], d.seconds_from_now(b["b_expires_after"])
+            ),
+            "tracking_id": b["b_tracking_id"],
+            "created_at": now,
+            "updated_at": now,
+        }
+        if per_row.source is None:
+            insert = d.insert(t).values(**values)
+        else:
+            insert = d.insert(t).from_select(list(values), sa.select(*values.values()))
         new = d.excluded(insert)
         # A new version never takes a lease away: completing the old one requeues the new one.
         # A status that keeps messages from workers (OnHold, Paused) applies at once, though:
@@ -172,7 +209,8 @@ class Queue:
         if self.spec.idempotent:
             changed = sa.cast(t.c.message, sa.Text) != sa.cast(new.message, sa.Text)
         upsert = d.on_conflict_message_id(insert, set_, changed)
-        return upsert.returning(t.c.id, t.c.message_id, t.c.tracking_id, t.c.version, t.c.status)
+        returning = (t.c.id, t.c.message_id, t.c.tracking_id, t.c.version, t.c.status)
+        return upsert.returning(*returning), per_row
 
     # --- lease ------------------------------------------------------------------------------
 
@@ -188,14 +226,14 @@ class Queue:
             raise InvalidInput(f"batch size {batch_size} out of range 1..{MAX_LEASE_BATCH}")
         correlation_id = correlation_id or uuid.uuid4().hex
         seconds = self._lease_seconds(lease_seconds)
+        statement = self._built(("lease",), self._lease_statement)
         with self.database.transaction() as connection:
             rows = connection.execute(
-                self._lease_statement(),
+                statement,
                 {"b_n": batch_size, "b_lease": seconds, "b_owner": owner, "b_cid": correlation_id},
             ).all()
         messages = sorted(
-            (Message.from_row(row._mapping) for row in rows),
-            key=lambda m: (-m.priority, m.process_after, m.id),
+            (Message(*row) for row in rows), key=lambda m: (-m.priority, m.process_after, m.id)
         )
         return LeaseBatch(correlation_id, owner, messages)
 
@@ -222,7 +260,11 @@ class Queue:
         )
         return (
             sa.update(t)
-            .where(t.c.id.in_(d.lock_candidates(candidates).scalar_subquery()))
+            .where(
+                t.c.id.in_(
+                    d.lock_candidates(candidates, lease_index_name(t.name)).scalar_subquery()
+                )
+            )
             .values(
                 status=_literal(names.LEASED),
                 attempts=t.c.attempts + 1,
@@ -294,29 +336,36 @@ class Queue:
         """
         settled = Settled()
         keep = self.spec.keep_processed != timedelta(0)
-        groups: dict[str, list[dict[str, Any]]] = {"delete": [], "processed": [], "again": []}
+        groups: dict[str, list[Completion]] = {"delete": [], "processed": [], "again": []}
         for c in completions:
-            kind = "again" if c.process_again_at else ("processed" if keep else "delete")
-            groups[kind].append(
-                self._held(owner, c.message)
-                | {"b_again": c.process_again_at, "b_result": c.result, "b_progress": c.progress}
-            )
+            groups["again" if c.process_again_at else ("processed" if keep else "delete")].append(c)
         with self.database.transaction() as connection:
             if groups["delete"]:
-                settled.deleted = self._run(connection, self._delete_done(), groups["delete"])
-            if groups["processed"]:
-                finish = self._finish(names.PROCESSED)
-                settled.processed = self._run(connection, finish, groups["processed"])
-            if groups["again"]:
-                again = self._finish(names.SLEEPING)
-                settled.rescheduled = self._run(connection, again, groups["again"])
+                statement, per_row = self._built(("delete",), self._delete_done)
+                rows = [_held(c.message) for c in groups["delete"]]
+                settled.deleted = self._run(connection, statement, per_row, rows, owner)
+            for kind, status in (("processed", names.PROCESSED), ("again", names.SLEEPING)):
+                if not groups[kind]:
+                    continue
+                statement, per_row = self._built((kind,), lambda: self._finish(status))  # noqa: B023
+                rows = [
+                    _held(c.message)
+                    | {
+                        "b_again": c.process_again_at,
+                        "b_result": c.result,
+                        "b_progress": c.progress,
+                    }
+                    for c in groups[kind]
+                ]
+                count = self._run(connection, statement, per_row, rows, owner)
+                if kind == "processed":
+                    settled.processed = count
+                else:
+                    settled.rescheduled = count
             settled_count = settled.deleted + settled.processed + settled.rescheduled
             if settled_count < len(completions):  # rare: a new version arrived, or a lease was lost
-                newer = [
-                    self._held(owner, c.message) | {"b_previous": c.message.message}
-                    for c in completions
-                ]
-                settled.requeued_newer_version = self._requeue_newer(connection, newer, True)
+                newer = [_held(c.message) | {"b_previous": c.message.message} for c in completions]
+                settled.requeued_newer_version = self._requeue_newer(connection, newer, owner, True)
         settled.lease_lost = len(completions) - (
             settled.deleted
             + settled.processed
@@ -337,18 +386,21 @@ class Queue:
             delay *= 1 + retry.jitter * (2 * random.random() - 1)
             give_up = f.permanent or f.message.attempts >= self.spec.max_attempts
             rows.append(
-                self._held(owner, f.message)
+                _held(f.message)
                 | {"b_error": f.error, "b_give_up": give_up, "b_delay": round(delay, 3)}
             )
             if give_up:
                 settled.errored += 1
             else:
                 settled.retrying += 1
+        statement, per_row = self._built(("fail",), self._fail_statement)
         with self.database.transaction() as connection:
-            failed = self._run(connection, self._fail_statement(), rows) if rows else 0
+            failed = self._run(connection, statement, per_row, rows, owner) if rows else 0
             if failed < len(failures):  # rare: a new version arrived, or a lease was lost
-                newer = [self._held(owner, f.message) | {"b_previous": None} for f in failures]
-                settled.requeued_newer_version = self._requeue_newer(connection, newer, False)
+                newer = [_held(f.message) | {"b_previous": None} for f in failures]
+                settled.requeued_newer_version = self._requeue_newer(
+                    connection, newer, owner, False
+                )
         settled.lease_lost = len(failures) - failed - settled.requeued_newer_version
         if settled.lease_lost or settled.requeued_newer_version:
             # Counts of retrying/errored are only certain when every row was still ours.
@@ -356,74 +408,95 @@ class Queue:
         return settled
 
     @staticmethod
-    def _held(owner: str, message: Message) -> dict[str, Any]:
-        """Identify the lease an outcome belongs to: the row, its version and the lease batch
-        (a message leased again later, even by the same worker, belongs to another batch)."""
-        return {
-            "b_id": message.id,
-            "b_version": message.version,
-            "b_owner": owner,
-            "b_cid": message.correlation_id,
-        }
+    def _run(
+        connection: Connection,
+        statement: sa.Executable,
+        per_row: PerRow,
+        rows: list[dict[str, Any]],
+        owner: str,
+    ) -> int:
+        return int(connection.execute(statement, per_row.params(rows, {"b_owner": owner})).rowcount)
 
-    @staticmethod
-    def _run(connection: Connection, statement: sa.Executable, rows: list[dict[str, Any]]) -> int:
-        return int(connection.execute(statement, rows).rowcount)
-
-    def _still_ours(self) -> sa.ColumnElement[bool]:
-        t = self.table
+    def _held_by(self, per_row: PerRow, same_version: bool = True) -> sa.ColumnElement[bool]:
+        """The row is still leased by this owner in this lease batch (at the version leased)."""
+        t, b = self.table, per_row.c
+        version = t.c.version == b["b_version"] if same_version else t.c.version != b["b_version"]
         return sa.and_(
-            t.c.id == _bind("b_id", sa.BigInteger()),
-            t.c.version == _bind("b_version", sa.Integer()),
+            t.c.id == b["b_id"],
+            version,
             t.c.lease_owner == _bind("b_owner", sa.String()),
-            t.c.correlation_id == _bind("b_cid", sa.String()),
+            t.c.correlation_id == b["b_cid"],
             self._leased,
         )
 
-    def _delete_done(self) -> sa.Delete:
-        return sa.delete(self.table).where(self._still_ours())
+    def _delete_done(self) -> tuple[sa.Delete, PerRow]:
+        per_row = PerRow(self.dialect, _HELD)
+        return sa.delete(self.table).where(self._held_by(per_row)), per_row
 
-    def _finish(self, status: str) -> sa.Update:
+    def _finish(self, status: str) -> tuple[sa.Update, PerRow]:
         t, d = self.table, self.dialect
+        per_row = PerRow(
+            d,
+            [
+                *_HELD,
+                sa.column("b_again", UtcDateTime()),
+                sa.column("b_result", t.c.result.type),
+                sa.column("b_progress", t.c.progress.type),
+            ],
+        )
+        b = per_row.c
         values: dict[str, Any] = {
             "status": _literal(status),
             "previous_message": sa.case(
                 (t.c.message_id.is_not(None), t.c.message), else_=t.c.previous_message
             ),
-            "result": _bind("b_result", t.c.result.type),
-            "progress": sa.func.coalesce(_bind("b_progress", t.c.progress.type), t.c.progress),
+            "result": b["b_result"],
+            "progress": sa.func.coalesce(b["b_progress"], t.c.progress),
             "lease_expires_at": None,
             "processed_at": d.now(),
             "updated_at": d.now(),
         }
         if status == names.SLEEPING:
-            values["process_after"] = _bind("b_again", UtcDateTime())
+            values["process_after"] = b["b_again"]
             values["attempts"] = 0
-        return sa.update(t).where(self._still_ours()).values(**values)
+        return sa.update(t).where(self._held_by(per_row)).values(**values), per_row
 
-    def _fail_statement(self) -> sa.Update:
+    def _fail_statement(self) -> tuple[sa.Update, PerRow]:
         t, d = self.table, self.dialect
-        give_up = _bind("b_give_up", sa.Boolean())
-        return (
+        per_row = PerRow(
+            d,
+            [
+                *_HELD,
+                sa.column("b_error", sa.Text()),
+                sa.column("b_give_up", sa.Boolean()),
+                sa.column("b_delay", sa.Float()),
+            ],
+        )
+        b = per_row.c
+        give_up = b["b_give_up"]
+        statement = (
             sa.update(t)
-            .where(self._still_ours())
+            .where(self._held_by(per_row))
             .values(
                 status=sa.case((give_up, _literal(names.ERROR)), else_=_literal(names.SLEEPING)),
                 process_after=sa.case(
-                    (give_up, t.c.process_after),
-                    else_=d.seconds_from_now(_bind("b_delay", sa.Float())),
+                    (give_up, t.c.process_after), else_=d.seconds_from_now(b["b_delay"])
                 ),
-                last_error=_bind("b_error", sa.Text()),
+                last_error=b["b_error"],
                 lease_expires_at=None,
                 updated_at=d.now(),
             )
         )
+        return statement, per_row
 
-    def _requeue_newer(self, connection: Connection, rows: list[dict[str, Any]], ok: bool) -> int:
+    def _requeue_newer(
+        self, connection: Connection, rows: list[dict[str, Any]], owner: str, ok: bool
+    ) -> int:
         """Rows still leased by us at another version got a new body while we worked on it."""
         if not rows:
             return 0
         t, d = self.table, self.dialect
+        per_row = PerRow(d, [*_HELD, sa.column("b_previous", t.c.previous_message.type)])
         default_status = self.database.default_status(connection, self.name)
         status: sa.ColumnElement[Any] = sa.literal(default_status)
         if default_status == names.PENDING:
@@ -435,22 +508,11 @@ class Queue:
             "updated_at": d.now(),
         }
         if ok:
-            previous = _bind("b_previous", t.c.previous_message.type)
             values["previous_message"] = sa.case(
-                (t.c.message_id.is_not(None), previous), else_=t.c.previous_message
+                (t.c.message_id.is_not(None), per_row.c["b_previous"]), else_=t.c.previous_message
             )
-        statement = (
-            sa.update(t)
-            .where(
-                t.c.id == _bind("b_id", sa.BigInteger()),
-                t.c.version != _bind("b_version", sa.Integer()),
-                t.c.lease_owner == _bind("b_owner", sa.String()),
-                t.c.correlation_id == _bind("b_cid", sa.String()),
-                self._leased,
-            )
-            .values(**values)
-        )
-        return self._run(connection, statement, rows)
+        statement = sa.update(t).where(self._held_by(per_row, same_version=False)).values(**values)
+        return self._run(connection, statement, per_row, rows, owner)
 
     def report_progress(self, message_id: int, progress: Any) -> None:
         """Store a handler's progress while it runs (readable by tracking id)."""
@@ -806,6 +868,12 @@ def _rounds_of_unique_ids(messages: Sequence[NewMessage]) -> list[list[int]]:
             rounds.append([])
         rounds[round_number].append(index)
     return rounds
+
+
+def _held(message: Message) -> dict[str, Any]:
+    """Identify the lease an outcome belongs to: the row, its version and the lease batch
+    (a message leased again later, even by the same worker, belongs to another batch)."""
+    return {"b_id": message.id, "b_version": message.version, "b_cid": message.correlation_id}
 
 
 def _enqueued(new: NewMessage, row: Any) -> Enqueued:

@@ -49,6 +49,10 @@ def _index_name(table_name: str, suffix: str) -> str:
     return f"{table_name[: 63 - len(suffix) - 10]}_{checksum}_{suffix}"
 
 
+def lease_index_name(table_name: str) -> str:
+    return _index_name(table_name, "lease")
+
+
 def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.Table:
     json = dialect.json_type
     identity = [] if dialect.name == "sqlite" else [sa.Identity()]  # sqlite: rowid alias
@@ -82,7 +86,7 @@ def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.
     )
     leasable = table.c.status.in_(["Pending", "Sleeping"])
     sa.Index(
-        _index_name(table_name, "lease"),
+        lease_index_name(table_name),
         table.c.priority.desc(),
         table.c.process_after,
         table.c.id,

@@ -59,8 +59,19 @@ class Dialect(Protocol):
     def excluded(self, insert: Insert) -> Any:
         """The pseudo-table of the row that failed to insert (`EXCLUDED`)."""
 
-    def lock_candidates(self, select: Select[Any]) -> Select[Any]:
-        """Make the lease candidate query skip rows other transactions hold."""
+    def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias | None:
+        """A FROM source with one row per message, read from one parameter holding every row,
+        or None: then statements run once per message (executemany) with scalar parameters."""
+
+    def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """The parameter(s) `per_row`'s source reads: one dict of column values per message."""
+
+    def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
+        """Make the lease candidate query skip rows other transactions hold, and make it use
+        the lease index (named `lease_index`)."""
+
+    def tune_table(self, connection: Connection, table: sa.Table) -> None:
+        """Storage settings of a queue table, applied at every `apply` (idempotent)."""
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         """Serialize schema changes for `key` across processes, for this transaction."""

@@ -12,6 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects.sqlite.base import SQLiteCompiler
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
@@ -47,12 +48,21 @@ def _clock(*modifiers: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
     return sa.type_coerce(text.op("||")(_sql("'000'")), sa.DateTime())
 
 
+class _HintingCompiler(SQLiteCompiler):
+    """Renders table hints (`INDEXED BY`), which SQLAlchemy's SQLite compiler drops."""
+
+    def get_from_hint_text(self, table: Any, text: str | None) -> str | None:
+        return text
+
+
 class SqliteDialect:
     name = "sqlite"
     driver_url_scheme = "sqlite"
     json_type: sa.types.TypeEngine[Any] = sqlite.JSON()
 
     def configure_engine(self, engine: Engine) -> None:
+        engine.dialect.statement_compiler = _HintingCompiler
+
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             # Take transaction control away from the sqlite3 module so BEGIN IMMEDIATE is ours.
@@ -102,8 +112,20 @@ class SqliteDialect:
         assert isinstance(insert, sqlite.Insert)
         return insert.excluded
 
-    def lock_candidates(self, select: Select[Any]) -> Select[Any]:
-        return select  # BEGIN IMMEDIATE already made this transaction the only writer
+    def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> None:
+        return None  # executemany: in-process, no round trips to save
+
+    def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError  # never called: per_row is None
+
+    def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
+        # BEGIN IMMEDIATE already made this transaction the only writer. Without statistics
+        # SQLite's planner may prefer the status index and sort the whole backlog per lease.
+        table = select.get_final_froms()[0]
+        return select.with_hint(table, f'INDEXED BY "{lease_index}"', "sqlite")
+
+    def tune_table(self, connection: Connection, table: sa.Table) -> None:
+        pass
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         pass  # BEGIN IMMEDIATE already serializes
