@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -27,7 +28,7 @@ from .errors import (
     SchemaTooNew,
 )
 from .models import Message, canonical_json
-from .schema import SCHEMA_VERSION, queue_table, registry_table
+from .schema import SCHEMA_VERSION, migrate, queue_table, registry_table
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -62,6 +63,29 @@ def parse_url(url: str) -> sa.URL:
     return parsed.set(drivername=scheme)
 
 
+PING_AFTER_IDLE_SECONDS = 1.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Test a pooled connection before use when it sat idle (the database may have restarted
+    meanwhile); a dead one is replaced. Busy connections skip the round trip that SQLAlchemy's
+    pool_pre_ping would spend on every transaction."""
+
+    @sa.event.listens_for(engine, "checkin")
+    def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @sa.event.listens_for(engine, "checkout")
+    def _checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.get("idle_since")
+        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as error:
+            raise sa.exc.DisconnectionError(str(error)) from error  # the pool reconnects
+
+
 def _first_line(error: BaseException) -> str:
     text = str(getattr(error, "orig", None) or error).strip()
     return text.splitlines()[0].strip() if text else type(error).__name__
@@ -74,9 +98,10 @@ class Database:
         self.url = parse_url(url)
         self.shown_url = sa.make_url(url).render_as_string(hide_password=True)
         self.dialect: Dialect = for_backend(self.url.get_backend_name())
-        options: dict[str, Any] = {"json_serializer": canonical_json, "pool_pre_ping": True}
+        options: dict[str, Any] = {"json_serializer": canonical_json}
         options.update(engine_options)
         self.engine: Engine = sa.create_engine(self.url, **options)
+        _ping_when_idle(self.engine)
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
@@ -156,6 +181,8 @@ class Database:
                 raise Conflict(f"table {table_name!r} already belongs to queue {owner!r}")
             table = self.table(table_name)
             table.create(connection, checkfirst=True)
+            if row is not None and row.schema_version < SCHEMA_VERSION:
+                migrate(connection, table, row.schema_version)
             self.dialect.tune_table(connection, table)
             now = datetime.now(UTC)
             if row is None:

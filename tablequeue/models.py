@@ -239,6 +239,9 @@ class Settled:
     requeued_newer_version: int = 0
     lease_lost: int = 0
 
+    def __add__(self, other: Settled) -> Settled:
+        return Settled(**{k: v + getattr(other, k) for k, v in asdict(self).items()})
+
 
 @dataclass(frozen=True)
 class LeaseBatch:

@@ -50,7 +50,7 @@ PURGE_BATCH = 5_000
 S = TypeVar("S")
 
 # Per-message parameters of the hot statements (see per_row.py).
-_HELD = [
+_HELD: list[sa.ColumnClause[Any]] = [
     sa.column("b_id", sa.BigInteger()),
     sa.column("b_version", sa.Integer()),
     sa.column("b_cid", sa.String()),
@@ -170,7 +170,7 @@ class Queue:
             "message_id": b["b_message_id"],
             "status": b["b_status"],
             "priority": b["b_priority"],
-            "message": b["b_message"],
+            "message": sa.func.coalesce(b["b_message"], _json_null(t)),
             "headers": b["b_headers"],
             "version": sa.literal_column("1"),
             "attempts": sa.literal_column("0"),
@@ -222,16 +222,43 @@ class Queue:
         correlation_id: str | None = None,
     ) -> LeaseBatch:
         """Atomically take up to `batch_size` due messages: highest priority, then oldest."""
+        with self.database.transaction() as connection:
+            return self._lease(connection, owner, batch_size, lease_seconds, correlation_id)
+
+    def settle(self, owner: str, outcomes: Sequence[Completion | Failure]) -> Settled:
+        """Record completions and failures together, in one transaction."""
+        with self.database.transaction() as connection:
+            return self._settle(connection, owner, outcomes)
+
+    def settle_and_lease(
+        self,
+        owner: str,
+        outcomes: Sequence[Completion | Failure],
+        batch_size: int,
+        lease_seconds: float | None = None,
+    ) -> tuple[Settled, LeaseBatch]:
+        """Record outcomes and lease the next batch in one transaction (a worker's loop)."""
+        with self.database.transaction() as connection:
+            settled = self._settle(connection, owner, outcomes)
+            return settled, self._lease(connection, owner, batch_size, lease_seconds, None)
+
+    def _lease(
+        self,
+        connection: Connection,
+        owner: str,
+        batch_size: int,
+        lease_seconds: float | None,
+        correlation_id: str | None,
+    ) -> LeaseBatch:
         if not 1 <= batch_size <= MAX_LEASE_BATCH:
             raise InvalidInput(f"batch size {batch_size} out of range 1..{MAX_LEASE_BATCH}")
         correlation_id = correlation_id or uuid.uuid4().hex
         seconds = self._lease_seconds(lease_seconds)
         statement = self._built(("lease",), self._lease_statement)
-        with self.database.transaction() as connection:
-            rows = connection.execute(
-                statement,
-                {"b_n": batch_size, "b_lease": seconds, "b_owner": owner, "b_cid": correlation_id},
-            ).all()
+        rows = connection.execute(
+            statement,
+            {"b_n": batch_size, "b_lease": seconds, "b_owner": owner, "b_cid": correlation_id},
+        ).all()
         messages = sorted(
             (Message(*row) for row in rows), key=lambda m: (-m.priority, m.process_after, m.id)
         )
@@ -334,38 +361,55 @@ class Queue:
         A message whose identity got a newer version while it was leased goes back to the
         queue's default status with the new body; the processed body becomes its previous one.
         """
+        with self.database.transaction() as connection:
+            return self._complete(connection, owner, completions)
+
+    def _settle(
+        self, connection: Connection, owner: str, outcomes: Sequence[Completion | Failure]
+    ) -> Settled:
+        completions = [o for o in outcomes if isinstance(o, Completion)]
+        failures = [o for o in outcomes if isinstance(o, Failure)]
+        settled = Settled()
+        if completions:
+            settled = self._complete(connection, owner, completions)
+        if failures:
+            settled = settled + self._fail(connection, owner, failures)
+        return settled
+
+    def _complete(
+        self, connection: Connection, owner: str, completions: Sequence[Completion]
+    ) -> Settled:
         settled = Settled()
         keep = self.spec.keep_processed != timedelta(0)
         groups: dict[str, list[Completion]] = {"delete": [], "processed": [], "again": []}
         for c in completions:
             groups["again" if c.process_again_at else ("processed" if keep else "delete")].append(c)
-        with self.database.transaction() as connection:
-            if groups["delete"]:
-                statement, per_row = self._built(("delete",), self._delete_done)
-                rows = [_held(c.message) for c in groups["delete"]]
-                settled.deleted = self._run(connection, statement, per_row, rows, owner)
-            for kind, status in (("processed", names.PROCESSED), ("again", names.SLEEPING)):
-                if not groups[kind]:
-                    continue
-                statement, per_row = self._built((kind,), lambda: self._finish(status))  # noqa: B023
-                rows = [
-                    _held(c.message)
-                    | {
-                        "b_again": c.process_again_at,
-                        "b_result": c.result,
-                        "b_progress": c.progress,
-                    }
-                    for c in groups[kind]
-                ]
-                count = self._run(connection, statement, per_row, rows, owner)
-                if kind == "processed":
-                    settled.processed = count
-                else:
-                    settled.rescheduled = count
-            settled_count = settled.deleted + settled.processed + settled.rescheduled
-            if settled_count < len(completions):  # rare: a new version arrived, or a lease was lost
-                newer = [_held(c.message) | {"b_previous": c.message.message} for c in completions]
-                settled.requeued_newer_version = self._requeue_newer(connection, newer, owner, True)
+        if groups["delete"]:
+            delete, per_row = self._built(("delete",), self._delete_done)
+            rows = [_held(c.message) for c in groups["delete"]]
+            settled.deleted = self._run(connection, delete, per_row, rows, owner)
+        for kind, status in (("processed", names.PROCESSED), ("again", names.SLEEPING)):
+            if not groups[kind]:
+                continue
+            statement, per_row = self._built((kind,), lambda: self._finish(status))  # noqa: B023
+            rows = [
+                _held(c.message)
+                | {
+                    "b_again": c.process_again_at,
+                    "b_result": c.result,
+                    "b_progress": c.progress,
+                }
+                for c in groups[kind]
+            ]
+            count = self._run(connection, statement, per_row, rows, owner)
+            if kind == "processed":
+                settled.processed = count
+            else:
+                settled.rescheduled = count
+        settled_count = settled.deleted + settled.processed + settled.rescheduled
+        if settled_count < len(completions):  # rare: a new version arrived, or a lease was lost
+            newer = [_held(c.message) | {"b_previous": c.message.message} for c in completions]
+            settled.requeued_newer_version = self._requeue_newer(connection, newer, owner, True)
         settled.lease_lost = len(completions) - (
             settled.deleted
             + settled.processed
@@ -376,6 +420,10 @@ class Queue:
 
     def fail(self, owner: str, failures: Sequence[Failure]) -> Settled:
         """Record failures: retry after the back-off, or Error once attempts reach maxAttempts."""
+        with self.database.transaction() as connection:
+            return self._fail(connection, owner, failures)
+
+    def _fail(self, connection: Connection, owner: str, failures: Sequence[Failure]) -> Settled:
         settled = Settled()
         retry = self.spec.retry
         rows = []
@@ -394,13 +442,10 @@ class Queue:
             else:
                 settled.retrying += 1
         statement, per_row = self._built(("fail",), self._fail_statement)
-        with self.database.transaction() as connection:
-            failed = self._run(connection, statement, per_row, rows, owner) if rows else 0
-            if failed < len(failures):  # rare: a new version arrived, or a lease was lost
-                newer = [_held(f.message) | {"b_previous": None} for f in failures]
-                settled.requeued_newer_version = self._requeue_newer(
-                    connection, newer, owner, False
-                )
+        failed = self._run(connection, statement, per_row, rows, owner) if rows else 0
+        if failed < len(failures):  # rare: a new version arrived, or a lease was lost
+            newer = [_held(f.message) | {"b_previous": None} for f in failures]
+            settled.requeued_newer_version = self._requeue_newer(connection, newer, owner, False)
         settled.lease_lost = len(failures) - failed - settled.requeued_newer_version
         if settled.lease_lost or settled.requeued_newer_version:
             # Counts of retrying/errored are only certain when every row was still ours.
@@ -868,6 +913,11 @@ def _rounds_of_unique_ids(messages: Sequence[NewMessage]) -> list[list[int]]:
             rounds.append([])
         rounds[round_number].append(index)
     return rounds
+
+
+def _json_null(table: sa.Table) -> sa.ColumnElement[Any]:
+    """A JSON null (a message body may be JSON null; per-row parameters make None SQL NULL)."""
+    return sa.type_coerce(sa.literal_column("'null'"), table.c.message.type)
 
 
 def _held(message: Message) -> dict[str, Any]:

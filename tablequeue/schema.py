@@ -13,7 +13,10 @@ import sqlalchemy as sa
 
 from .dialects import Dialect
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: first release. 2: the message_id index covers only messages with an identity; no index
+on lease expiry (the status index finds Leased rows). A lease then updates three indexes, not
+five, and an enqueue without identity four instead of five."""
 REGISTRY_TABLE = "tablequeue_queues"
 
 
@@ -93,17 +96,30 @@ def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.
         postgresql_where=leasable,
         sqlite_where=leasable,
     )
-    sa.Index(_index_name(table_name, "message_id"), table.c.message_id, unique=True)
-    sa.Index(_index_name(table_name, "tracking_id"), table.c.tracking_id, unique=True)
-    leased = table.c.status == "Leased"
+    has_identity = table.c.message_id.is_not(None)
     sa.Index(
-        _index_name(table_name, "leases"),
-        table.c.lease_expires_at,
-        postgresql_where=leased,
-        sqlite_where=leased,
+        _index_name(table_name, "message_id"),
+        table.c.message_id,
+        unique=True,
+        postgresql_where=has_identity,
+        sqlite_where=has_identity,
     )
+    sa.Index(_index_name(table_name, "tracking_id"), table.c.tracking_id, unique=True)
     sa.Index(_index_name(table_name, "status"), table.c.status, table.c.id)
     return table
+
+
+def migrate(connection: sa.Connection, table: sa.Table, from_version: int) -> None:
+    """Bring a queue table made by an older tablequeue to SCHEMA_VERSION (in apply's
+    transaction; rebuilding an index locks the table against writes while it runs)."""
+    quote = connection.dialect.identifier_preparer.quote
+    if from_version < 2:
+        for suffix in ("leases", "message_id"):
+            connection.exec_driver_sql(
+                f"DROP INDEX IF EXISTS {quote(_index_name(table.name, suffix))}"
+            )
+        message_id = _index_name(table.name, "message_id")
+        next(index for index in table.indexes if index.name == message_id).create(connection)
 
 
 def registry_table(metadata: sa.MetaData) -> sa.Table:

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from tablequeue import Completion, Database, Failure, NewMessage, Queue
 from tablequeue.errors import Conflict, InvalidInput, MessageNotFound, QueueNotFound
+from tablequeue.schema import SCHEMA_VERSION
 from tablequeue.spec import QueueResource
 
 from .waiting import wait_until
@@ -48,8 +49,32 @@ def test_apply_is_idempotent_and_records_the_queue(database: Database) -> None:
     [row] = database.queues()
     assert row["table_name"] == "send_order_confirmation"
     assert row["category"] == "Sales"
-    assert row["schema_version"] == 1
+    assert row["schema_version"] == SCHEMA_VERSION
     assert sa.inspect(database.engine).has_table("send_order_confirmation")
+
+
+def test_apply_migrates_a_version_1_table_and_keeps_its_messages(database: Database) -> None:
+    resource = QueueResource.from_name("old")
+    database.apply(resource)
+    queue = database.queue("old")
+    kept = queue.enqueue({"n": 1}, message_id="k1")
+    with database.transaction() as connection:  # version 1's indexes, by hand
+        connection.exec_driver_sql("DROP INDEX old_message_id")
+        connection.exec_driver_sql("CREATE UNIQUE INDEX old_message_id ON old (message_id)")
+        connection.exec_driver_sql(
+            "CREATE INDEX old_leases ON old (lease_expires_at) WHERE status = 'Leased'"
+        )
+        connection.execute(database.registry.update().values(schema_version=1))
+
+    assert database.apply(resource) == "updated"
+    [row] = database.queues()
+    assert row["schema_version"] == SCHEMA_VERSION
+    indexes = {i["name"]: i for i in sa.inspect(database.engine).get_indexes("old")}
+    assert "old_leases" not in indexes and indexes["old_message_id"]["unique"]
+    assert database.apply(resource) == "unchanged"
+    queue = database.queue("old")
+    assert queue.enqueue({"n": 2}, message_id="k1").outcome == "updated"
+    assert queue.get(kept.id or 0).message == {"n": 2} and queue.count() == 1
 
 
 def test_two_queues_cannot_share_a_table(database: Database) -> None:
@@ -222,6 +247,19 @@ def test_complete_deletes_by_default_and_keeps_when_configured(make_queue: MakeQ
     assert stored.result == {"ok": True} and stored.progress == 100
     assert stored.previous_message == {"n": 1}
     assert keeping.get_by_tracking_id(str(done.tracking_id)).result == {"ok": True}
+
+
+def test_progress_reported_while_running_survives_a_completion_without_progress(
+    make_queue: MakeQueue,
+) -> None:
+    queue = make_queue(keep_processed_for="7d")
+    done = queue.enqueue(None)  # a JSON null body is a body
+    [m] = queue.lease("w1", 5).messages
+    queue.report_progress(m.id, {"percent": 50})
+    assert queue.complete("w1", [Completion(m)]).processed == 1
+    stored = queue.get(done.id or 0)
+    assert stored.progress == {"percent": 50} and stored.result is None
+    assert stored.message is None and stored.status == "Processed"
 
 
 def test_process_again_at_reschedules(make_queue: MakeQueue) -> None:

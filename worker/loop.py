@@ -1,11 +1,12 @@
 """The worker loop: lease in batches, run up to `concurrency` handlers, settle outcomes in batches.
 
 Tasks of one worker process, all on one asyncio loop (database calls run in threads):
-- lease loop: leases `batch_size` when its buffer is empty and a handler slot is free; polls with
-  adaptive delay (full batch: again at once; empty: back off to `poll_max`), woken early by
-  LISTEN/NOTIFY on PostgreSQL;
-- settler: collects outcomes as handlers finish and records them in one transaction per batch,
-  retrying while the database is away so no finished work is forgotten;
+- lease loop: leases `batch_size` when its buffer is empty and a handler slot is free, recording
+  the outcomes finished so far in the same transaction; polls with adaptive delay (full batch:
+  again at once; empty: back off to `poll_max`), woken early by LISTEN/NOTIFY on PostgreSQL;
+- settler: records outcomes the lease loop did not take within SETTLE_DELAY (handlers still
+  running, or nothing to lease), in one transaction per batch, retrying while the database is
+  away so no finished work is forgotten;
 - lease keeper: extends held leases every third of the lease, and checks every second or two
   that running messages are still held, cancelling handlers of cancelled or swept messages;
 - sweeper: applies the lease-expiry policy and expires messages.
@@ -53,6 +54,8 @@ from .listener import listen
 log = logging.getLogger("tablequeue.worker")
 T = TypeVar("T")
 SETTLE_BATCH = 1000
+SETTLE_DELAY = 0.05
+"""Seconds an outcome waits for the next lease to record it, before the settler does."""
 CANCEL_CHECK_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 30.0
 
@@ -118,6 +121,8 @@ class Worker:
         self._outcome_arrived = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._labels = {"queue": config.queue}
+        self._metrics = _Metrics(config.queue)
+        metrics.worker_in_flight.labels(queue=config.queue).set_function(lambda: len(self._running))
 
     # --- running ------------------------------------------------------------------------------
 
@@ -195,18 +200,25 @@ class Worker:
             if not self._buffer:
                 self._wake.clear()
                 wanted = self.config.batch_size
+                outcomes = self._take_unsettled()
                 try:
-                    batch = await asyncio.to_thread(
-                        self.queue.lease, self.config.owner, wanted, self.config.lease_seconds
+                    settled, batch = await asyncio.to_thread(
+                        self.queue.settle_and_lease,
+                        self.config.owner,
+                        outcomes,
+                        wanted,
+                        self.config.lease_seconds,
                     )
                 except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
+                    self._unsettled[:0] = outcomes  # keep them: the handlers have run
                     self._database_trouble(error)
                     await self._sleep(backoff.next())
                     continue
+                self._count(settled)
                 backoff.reset()
                 self.ready = True
                 if batch.messages:
-                    metrics.worker_lease_batches.labels(**self._labels).inc()
+                    self._metrics.lease_batches.inc()
                     log.info(
                         "leased batch",
                         extra={
@@ -239,21 +251,21 @@ class Worker:
                 await self._sleep(delay, wake=self._wake)
 
     def _start(self, message: Message) -> None:
-        task = asyncio.create_task(self._process(message), name=f"message-{message.id}")
+        task = asyncio.create_task(self._process(message))
         self._running[message.id] = Running(message, task)
 
     async def _process(self, message: Message) -> None:
         assert self.queue is not None
-        labels = self._labels
+        m = self._metrics
         started = time.monotonic()
         waited = (datetime.now(UTC) - message.process_after).total_seconds()
-        metrics.worker_queue_latency_seconds.labels(**labels).observe(max(waited, 0.0))
-        metrics.worker_in_flight.labels(**labels).inc()
+        m.queue_latency.observe(max(waited, 0.0))
         context = HandlerContext(self.database, self.queue, message)
         limit = self.config.execution_timeout or None
         outcome: Completion | Failure | None
         try:
-            result = await asyncio.wait_for(self.handler(message, context), timeout=limit)
+            async with asyncio.timeout(limit):
+                result = await self.handler(message, context)
             outcome = Completion(
                 message,
                 process_again_at=result.process_again_at if result else None,
@@ -261,13 +273,13 @@ class Worker:
                 progress=result.progress if result else None,
             )
         except TimeoutError:
-            metrics.worker_errors.labels(kind="timeout", **labels).inc()
+            m.timeout_errors.inc()
             outcome = Failure(message, f"execution time limit of {limit:g}s exceeded")
         except HandlerFailed as failed:
-            metrics.worker_errors.labels(kind="handler", **labels).inc()
+            m.handler_errors.inc()
             outcome = Failure(message, failed.error, permanent=failed.permanent)
         except Exception as error:  # a bug outside the handler: never strand the message
-            metrics.worker_errors.labels(kind="handler", **labels).inc()
+            m.handler_errors.inc()
             trace = traceback.format_exc()
             outcome = Failure(message, f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")
         except asyncio.CancelledError:
@@ -276,14 +288,13 @@ class Worker:
                 raise
             outcome = Failure(message, reason) if reason.startswith("worker stopped") else None
             if outcome is None:
-                metrics.worker_messages.labels(outcome="lost", **labels).inc()
+                m.lost.inc()
                 log.info(
                     "handler stopped: " + reason,
                     extra={"correlation_id": message.correlation_id, "message_id": message.id},
                 )
         finally:
-            metrics.worker_in_flight.labels(**labels).dec()
-            metrics.worker_processing_seconds.labels(**labels).observe(time.monotonic() - started)
+            m.processing_seconds.observe(time.monotonic() - started)
         if isinstance(outcome, Failure):
             log.warning(
                 "handler failed",
@@ -310,26 +321,23 @@ class Worker:
                 self._outcome_arrived.clear()
                 await _wait_any(self._outcome_arrived, self.stopping)
                 continue
-            batch, self._unsettled = self._unsettled[:SETTLE_BATCH], self._unsettled[SETTLE_BATCH:]
+            if not self.stopping.is_set():
+                await self._sleep(SETTLE_DELAY)  # the next lease may record them
+            batch = self._take_unsettled()
+            if not batch:
+                continue
             try:
-                await asyncio.to_thread(self._settle, batch)
+                settled = await asyncio.to_thread(self.queue.settle, self.config.owner, batch)  # type: ignore[union-attr]
+                self._count(settled)
                 backoff.reset()
             except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
                 self._unsettled[:0] = batch  # keep them: the handlers have run
                 self._database_trouble(error)
                 await asyncio.sleep(backoff.next())
 
-    def _settle(self, batch: list[Completion | Failure]) -> None:
-        assert self.queue is not None
-        completions = [o for o in batch if isinstance(o, Completion)]
-        failures = [o for o in batch if isinstance(o, Failure)]
-        owner = self.config.owner
-        for settled in (
-            self.queue.complete(owner, completions) if completions else None,
-            self.queue.fail(owner, failures) if failures else None,
-        ):
-            if settled is not None:
-                self._count(settled)
+    def _take_unsettled(self) -> list[Completion | Failure]:
+        batch, self._unsettled = self._unsettled[:SETTLE_BATCH], self._unsettled[SETTLE_BATCH:]
+        return batch
 
     def _count(self, settled: Settled) -> None:
         for outcome, count in (
@@ -341,7 +349,7 @@ class Worker:
             ("lost", settled.lease_lost),
         ):
             if count:
-                metrics.worker_messages.labels(outcome=outcome, **self._labels).inc(count)
+                self._metrics.messages.labels(outcome=outcome, queue=self.config.queue).inc(count)
 
     # --- leases held ------------------------------------------------------------------------
 
@@ -461,6 +469,19 @@ async def _wait_any(*events: asyncio.Event) -> None:
     finally:
         for waiter in waiters:
             waiter.cancel()
+
+
+class _Metrics:
+    """The worker's metric series of one queue, labelled once (labels() costs per call)."""
+
+    def __init__(self, queue: str) -> None:
+        self.messages = metrics.worker_messages
+        self.lost = metrics.worker_messages.labels(outcome="lost", queue=queue)
+        self.queue_latency = metrics.worker_queue_latency_seconds.labels(queue=queue)
+        self.processing_seconds = metrics.worker_processing_seconds.labels(queue=queue)
+        self.lease_batches = metrics.worker_lease_batches.labels(queue=queue)
+        self.timeout_errors = metrics.worker_errors.labels(kind="timeout", queue=queue)
+        self.handler_errors = metrics.worker_errors.labels(kind="handler", queue=queue)
 
 
 class Backoff:

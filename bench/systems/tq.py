@@ -1,7 +1,8 @@
 """tablequeue: the core API in-process (`enqueue_many`, `lease` + `complete`) and the worker.
 
-Consumer: `python -m bench.systems.tq consume URL QUEUE BATCH READY` leases and completes in a
-loop (10 ms sleep on an empty lease). The worker variant runs `tablequeue worker` with the no-op
+Consumer: `python -m bench.systems.tq consume URL QUEUE BATCH READY` completes the last batch
+and leases the next in one transaction (`settle_and_lease`), in a loop (10 ms sleep on an empty
+lease). The worker variant runs `tablequeue worker` with the no-op
 async handler; its latency handler is `record_latency` below.
 """
 
@@ -133,14 +134,14 @@ def consume(args: ConsumerArgs) -> None:
     with connect(args.url) as db:
         queue = db.queue(args.queue)
         args.is_ready()
+        done: list[Completion] = []
         while True:
-            leased = queue.lease(owner, args.batch)
-            if not leased.messages:
-                time.sleep(0.01)
-                continue
+            _, leased = queue.settle_and_lease(owner, done, args.batch)
             for m in leased.messages:
                 args.started(m.message.get("Seq"))
-            queue.complete(owner, [Completion(m) for m in leased.messages])
+            done = [Completion(m) for m in leased.messages]
+            if not done:
+                time.sleep(0.01)
 
 
 if __name__ == "__main__":

@@ -100,7 +100,12 @@ class PostgresDialect:
         self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
     ) -> Insert:
         assert isinstance(insert, pg.Insert)
-        return insert.on_conflict_do_update(index_elements=["message_id"], set_=set_, where=where)
+        return insert.on_conflict_do_update(
+            index_elements=["message_id"],
+            index_where=insert.table.c.message_id.is_not(None),
+            set_=set_,
+            where=where,
+        )
 
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, pg.Insert)
