@@ -102,7 +102,11 @@ class WorkerConfig:
 class Running:
     message: Message
     task: asyncio.Task[None]
+    started: float
     stop_reason: str | None = None
+    """Why the worker cancelled the handler, if it did."""
+    stop_fails: bool = False
+    """The stop is the message's failure (time limit, grace period), not a lost lease."""
 
 
 class Worker:
@@ -115,6 +119,7 @@ class Worker:
         self.stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._slot_freed = asyncio.Event()
+        self._first_started = asyncio.Event()
         self._buffer: deque[Message] = deque()
         self._running: dict[int, Running] = {}
         self._unsettled: list[Completion | Failure] = []
@@ -142,6 +147,8 @@ class Worker:
             asyncio.create_task(self._keep_leases(), name="keep"),
             asyncio.create_task(self._sweep_loop(), name="sweep"),
         ]
+        if self.config.execution_timeout:
+            self._tasks.append(asyncio.create_task(self._enforce_time_limit(), name="time limit"))
         if self.config.listen and self.database.dialect.name == "postgresql":
             channel = notify_channel(self.queue.table.name)
             self._tasks.append(
@@ -252,7 +259,9 @@ class Worker:
 
     def _start(self, message: Message) -> None:
         task = asyncio.create_task(self._process(message))
-        self._running[message.id] = Running(message, task)
+        self._running[message.id] = Running(message, task, time.monotonic())
+        if not self._first_started.is_set():
+            self._first_started.set()
 
     async def _process(self, message: Message) -> None:
         assert self.queue is not None
@@ -261,20 +270,15 @@ class Worker:
         waited = (datetime.now(UTC) - message.process_after).total_seconds()
         m.queue_latency.observe(max(waited, 0.0))
         context = HandlerContext(self.database, self.queue, message)
-        limit = self.config.execution_timeout or None
         outcome: Completion | Failure | None
         try:
-            async with asyncio.timeout(limit):
-                result = await self.handler(message, context)
+            result = await self.handler(message, context)
             outcome = Completion(
                 message,
                 process_again_at=result.process_again_at if result else None,
                 result=result.result if result else None,
                 progress=result.progress if result else None,
             )
-        except TimeoutError:
-            m.timeout_errors.inc()
-            outcome = Failure(message, f"execution time limit of {limit:g}s exceeded")
         except HandlerFailed as failed:
             m.handler_errors.inc()
             outcome = Failure(message, failed.error, permanent=failed.permanent)
@@ -283,10 +287,11 @@ class Worker:
             trace = traceback.format_exc()
             outcome = Failure(message, f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")
         except asyncio.CancelledError:
-            reason = self._running[message.id].stop_reason
+            running = self._running[message.id]
+            reason = running.stop_reason
             if reason is None:
                 raise
-            outcome = Failure(message, reason) if reason.startswith("worker stopped") else None
+            outcome = Failure(message, reason) if running.stop_fails else None
             if outcome is None:
                 m.lost.inc()
                 log.info(
@@ -383,6 +388,26 @@ class Worker:
             for lost in set(ids) - still:
                 self._lose(lost)
 
+    async def _enforce_time_limit(self) -> None:
+        """Cancel handlers past executionTimeoutSeconds: one timer for all of them, sleeping
+        until the oldest running handler's deadline (a timeout per message costs more)."""
+        limit = self.config.execution_timeout
+        assert limit
+        while True:
+            now = time.monotonic()
+            for running in list(self._running.values()):
+                if running.stop_reason is None and now - running.started >= limit:
+                    running.stop_reason = f"execution time limit of {limit:g}s exceeded"
+                    running.stop_fails = True
+                    self._metrics.timeout_errors.inc()
+                    running.task.cancel()
+            starts = [r.started for r in self._running.values() if r.stop_reason is None]
+            if starts:
+                await asyncio.sleep(max(min(starts) + limit - time.monotonic(), 0.001))
+            else:
+                self._first_started.clear()
+                await self._first_started.wait()
+
     def _lose(self, message_id: int) -> None:
         """The message was cancelled or its lease swept: stop its handler, forget it."""
         running = self._running.get(message_id)
@@ -428,6 +453,7 @@ class Worker:
                     r.stop_reason = (
                         f"worker stopped after its grace period of {self.config.grace_period:g}s"
                     )
+                    r.stop_fails = True
                     r.task.cancel()
             if late:
                 await asyncio.wait(late)
