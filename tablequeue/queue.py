@@ -9,6 +9,7 @@ serve prepared (generic) plans; everything user-supplied is a bound parameter.
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
 from collections import Counter
@@ -108,14 +109,23 @@ class Queue:
             return []
         now = datetime.now(UTC)
         results: list[Enqueued | None] = [None] * len(messages)
-        upsert, per_row = self._built(("upsert", self.spec.idempotent), self._upsert_statement)
+        upsert, per_row = self._built(
+            ("upsert", self.spec.idempotent), lambda: self._insert_statement(upsert=True)
+        )
+        insert, _ = self._built(("insert",), lambda: self._insert_statement(upsert=False))
         with self.database.transaction() as connection:
             default_status = self.database.default_status(connection, self.name)
             for round_indexes in _rounds_of_unique_ids(messages):
                 # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
                 round_indexes.sort(key=lambda i: messages[i].message_id or "")
-                rows = [self._row(messages[i], default_status, now) for i in round_indexes]
-                returned = connection.execute(upsert, per_row.params(rows)).all()
+                tracking_ids = _random_uuids(len(round_indexes))
+                rows = [
+                    self._row(messages[i], default_status, now, tracking_id)
+                    for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
+                ]
+                identities = any(messages[i].message_id for i in round_indexes)
+                statement = upsert if identities else insert  # no conflict possible without
+                returned = connection.execute(statement, per_row.params(rows)).all()
                 by_tracking = {row.tracking_id: row for row in returned}
                 by_message_id = {row.message_id: row for row in returned if row.message_id}
                 for index, row_params in zip(round_indexes, rows, strict=True):
@@ -129,7 +139,9 @@ class Queue:
             self.dialect.notify(connection, self.table.name)
         return [result for result in results if result is not None]
 
-    def _row(self, new: NewMessage, default_status: str, now: datetime) -> dict[str, Any]:
+    def _row(
+        self, new: NewMessage, default_status: str, now: datetime, tracking_id: uuid.UUID
+    ) -> dict[str, Any]:
         status = new.status or default_status
         scheduled = (new.at is not None and new.at > now) or (new.after or 0) > 0
         if status == names.PENDING and scheduled:
@@ -144,10 +156,10 @@ class Queue:
             "b_after": new.after or 0.0,
             "b_expires_at": new.expires_at,
             "b_expires_after": new.expires_after,
-            "b_tracking_id": uuid.uuid4(),
+            "b_tracking_id": tracking_id,
         }
 
-    def _upsert_statement(self) -> tuple[sa.Insert, PerRow]:
+    def _insert_statement(self, upsert: bool) -> tuple[sa.Insert, PerRow]:
         t, d = self.table, self.dialect
         now = d.now()
         per_row = PerRow(
@@ -186,6 +198,9 @@ class Queue:
             insert = d.insert(t).values(**values)
         else:
             insert = d.insert(t).from_select(list(values), sa.select(*values.values()))
+        returning = (t.c.id, t.c.message_id, t.c.tracking_id, t.c.version, t.c.status)
+        if not upsert:
+            return insert.returning(*returning), per_row
         new = d.excluded(insert)
         # A new version never takes a lease away: completing the old one requeues the new one.
         # A status that keeps messages from workers (OnHold, Paused) applies at once, though:
@@ -208,9 +223,8 @@ class Queue:
         changed = None
         if self.spec.idempotent:
             changed = sa.cast(t.c.message, sa.Text) != sa.cast(new.message, sa.Text)
-        upsert = d.on_conflict_message_id(insert, set_, changed)
-        returning = (t.c.id, t.c.message_id, t.c.tracking_id, t.c.version, t.c.status)
-        return upsert.returning(*returning), per_row
+        statement = d.on_conflict_message_id(insert, set_, changed)
+        return statement.returning(*returning), per_row
 
     # --- lease ------------------------------------------------------------------------------
 
@@ -913,6 +927,12 @@ def _rounds_of_unique_ids(messages: Sequence[NewMessage]) -> list[list[int]]:
             rounds.append([])
         rounds[round_number].append(index)
     return rounds
+
+
+def _random_uuids(count: int) -> list[uuid.UUID]:
+    """Version-4 UUIDs, as uuid4() makes them, from one read of the system's random source."""
+    data = os.urandom(16 * count)
+    return [uuid.UUID(bytes=data[i : i + 16], version=4) for i in range(0, 16 * count, 16)]
 
 
 def _json_null(table: sa.Table) -> sa.ColumnElement[Any]:
