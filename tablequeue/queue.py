@@ -109,55 +109,48 @@ class Queue:
             return []
         now = datetime.now(UTC)
         results: list[Enqueued | None] = [None] * len(messages)
+        try:
+            with self.database.transaction() as connection:
+                for round_indexes in _rounds_of_unique_ids(messages):
+                    self._enqueue_round(connection, messages, round_indexes, results, now)
+        except sa.exc.IntegrityError:
+            self.database.default_status_of(self.name)  # QueueNotFound if it was deleted
+            raise
+        return [result for result in results if result is not None]
+
+    def _enqueue_round(
+        self,
+        connection: Connection,
+        messages: Sequence[NewMessage],
+        round_indexes: list[int],
+        results: list[Enqueued | None],
+        now: datetime,
+    ) -> None:
+        """One statement for messages with distinct identities; sends NOTIFY on PostgreSQL."""
         upsert, per_row = self._built(
             ("upsert", self.spec.idempotent), lambda: self._insert_statement(upsert=True)
         )
         insert, _ = self._built(("insert",), lambda: self._insert_statement(upsert=False))
-        with self.database.transaction() as connection:
-            default_status = self.database.default_status(connection, self.name)
-            for round_indexes in _rounds_of_unique_ids(messages):
-                # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
-                round_indexes.sort(key=lambda i: messages[i].message_id or "")
-                tracking_ids = _random_uuids(len(round_indexes))
-                rows = [
-                    self._row(messages[i], default_status, now, tracking_id)
-                    for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
-                ]
-                identities = any(messages[i].message_id for i in round_indexes)
-                statement = upsert if identities else insert  # no conflict possible without
-                returned = connection.execute(statement, per_row.params(rows)).all()
-                by_tracking = {row.tracking_id: row for row in returned}
-                by_message_id = {row.message_id: row for row in returned if row.message_id}
-                for index, row_params in zip(round_indexes, rows, strict=True):
-                    new = messages[index]
-                    hit = (
-                        by_message_id.get(new.message_id)
-                        if new.message_id
-                        else by_tracking.get(row_params["b_tracking_id"])
-                    )
-                    results[index] = _enqueued(new, hit)
-            self.dialect.notify(connection, self.table.name)
-        return [result for result in results if result is not None]
-
-    def _row(
-        self, new: NewMessage, default_status: str, now: datetime, tracking_id: uuid.UUID
-    ) -> dict[str, Any]:
-        status = new.status or default_status
-        scheduled = (new.at is not None and new.at > now) or (new.after or 0) > 0
-        if status == names.PENDING and scheduled:
-            status = names.SLEEPING
-        return {
-            "b_message_id": new.message_id,
-            "b_status": status,
-            "b_priority": new.priority,
-            "b_message": new.message,
-            "b_headers": new.headers,
-            "b_at": new.at,
-            "b_after": new.after or 0.0,
-            "b_expires_at": new.expires_at,
-            "b_expires_after": new.expires_after,
-            "b_tracking_id": tracking_id,
-        }
+        # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
+        round_indexes.sort(key=lambda i: messages[i].message_id or "")
+        tracking_ids = _random_uuids(len(round_indexes))
+        rows = [
+            _row(messages[i], now, tracking_id)
+            for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
+        ]
+        identities = any(messages[i].message_id for i in round_indexes)
+        statement = upsert if identities else insert  # no conflict possible without
+        returned = connection.execute(statement, per_row.params(rows, {"b_queue": self.name})).all()
+        by_tracking = {row.tracking_id: row for row in returned}
+        by_message_id = {row.message_id: row for row in returned if row.message_id}
+        for index, row_params in zip(round_indexes, rows, strict=True):
+            new = messages[index]
+            hit = (
+                by_message_id.get(new.message_id)
+                if new.message_id
+                else by_tracking.get(row_params["b_tracking_id"])
+            )
+            results[index] = _enqueued(new, hit)
 
     def _insert_statement(self, upsert: bool) -> tuple[sa.Insert, PerRow]:
         t, d = self.table, self.dialect
@@ -167,6 +160,7 @@ class Queue:
             [
                 sa.column("b_message_id", t.c.message_id.type),
                 sa.column("b_status", t.c.status.type),
+                sa.column("b_scheduled", sa.Boolean()),
                 sa.column("b_priority", t.c.priority.type),
                 sa.column("b_message", t.c.message.type),
                 sa.column("b_headers", t.c.headers.type),
@@ -178,9 +172,22 @@ class Queue:
             ],
         )
         b = per_row.c
+        registry = self.database.registry
+        default_status = (
+            sa.select(registry.c.default_status)
+            .where(registry.c.name == sa.bindparam("b_queue", type_=sa.String()))
+            .scalar_subquery()
+        )
+        status = sa.func.coalesce(b["b_status"], default_status)  # NULL: the queue was deleted
         values: dict[str, Any] = {
             "message_id": b["b_message_id"],
-            "status": b["b_status"],
+            "status": sa.case(
+                (
+                    sa.and_(b["b_scheduled"], status == _literal(names.PENDING)),
+                    _literal(names.SLEEPING),
+                ),
+                else_=status,
+            ),
             "priority": b["b_priority"],
             "message": sa.func.coalesce(b["b_message"], _json_null(t)),
             "headers": b["b_headers"],
@@ -198,7 +205,14 @@ class Queue:
             insert = d.insert(t).values(**values)
         else:
             insert = d.insert(t).from_select(list(values), sa.select(*values.values()))
-        returning = (t.c.id, t.c.message_id, t.c.tracking_id, t.c.version, t.c.status)
+        returning: list[sa.ColumnElement[Any]] = [
+            t.c.id,
+            t.c.message_id,
+            t.c.tracking_id,
+            t.c.version,
+            t.c.status,
+            *d.notify_when_returning(t.name),
+        ]
         if not upsert:
             return insert.returning(*returning), per_row
         new = d.excluded(insert)
@@ -927,6 +941,24 @@ def _rounds_of_unique_ids(messages: Sequence[NewMessage]) -> list[list[int]]:
             rounds.append([])
         rounds[round_number].append(index)
     return rounds
+
+
+def _row(new: NewMessage, now: datetime, tracking_id: uuid.UUID) -> dict[str, Any]:
+    """A new message's per-row parameters; its status None means the queue's default status,
+    read by the statement itself (it may change at runtime)."""
+    return {
+        "b_message_id": new.message_id,
+        "b_status": new.status,
+        "b_scheduled": (new.at is not None and new.at > now) or (new.after or 0) > 0,
+        "b_priority": new.priority,
+        "b_message": new.message,
+        "b_headers": new.headers,
+        "b_at": new.at,
+        "b_after": new.after or 0.0,
+        "b_expires_at": new.expires_at,
+        "b_expires_after": new.expires_after,
+        "b_tracking_id": tracking_id,
+    }
 
 
 def _random_uuids(count: int) -> list[uuid.UUID]:

@@ -99,6 +99,18 @@ def test_delete_queue_keeps_or_drops_the_table(database: Database) -> None:
     assert database.queues() == []
 
 
+def test_enqueue_through_a_handle_of_a_deleted_queue_is_a_clear_error(
+    database: Database,
+) -> None:
+    database.apply(QueueResource.from_name("gone"))
+    queue = database.queue("gone")
+    database.delete_queue("gone", drop_table=False)
+    with pytest.raises(QueueNotFound, match="queue 'gone' was deleted"):
+        queue.enqueue({"n": 1})
+    with database.transaction() as connection:
+        assert connection.exec_driver_sql("SELECT count(*) FROM gone").scalar() == 0
+
+
 # --- enqueue -------------------------------------------------------------------------------
 
 

@@ -79,6 +79,9 @@ class Dialect(Protocol):
     def notify(self, connection: Connection, table_name: str) -> None:
         """Wake workers listening on this queue when the transaction commits (if supported)."""
 
+    def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
+        """Extra RETURNING columns that `notify` once when the statement returns any row."""
+
     def count_by_status(
         self, connection: Connection, table: sa.Table, exact: Sequence[str]
     ) -> tuple[dict[str, int], set[str]]:

@@ -136,6 +136,12 @@ class PostgresDialect:
         channel = sa.bindparam("b_channel", notify_channel(table_name), type_=sa.Text)
         connection.execute(sa.select(sa.func.pg_notify(channel, sa.literal_column("''"))))
 
+    def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
+        # An uncorrelated scalar subquery is an InitPlan: run once, when the first row returns.
+        channel = sa.bindparam("b_channel", notify_channel(table_name), type_=sa.Text)
+        notify = sa.select(sa.func.pg_notify(channel, sa.literal_column("''")))
+        return [notify.scalar_subquery().label("notified")]
+
     def count_by_status(
         self, connection: Connection, table: sa.Table, exact: Sequence[str]
     ) -> tuple[dict[str, int], set[str]]:

@@ -138,6 +138,9 @@ class SqliteDialect:
     def notify(self, connection: Connection, table_name: str) -> None:
         pass  # no notifications: SQLite workers poll
 
+    def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
+        return []
+
     def count_by_status(
         self, connection: Connection, table: sa.Table, exact: Sequence[str]
     ) -> tuple[dict[str, int], set[str]]:
