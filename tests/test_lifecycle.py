@@ -465,6 +465,24 @@ def test_messages_filter_and_page(make_queue: MakeQueue) -> None:
     assert queue.count(status="Pending") == 25
 
 
+def test_vacuum_reclaims_finished_messages_on_postgresql(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    assert queue.vacuum() is False  # nothing dead yet
+    queue.enqueue_many([NewMessage(message={"n": n}) for n in range(12_000)])
+    while batch := queue.lease("w1", 1000).messages:
+        queue.complete("w1", [Completion(m) for m in batch])
+    if queue.dialect.name != "postgresql":
+        assert queue.vacuum() is False  # SQLite reuses free pages by itself
+        return
+    # The statistics of dead rows reach pg_stat_user_tables shortly after the commits.
+    wait_until(queue.vacuum, timeout=30)
+    with queue.database.transaction() as connection:
+        dead = connection.execute(
+            sa.text("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'orders'")
+        ).scalar_one()
+    assert dead < 10_000
+
+
 def test_stats_counts_backlog_oldest_and_health(make_queue: MakeQueue) -> None:
     queue = make_queue(health={"when_errors": "Degraded", "max_oldest_pending_seconds": 3600})
     stats = queue.stats()

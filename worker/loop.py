@@ -73,6 +73,7 @@ class WorkerConfig:
     grace_period: float | None = None
     handler_timeout: float = 30.0
     sweep_interval: float = 30.0
+    vacuum_interval: float = 2.0
     listen: bool = True
     host: str = "0.0.0.0"
     port: int = 9090
@@ -146,6 +147,7 @@ class Worker:
             asyncio.create_task(self._settle_loop(), name="settle"),
             asyncio.create_task(self._keep_leases(), name="keep"),
             asyncio.create_task(self._sweep_loop(), name="sweep"),
+            asyncio.create_task(self._vacuum_loop(), name="vacuum"),
         ]
         if self.config.execution_timeout:
             self._tasks.append(asyncio.create_task(self._enforce_time_limit(), name="time limit"))
@@ -430,6 +432,16 @@ class Worker:
             except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
                 self._database_trouble(error)
             await self._sleep(self.config.sweep_interval)
+
+    async def _vacuum_loop(self) -> None:
+        assert self.queue is not None
+        while not self.stopping.is_set():
+            await self._sleep(self.config.vacuum_interval)
+            try:
+                if await asyncio.to_thread(self.queue.vacuum):
+                    log.info("vacuumed the queue table")
+            except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
+                self._database_trouble(error)
 
     # --- stopping -----------------------------------------------------------------------------
 

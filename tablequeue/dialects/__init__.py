@@ -73,6 +73,10 @@ class Dialect(Protocol):
     def tune_table(self, connection: Connection, table: sa.Table) -> None:
         """Storage settings of a queue table, applied at every `apply` (idempotent)."""
 
+    def vacuum_if_bloated(self, engine: Engine, table: sa.Table) -> bool:
+        """Reclaim finished messages' space now if enough of the table is dead and no other
+        process is doing it; True when it vacuumed."""
+
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         """Serialize schema changes for `key` across processes, for this transaction."""
 

@@ -55,6 +55,7 @@ AUTOVACUUM = ", ".join(
 
 
 PER_ROW_PARAMETER = "b_rows"
+VACUUM_DEAD_ROWS = 10_000
 
 
 def _json_default(value: Any) -> str:
@@ -127,6 +128,32 @@ class PostgresDialect:
         finished messages is reused instead of growing the table and its indexes."""
         quoted = connection.dialect.identifier_preparer.format_table(table)
         connection.exec_driver_sql(f"ALTER TABLE {quoted} SET ({AUTOVACUUM})")
+
+    def vacuum_if_bloated(self, engine: Engine, table: sa.Table) -> bool:
+        """Autovacuum visits a database at most once per `autovacuum_naptime` (a minute by
+        default): at thousands of messages a second the table fills with dead rows meanwhile.
+        Workers call this every few seconds; one of them (an advisory lock) vacuums when more
+        than VACUUM_DEAD_ROWS rows and a quarter as many as live ones are dead. (A user that
+        does not own the table gets a warning from PostgreSQL and nothing happens.)"""
+        quoted = engine.dialect.identifier_preparer.format_table(table)
+        lock_id = zlib.crc32(f"tablequeue:vacuum:{table.name}".encode())
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            if not connection.execute(sa.select(sa.func.pg_try_advisory_lock(lock_id))).scalar():
+                return False
+            try:
+                dead, live = connection.execute(
+                    sa.text(
+                        "SELECT n_dead_tup, n_live_tup FROM pg_stat_user_tables"
+                        " WHERE relid = CAST(:table AS regclass)"
+                    ),
+                    {"table": quoted},
+                ).one()
+                if dead < max(VACUUM_DEAD_ROWS, live // 4):
+                    return False
+                connection.exec_driver_sql(f"VACUUM {quoted}")
+                return True
+            finally:
+                connection.execute(sa.select(sa.func.pg_advisory_unlock(lock_id)))
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         lock_id = zlib.crc32(f"tablequeue:{key}".encode())

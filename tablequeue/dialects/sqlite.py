@@ -132,6 +132,9 @@ class SqliteDialect:
     def tune_table(self, connection: Connection, table: sa.Table) -> None:
         pass
 
+    def vacuum_if_bloated(self, engine: Engine, table: sa.Table) -> bool:
+        return False  # deleted rows' pages go to SQLite's free list and are reused
+
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         pass  # BEGIN IMMEDIATE already serializes
 
