@@ -180,9 +180,11 @@ class Database:
             if owner is not None:
                 raise Conflict(f"table {table_name!r} already belongs to queue {owner!r}")
             table = self.table(table_name)
+            existed = sa.inspect(connection).has_table(table_name)
             table.create(connection, checkfirst=True)
-            if row is not None and row.schema_version < SCHEMA_VERSION:
-                migrate(connection, table, row.schema_version)
+            if existed and (row is None or row.schema_version < SCHEMA_VERSION):
+                # A kept table of a deleted queue has no registry row: assume the oldest.
+                migrate(connection, table, row.schema_version if row is not None else 1)
             self.dialect.tune_table(connection, table)
             now = datetime.now(UTC)
             if row is None:

@@ -113,7 +113,7 @@ class Queue:
             with self.database.transaction() as connection:
                 for round_indexes in _rounds_of_unique_ids(messages):
                     self._enqueue_round(connection, messages, round_indexes, results, now)
-        except sa.exc.IntegrityError:
+        except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
             self.database.default_status_of(self.name)  # QueueNotFound if it was deleted
             raise
         return [result for result in results if result is not None]
@@ -178,7 +178,11 @@ class Queue:
             .where(registry.c.name == sa.bindparam("b_queue", type_=sa.String()))
             .scalar_subquery()
         )
-        status = sa.func.coalesce(b["b_status"], default_status)  # NULL: the queue was deleted
+        # NULL (refused by the column) when the queue was deleted, even with an explicit status.
+        status = sa.case(
+            (default_status.is_(None), sa.null()),
+            else_=sa.func.coalesce(b["b_status"], default_status),
+        )
         values: dict[str, Any] = {
             "message_id": b["b_message_id"],
             "status": sa.case(
@@ -463,7 +467,7 @@ class Queue:
             give_up = f.permanent or f.message.attempts >= self.spec.max_attempts
             rows.append(
                 _held(f.message)
-                | {"b_error": f.error, "b_give_up": give_up, "b_delay": round(delay, 3)}
+                | {"b_error": _storable(f.error), "b_give_up": give_up, "b_delay": round(delay, 3)}
             )
             if give_up:
                 settled.errored += 1
@@ -964,6 +968,11 @@ def _row(new: NewMessage, now: datetime, tracking_id: uuid.UUID) -> dict[str, An
         "b_expires_after": new.expires_after,
         "b_tracking_id": tracking_id,
     }
+
+
+def _storable(text: str) -> str:
+    """Error text as every engine stores it: NUL and unpaired surrogates escaped."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _random_uuids(count: int) -> list[uuid.UUID]:

@@ -448,6 +448,21 @@ def test_http_handler_that_is_down_is_a_failure(
     assert f"handler at {nobody} unreachable" in error
 
 
+def test_outcomes_no_database_can_store_fail_their_message_and_block_nothing(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker
+) -> None:
+    queue = make_queue("orders", keep_processed_for="1h", max_attempts=1)
+    [nan] = enqueue(queue, [{"nan_result": True}])
+    [nul] = enqueue(queue, [{"nul_error": True}])
+    fine = enqueue(queue, [{"n": n} for n in range(20)])
+    start_worker("orders", db_url, ASYNC, *FAST_POLL)
+    wait_until(lambda: queue.count(status="Processed") == 20, timeout=30)
+    wait_until(lambda: queue.count(status="Error") == 2, timeout=30)
+    assert "invalid result" in (queue.get(nan).last_error or "")
+    assert "NUL \\x00 in the error text" in (queue.get(nul).last_error or "")
+    assert {m.id for m in queue.messages(status="Processed")} == set(fine)
+
+
 def test_python_handlers_sync_and_async(
     make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
 ) -> None:

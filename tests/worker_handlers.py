@@ -76,7 +76,11 @@ async def handle_async(message: Message) -> Outcome | None:
         raise
     if body.get("raise"):
         raise RuntimeError(str(body["raise"]))
+    if body.get("nul_error"):
+        raise RuntimeError("a NUL \x00 in the error text")
     record("done", message.id)
+    if body.get("nan_result"):
+        return Outcome(result=float("nan"))  # no JSON column can store it
     if "result" in body:
         return Outcome(result=body["result"], progress=body.get("progress"))
     return None

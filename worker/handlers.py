@@ -27,7 +27,7 @@ import aiohttp
 
 from tablequeue.database import Database
 from tablequeue.errors import InvalidInput
-from tablequeue.models import Message
+from tablequeue.models import Message, check_json
 from tablequeue.queue import Queue
 
 MAX_ERROR_TEXT = 4000
@@ -89,11 +89,15 @@ def payload(message: Message) -> dict[str, Any]:
 
 def outcome_from(data: Any) -> Outcome | None:
     """Read `{processAgainAt, result, progress}` (or an Outcome) returned by a handler."""
-    if data is None or isinstance(data, Outcome):
-        return data
-    if not isinstance(data, dict):
+    if data is None:
+        return None
+    if isinstance(data, Outcome):
+        again, result, progress = data.process_again_at, data.result, data.progress
+    elif isinstance(data, dict):
+        again = data.get("processAgainAt", data.get("process_again_at"))
+        result, progress = data.get("result"), data.get("progress")
+    else:
         raise HandlerFailed(f"handler returned {type(data).__name__}; expected an object or None")
-    again = data.get("processAgainAt", data.get("process_again_at"))
     if isinstance(again, str):
         try:
             again = datetime.fromisoformat(again)
@@ -101,7 +105,12 @@ def outcome_from(data: Any) -> Outcome | None:
             raise HandlerFailed(f"processAgainAt {again!r} is not an ISO 8601 time") from None
     if again is not None and (not isinstance(again, datetime) or again.tzinfo is None):
         raise HandlerFailed("processAgainAt needs an ISO 8601 time with a zone")
-    return Outcome(again, data.get("result"), data.get("progress"))
+    for name, value in (("result", result), ("progress", progress)):
+        try:
+            check_json(value)  # what the database cannot store must not block the batch
+        except ValueError as error:
+            raise HandlerFailed(f"handler returned an invalid {name}: {error}") from None
+    return Outcome(again, result, progress)
 
 
 class HttpHandler:

@@ -124,6 +124,8 @@ class Worker:
         self._buffer: deque[Message] = deque()
         self._running: dict[int, Running] = {}
         self._unsettled: list[Completion | Failure] = []
+        self._settling = 0  # outcomes taken by a transaction that has not finished yet
+        self._settle_apart = False  # an outcome broke a settle-and-lease: settle on their own
         self._outcome_arrived = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._labels = {"queue": config.queue}
@@ -209,7 +211,8 @@ class Worker:
             if not self._buffer:
                 self._wake.clear()
                 wanted = self.config.batch_size
-                outcomes = self._take_unsettled()
+                outcomes = [] if self._settle_apart else self._take_unsettled()
+                self._settling += len(outcomes)
                 try:
                     settled, batch = await asyncio.to_thread(
                         self.queue.settle_and_lease,
@@ -223,6 +226,14 @@ class Worker:
                     self._database_trouble(error)
                     await self._sleep(backoff.next())
                     continue
+                except Exception:  # an outcome no engine takes: the settler isolates it
+                    log.exception("could not record outcomes with the next lease")
+                    self._unsettled[:0] = outcomes
+                    self._settle_apart = True
+                    continue
+                finally:
+                    self._settling -= len(outcomes)
+                    self._outcome_arrived.set()
                 self._count(settled)
                 backoff.reset()
                 self.ready = True
@@ -313,6 +324,7 @@ class Worker:
             )
         if outcome is not None:
             self._unsettled.append(outcome)
+        if outcome is not None or self.stopping.is_set():
             self._outcome_arrived.set()
         self._running.pop(message.id, None)
         self._slot_freed.set()
@@ -323,24 +335,53 @@ class Worker:
         backoff = Backoff()
         while True:
             if not self._unsettled:
-                if self.stopping.is_set() and not self._running:
+                if self.stopping.is_set() and not self._running and not self._settling:
                     return
                 self._outcome_arrived.clear()
-                await _wait_any(self._outcome_arrived, self.stopping)
+                if self.stopping.is_set():  # handlers finishing in the grace period wake us
+                    await self._outcome_arrived.wait()
+                else:
+                    await _wait_any(self._outcome_arrived, self.stopping)
                 continue
-            if not self.stopping.is_set():
+            if not self.stopping.is_set() and not self._settle_apart:
                 await self._sleep(SETTLE_DELAY)  # the next lease may record them
             batch = self._take_unsettled()
             if not batch:
                 continue
+            self._settling += len(batch)
             try:
-                settled = await asyncio.to_thread(self.queue.settle, self.config.owner, batch)  # type: ignore[union-attr]
-                self._count(settled)
+                await self._record(batch)
                 backoff.reset()
             except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
                 self._unsettled[:0] = batch  # keep them: the handlers have run
                 self._database_trouble(error)
                 await asyncio.sleep(backoff.next())
+            finally:
+                self._settling -= len(batch)
+
+    async def _record(self, batch: list[Completion | Failure]) -> None:
+        """Record outcomes; one that breaks the statement is found by recording them one by
+        one, logged and left to its lease's expiry (onLeaseExpired) rather than blocking all."""
+        assert self.queue is not None
+        try:
+            self._count(await asyncio.to_thread(self.queue.settle, self.config.owner, batch))
+        except (DatabaseUnavailable, sa.exc.DBAPIError):
+            raise
+        except Exception:
+            for outcome in batch:
+                try:
+                    settled = await asyncio.to_thread(
+                        self.queue.settle, self.config.owner, [outcome]
+                    )
+                    self._count(settled)
+                except (DatabaseUnavailable, sa.exc.DBAPIError):
+                    raise
+                except Exception:
+                    log.exception(
+                        "cannot record an outcome; the message waits for its lease to expire",
+                        extra={"message_id": outcome.message.id},
+                    )
+        self._settle_apart = False
 
     def _take_unsettled(self) -> list[Completion | Failure]:
         batch, self._unsettled = self._unsettled[:SETTLE_BATCH], self._unsettled[SETTLE_BATCH:]
@@ -435,13 +476,20 @@ class Worker:
 
     async def _vacuum_loop(self) -> None:
         assert self.queue is not None
+        pause = self.config.vacuum_interval
         while not self.stopping.is_set():
-            await self._sleep(self.config.vacuum_interval)
+            await self._sleep(pause)
             try:
-                if await asyncio.to_thread(self.queue.vacuum):
-                    log.info("vacuumed the queue table")
+                vacuumed = await asyncio.to_thread(self.queue.vacuum)
             except (DatabaseUnavailable, sa.exc.DBAPIError) as error:
                 self._database_trouble(error)
+                continue
+            if vacuumed:
+                log.info("vacuumed the queue table")
+                # Dead rows that an old transaction still sees survive a vacuum: back off.
+                pause = min(pause * 2, 60.0)
+            else:
+                pause = self.config.vacuum_interval
 
     # --- stopping -----------------------------------------------------------------------------
 

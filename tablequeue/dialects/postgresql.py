@@ -40,18 +40,15 @@ def _extract(column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[
     )
 
 
-AUTOVACUUM = ", ".join(
-    f"{name} = {value}"
-    for name, value in {
-        "autovacuum_vacuum_scale_factor": 0.01,
-        "autovacuum_vacuum_threshold": 1000,
-        "autovacuum_vacuum_insert_scale_factor": 0.01,
-        "autovacuum_vacuum_insert_threshold": 1000,
-        "autovacuum_analyze_scale_factor": 0.02,
-        "autovacuum_analyze_threshold": 1000,
-        "autovacuum_vacuum_cost_delay": 0,
-    }.items()
-)
+AUTOVACUUM = {
+    "autovacuum_vacuum_scale_factor": "0.01",
+    "autovacuum_vacuum_threshold": "1000",
+    "autovacuum_vacuum_insert_scale_factor": "0.01",  # PostgreSQL 13 and later
+    "autovacuum_vacuum_insert_threshold": "1000",  # PostgreSQL 13 and later
+    "autovacuum_analyze_scale_factor": "0.02",
+    "autovacuum_analyze_threshold": "1000",
+    "autovacuum_vacuum_cost_delay": "0",
+}
 
 
 PER_ROW_PARAMETER = "b_rows"
@@ -60,7 +57,9 @@ VACUUM_DEAD_ROWS = 10_000
 
 def _json_default(value: Any) -> str:
     if isinstance(value, datetime):
-        return value.isoformat()  # aware: timestamptz keeps the instant
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: tablequeue needs timezone-aware times")
+        return value.isoformat()  # timestamptz keeps the instant
     if isinstance(value, uuid.UUID):
         return str(value)
     raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
@@ -117,7 +116,8 @@ class PostgresDialect:
         return sa.func.json_to_recordset(rows).table_valued(*columns).render_derived("b", True)
 
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        return {PER_ROW_PARAMETER: json.dumps(rows, default=_json_default, separators=(",", ":"))}
+        text = json.dumps(rows, default=_json_default, separators=(",", ":"), allow_nan=False)
+        return {PER_ROW_PARAMETER: text}
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         return select.with_for_update(skip_locked=True)
@@ -126,8 +126,19 @@ class PostgresDialect:
         """Every message is an insert, an update and a delete: vacuum the table after 1% of it
         (at least 1,000 rows) is dead instead of PostgreSQL's 20%, unthrottled, so the space of
         finished messages is reused instead of growing the table and its indexes."""
+        wanted = dict(AUTOVACUUM)
+        if (connection.dialect.server_version_info or (0,)) < (13,):
+            wanted = {k: v for k, v in wanted.items() if "_insert_" not in k}
+        current = connection.execute(
+            sa.text("SELECT reloptions FROM pg_class WHERE oid = CAST(:table AS regclass)"),
+            {"table": connection.dialect.identifier_preparer.format_table(table)},
+        ).scalar()
+        if set(current or []) >= {f"{k}={v}" for k, v in wanted.items()}:
+            return  # already set: no lock, no ownership needed
         quoted = connection.dialect.identifier_preparer.format_table(table)
-        connection.exec_driver_sql(f"ALTER TABLE {quoted} SET ({AUTOVACUUM})")
+        settings = ", ".join(f"{k} = {v}" for k, v in wanted.items())
+        connection.exec_driver_sql("SET LOCAL lock_timeout = '10s'")  # behind a VACUUM: fail
+        connection.exec_driver_sql(f"ALTER TABLE {quoted} SET ({settings})")
 
     def vacuum_if_bloated(self, engine: Engine, table: sa.Table) -> bool:
         """Autovacuum visits a database at most once per `autovacuum_naptime` (a minute by
