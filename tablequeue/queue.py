@@ -100,7 +100,7 @@ class Queue:
         return self.enqueue_many([NewMessage(message=message, **options)])[0]
 
     def enqueue_many(self, messages: Sequence[NewMessage]) -> list[Enqueued]:
-        """Enqueue a batch in one transaction (multi-row INSERT ... ON CONFLICT per round).
+        """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
 
         A messageId that appears several times in one batch is applied in order, as if the
         messages had been enqueued one after the other.

@@ -279,7 +279,7 @@ class Worker:
     async def _process(self, message: Message) -> None:
         assert self.queue is not None
         m = self._metrics
-        started = time.monotonic()
+        running = self._running[message.id]  # _start registered it before this task ran
         waited = (datetime.now(UTC) - message.process_after).total_seconds()
         m.queue_latency.observe(max(waited, 0.0))
         context = HandlerContext(self.database, self.queue, message)
@@ -300,7 +300,6 @@ class Worker:
             trace = traceback.format_exc()
             outcome = Failure(message, f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")
         except asyncio.CancelledError:
-            running = self._running[message.id]
             reason = running.stop_reason
             if reason is None:
                 raise
@@ -312,7 +311,7 @@ class Worker:
                     extra={"correlation_id": message.correlation_id, "message_id": message.id},
                 )
         finally:
-            m.processing_seconds.observe(time.monotonic() - started)
+            m.processing_seconds.observe(time.monotonic() - running.started)
         if isinstance(outcome, Failure):
             log.warning(
                 "handler failed",
@@ -461,7 +460,7 @@ class Worker:
         for message in list(self._buffer):
             if message.id == message_id:
                 self._buffer.remove(message)
-                metrics.worker_messages.labels(outcome="lost", **self._labels).inc()
+                self._metrics.lost.inc()
 
     async def _sweep_loop(self) -> None:
         assert self.queue is not None
