@@ -49,7 +49,7 @@ from bench.systems.pgmq_peer import Pgmq
 from bench.systems.pgqueuer_peer import Pgqueuer
 from bench.systems.procrastinate_peer import Procrastinate
 from bench.systems.tq import TableQueue, TableQueueWorker
-from bench.worker import ROOT
+from bench.worker import ROOT, processes
 from tests.postgres_server import postgres_server
 
 WORKLOADS = ("enqueue", "drain", "latency", "stats", "bloat", "sqlite")
@@ -79,23 +79,8 @@ class Sizes:
 def consumers(commands: list[list[str]], log: Path, env: dict[str, str]) -> Iterator[list[Any]]:
     """Start the consumers; SIGTERM (then SIGKILL) them at the end. They never exit on their own."""
     env = dict(os.environ) | env | {"PYTHONPATH": str(import_path(log.parent))}
-    with open(log, "ab") as err:
-        procs = [
-            subprocess.Popen(c, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err)
-            for c in commands
-        ]
-        try:
-            yield procs
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
-            for p in procs:
-                try:
-                    p.wait(15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+    with processes(commands, env, log, cwd=ROOT, stop_seconds=15, expect_success=False) as procs:
+        yield procs
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float) -> None:

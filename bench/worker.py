@@ -76,12 +76,20 @@ def environment(tmp: Path) -> dict[str, str]:
 
 @contextlib.contextmanager
 def processes(
-    commands: list[list[str]], env: dict[str, str], log: Path
+    commands: list[list[str]],
+    env: dict[str, str],
+    log: Path,
+    cwd: Path | None = None,
+    stop_seconds: float = 60,
+    expect_success: bool = True,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Start the commands (stderr appended to `log`); SIGTERM them at the end, expect exit 0."""
+    """Start the commands (stderr appended to `log`, in `cwd` or the log's folder); SIGTERM them
+    at the end (SIGKILL after `stop_seconds`), and expect exit 0 unless told otherwise."""
     with open(log, "ab") as err:
         procs = [
-            subprocess.Popen(c, cwd=log.parent, env=env, stdout=subprocess.DEVNULL, stderr=err)
+            subprocess.Popen(
+                c, cwd=cwd or log.parent, env=env, stdout=subprocess.DEVNULL, stderr=err
+            )
             for c in commands
         ]
         try:
@@ -92,12 +100,12 @@ def processes(
                     p.send_signal(signal.SIGTERM)
             for p in procs:
                 try:
-                    p.wait(60)
+                    p.wait(stop_seconds)
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
     failed = [(p.args, p.returncode) for p in procs if p.returncode != 0]
-    if failed:
+    if failed and expect_success:
         raise RuntimeError(f"{failed} failed; see {log}")
 
 
