@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.peers [--quick] [--only WORKLOAD] [--repeats N]
 
-Starts one throwaway PostgreSQL (tests/postgres_server.py: fsync, synchronous_commit and
+Starts one throwaway PostgreSQL (tests/support/postgres_server.py: fsync, synchronous_commit and
 full_page_writes off) and a SQLite file, installs every peer's schema into the same server and
 runs, in one process and one run, each workload for tablequeue and each peer:
 
@@ -50,7 +50,7 @@ from bench.systems.pgqueuer_peer import Pgqueuer
 from bench.systems.procrastinate_peer import Procrastinate
 from bench.systems.tq import TableQueue, TableQueueWorker
 from bench.worker import ROOT, processes
-from tests.postgres_server import postgres_server
+from tests.support.postgres_server import postgres_server
 
 WORKLOADS = ("enqueue", "drain", "latency", "stats", "bloat", "sqlite")
 PEERS = ("pgmq", "pgqueuer", "procrastinate", "asyncpg", "psycopg", "sqlalchemy")
@@ -598,7 +598,7 @@ def machine(pg_url: str, sqlite_url: str) -> Row:
         "python": platform.python_version(),
         "postgresql": f"{version[0] if version else '?'}, "
         + ", ".join(f"{n}={v}{u or ''}" for n, v, u in rows)
-        + " (throwaway server from tests/postgres_server.py, same machine)",
+        + " (throwaway server from tests/support/postgres_server.py, same machine)",
         "sqlite": f"{sqlite3.sqlite_version} ({sqlite_url}), tablequeue's own pragmas",
         "tablequeue": f"commit {commit.stdout.strip()}"
         + (" with uncommitted changes" if dirty else ""),

@@ -4,8 +4,9 @@
 
 Rows: 97% Processed, 1% Pending, 1% Error, 1% OnHold; bodies like
 {"OrderId": "A-17", "Product": {"Sku": "17"}, "Qty": 3} with 1,000 distinct Skus. Each page is
-fetched over real HTTP from the API process (uvicorn in a thread, as in tests/api_server.py);
-the table reports the median and min-max of `--repeats` fetches after one warm-up.
+fetched over real HTTP from the API process (uvicorn in a thread, as in
+tests/support/api_server.py); the table reports the median and min-max of `--repeats` fetches
+after one warm-up.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import httpx
 from bench.worker import machine
 from tablequeue import Database, connect
 from tablequeue.spec import QueueResource
-from tests.api_server import serve_api
-from tests.postgres_server import postgres_server
+from tests.support.api_server import serve_api
+from tests.support.postgres_server import postgres_server
 
 ROOT = Path(__file__).resolve().parent.parent
 # Constant SQL of this benchmark (no input): `%` is the modulo operator, doubled for psycopg.

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.worker [--quick]
 
-Starts its own throwaway PostgreSQL (tests/postgres_server.py), a SQLite file and a minimal
+Starts its own throwaway PostgreSQL (tests/support/postgres_server.py), a SQLite file and a minimal
 aiohttp app, runs every workload `--repeats` times (the repeat loop outermost, so noise spreads
 over all configurations) and writes bench/results/worker-<date>[-quick].{md,json}.
 """
@@ -35,7 +35,7 @@ import psycopg
 
 from tablequeue import Database, NewMessage, Queue, connect
 from tablequeue.spec import QueueResource
-from tests.postgres_server import free_port, postgres_server
+from tests.support.postgres_server import free_port, postgres_server
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLEQUEUE = str(Path(sys.executable).with_name("tablequeue"))
@@ -462,7 +462,7 @@ def machine(pg_url: str) -> Row:
         "python": platform.python_version(),
         "postgresql": f"{version[0] if version else '?'}, "
         + ", ".join(f"{n}={s}{u or ''}" for n, s, u in rows)
-        + " (throwaway server from tests/postgres_server.py, on the same machine)",
+        + " (throwaway server from tests/support/postgres_server.py, on the same machine)",
         "sqlite": f"{sqlite3.sqlite_version}, WAL, synchronous=NORMAL, a file in /tmp",
         "tablequeue": f"commit {commit}" + (" with uncommitted changes" if dirty else ""),
         "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),

@@ -15,10 +15,9 @@ import pytest
 
 from tablequeue import Database, Queue, connect
 from tablequeue.spec import QueueResource
-
-from .kube import ControlPlane, control_plane
-from .postgres_server import PostgresServer, postgres_server
-from .waiting import wait_until
+from tests.support.kube import ControlPlane, control_plane
+from tests.support.postgres_server import PostgresServer, postgres_server
+from tests.support.waiting import wait_until
 
 ENGINES = ["postgresql", "sqlite"]
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ from bench.worker import TABLEQUEUE, is_ready
 from tablequeue import NewMessage, connect
 from tablequeue.models import Completion, Message
 from tablequeue.spec import QueueResource
-from tests.postgres_server import free_port
+from tests.support.postgres_server import free_port
 
 _names = itertools.count()
 

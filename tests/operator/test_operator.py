@@ -26,10 +26,9 @@ import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 
 from tablequeue import Completion, Database, Failure, NewMessage, connect
-
-from .kube import ControlPlane
-from .kube.control_plane import free_port
-from .kube.fixtures import (
+from tests.support.kube import ControlPlane
+from tests.support.kube.control_plane import free_port
+from tests.support.kube.fixtures import (
     Operator,
     apply,
     clusterwide_operator,
@@ -43,8 +42,8 @@ from .kube.fixtures import (
     secret,
     wait_ready,
 )
-from .postgres_server import postgres_server
-from .waiting import wait_until
+from tests.support.postgres_server import postgres_server
+from tests.support.waiting import wait_until
 
 __all__ = [
     "clusterwide_operator",

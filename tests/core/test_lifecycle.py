@@ -22,11 +22,10 @@ from tablequeue import Completion, Database, Failure, NewMessage, Queue
 from tablequeue.errors import Conflict, InvalidInput, MessageNotFound, QueueNotFound
 from tablequeue.schema import SCHEMA_VERSION
 from tablequeue.spec import QueueResource
-
-from .waiting import wait_until
+from tests.support.waiting import wait_until
 
 MakeQueue = Callable[..., Queue]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def statuses(queue: Queue) -> dict[int, str]:
@@ -518,7 +517,7 @@ def test_eight_processes_get_each_of_20000_messages_exactly_once(
             [
                 sys.executable,
                 "-m",
-                "tests.lifecycle_client",
+                "tests.support.lifecycle_client",
                 "drain",
                 db_url,
                 "orders",
@@ -545,7 +544,16 @@ def test_sigkill_while_holding_leases_loses_nothing(
     queue = make_queue(on_lease_expired=policy, max_attempts=3)
     queue.enqueue_many([NewMessage(message={"n": n}) for n in range(10)])
     holder = subprocess.Popen(
-        [sys.executable, "-m", "tests.lifecycle_client", "hold", db_url, "orders", "6", "1.0"],
+        [
+            sys.executable,
+            "-m",
+            "tests.support.lifecycle_client",
+            "hold",
+            db_url,
+            "orders",
+            "6",
+            "1.0",
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -22,9 +22,8 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
 from tablequeue import Database, Failure, NewMessage, Queue
-
-from .api_server import serve_api
-from .test_bad_input import snapshot
+from tests.support.api_server import serve_api
+from tests.support.snapshot import snapshot
 
 MakeQueue = Callable[..., Queue]
 

@@ -20,7 +20,7 @@ from tablequeue.spec import (
     parse_duration,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def queue_yaml(name: str = "orders", **spec: Any) -> str:

@@ -7,15 +7,14 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from click.testing import CliRunner
 
 from tablequeue import Database, NewMessage, Queue
 from tablequeue.cli import main
 from tablequeue.errors import InvalidInput, PredicateError
+from tests.support.snapshot import snapshot
 
 MakeQueue = Callable[..., Queue]
 
@@ -31,17 +30,6 @@ HOSTILE = [
     "a" * 64,
     "",
 ]
-
-
-def snapshot(database: Database) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table, to prove a rejected request changed nothing."""
-    metadata = sa.MetaData()
-    metadata.reflect(database.engine)
-    with database.engine.connect() as connection:
-        return {
-            name: sorted(map(tuple, connection.execute(sa.select(table))), key=repr)
-            for name, table in metadata.tables.items()
-        }
 
 
 @pytest.fixture

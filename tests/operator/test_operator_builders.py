@@ -14,7 +14,7 @@ from tablequeue.operator.conditions import condition, merge
 from tablequeue.operator.crd import custom_resource_definition, render
 from tablequeue.spec import QueueResource, QueueSpec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OWNER = {"apiVersion": "tablequeue.dev/v1", "kind": "Queue", "name": "orders", "uid": "u-1"}
 
 

@@ -22,14 +22,13 @@ from hypothesis import strategies as st
 from tablequeue import Database, Failure, NewMessage, Queue, connect
 from tablequeue.api.auth import COOKIE, Auth
 from tablequeue.spec import QueueResource
-
-from .api_server import api_client, serve_api
-from .test_bad_input import snapshot
+from tests.support.api_server import api_client, serve_api
+from tests.support.snapshot import snapshot
 
 MakeQueue = Callable[..., Queue]
 
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-output" / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from .kube import ControlPlane, KubectlError, pinned_versions
-from .waiting import wait_until
+from tests.support.kube import ControlPlane, KubectlError, pinned_versions
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

@@ -27,10 +27,11 @@ from typing import Any
 
 import pytest
 
-from ..waiting import wait_until
+from tests.support.waiting import wait_until
+
 from .control_plane import ControlPlane, free_port
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 RBAC_FILE = REPO / "operator" / "rbac.yaml"
 OPERATOR_NAMESPACE = "tablequeue-system"
 OPERATOR_ACCOUNT = "tablequeue-operator"

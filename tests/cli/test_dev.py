@@ -9,10 +9,10 @@ from pathlib import Path
 
 import httpx
 
-from .postgres_server import free_port
-from .waiting import wait_until
+from tests.support.postgres_server import free_port
+from tests.support.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_dev_runs_everything_and_stops_cleanly(tmp_path: Path) -> None:

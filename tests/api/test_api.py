@@ -10,9 +10,8 @@ import pytest
 
 from tablequeue import Database, Queue
 from tablequeue.api.auth import Auth
-
-from .api_server import api_client
-from .test_bad_input import snapshot
+from tests.support.api_server import api_client
+from tests.support.snapshot import snapshot
 
 MakeQueue = Callable[..., Queue]
 

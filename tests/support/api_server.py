@@ -12,9 +12,8 @@ import uvicorn
 from tablequeue.api import create_app
 from tablequeue.api.auth import Auth
 from tablequeue.database import Database
-
-from .postgres_server import free_port
-from .waiting import wait_until
+from tests.support.postgres_server import free_port
+from tests.support.waiting import wait_until
 
 
 @contextlib.contextmanager

@@ -1,8 +1,8 @@
 """A separate process that leases from a queue, for the multi-process conformance tests.
 
-python -m tests.lifecycle_client drain URL QUEUE OUT_FILE BATCH
+python -m tests.support.lifecycle_client drain URL QUEUE OUT_FILE BATCH
     lease and complete until the queue is empty; write leased ids, one per line
-python -m tests.lifecycle_client hold URL QUEUE BATCH LEASE_SECONDS
+python -m tests.support.lifecycle_client hold URL QUEUE BATCH LEASE_SECONDS
     lease one batch, print its ids as one line, then wait to be killed
 """
 

@@ -1,9 +1,9 @@
 """The worker sidecar, end to end: real `tablequeue worker` processes against real databases.
 
 Workers run as subprocesses (`python -m tablequeue worker ...`, cwd = the project, so the
-handlers of `tests.worker_handlers` import); their JSON logs go to a file per worker, shown on
-failure. Handlers record what they do (`tests/worker_handlers.py`), so each test can check
-exactly which messages ran, where, and how often, next to what the database shows.
+handlers of `tests.support.worker_handlers` import); their JSON logs go to a file per worker,
+shown on failure. Handlers record what they do (`tests/support/worker_handlers.py`), so each
+test can check exactly which messages ran, where, and how often, next to what the database shows.
 """
 
 from __future__ import annotations
@@ -30,15 +30,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tablequeue import Database, NewMessage, Queue, connect
 from tablequeue.spec import QueueResource
+from tests.support import worker_app
+from tests.support.postgres_server import free_port, postgres_server
+from tests.support.waiting import wait_until
+from tests.support.worker_handlers import read_records
 
-from . import worker_app
-from .postgres_server import free_port, postgres_server
-from .waiting import wait_until
-from .worker_handlers import read_records
-
-ROOT = Path(__file__).resolve().parent.parent
-SYNC = "python:tests.worker_handlers:handle"
-ASYNC = "python:tests.worker_handlers:handle_async"
+ROOT = Path(__file__).resolve().parents[2]
+SYNC = "python:tests.support.worker_handlers:handle"
+ASYNC = "python:tests.support.worker_handlers:handle_async"
 FAST_POLL = ("--poll-min", "0.05", "--poll-max", "0.5")
 MakeQueue = Callable[..., Queue]
 
@@ -602,7 +601,7 @@ def test_python_handler_enqueues_a_follow_up_through_its_context(
     orders = make_queue("orders")
     other = make_queue("other")
     [order] = enqueue(orders, [{"order": "A-1"}])
-    start_worker("orders", db_url, "python:tests.worker_handlers:follow_up", *FAST_POLL)
+    start_worker("orders", db_url, "python:tests.support.worker_handlers:follow_up", *FAST_POLL)
     wait_until(lambda: orders.count() == 0, timeout=30)
     [follow] = other.messages()
     assert follow.message == {"followUpOf": order, "order": "A-1"}
@@ -682,7 +681,7 @@ def run_failing_worker(*options: str) -> str:
     [
         ("ftp://somewhere/process", "invalid handler 'ftp://somewhere/process'"),
         ("python:tests.no_such_module:handle", "handler module 'tests.no_such_module'"),
-        ("python:tests.worker_handlers:no_such_function", "is not a function"),
+        ("python:tests.support.worker_handlers:no_such_function", "is not a function"),
     ],
 )
 def test_invalid_handler_is_one_clear_error(tmp_path: Path, handler: str, problem: str) -> None:
