@@ -19,17 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import random
 import signal
-import socket
 import time
 import traceback
-import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -42,6 +39,7 @@ from tablequeue.errors import DatabaseUnavailable, QueueNotFound
 from tablequeue.models import Completion, Failure, Message, Settled
 from tablequeue.queue import Queue
 
+from .config import WorkerConfig
 from .handlers import (
     MAX_ERROR_TEXT,
     HandlerContext,
@@ -51,6 +49,8 @@ from .handlers import (
 )
 from .listener import listen
 
+__all__ = ["Worker", "WorkerConfig"]  # WorkerConfig lives in .config; imported from here too
+
 log = logging.getLogger("tablequeue.worker")
 T = TypeVar("T")
 SETTLE_BATCH = 1000
@@ -58,45 +58,6 @@ SETTLE_DELAY = 0.05
 """Seconds an outcome waits for the next lease to record it, before the settler does."""
 CANCEL_CHECK_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 30.0
-
-
-@dataclass
-class WorkerConfig:
-    queue: str
-    handler: str
-    batch_size: int | None = None
-    concurrency: int | None = None
-    lease_seconds: float | None = None
-    execution_timeout: float | None = None
-    poll_min: float | None = None
-    poll_max: float | None = None
-    grace_period: float | None = None
-    handler_timeout: float = 30.0
-    sweep_interval: float = 30.0
-    vacuum_interval: float = 2.0
-    listen: bool = True
-    host: str = "0.0.0.0"
-    port: int = 9090
-    owner: str = field(
-        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    )
-    exit_when_idle: bool = False
-
-    def resolve(self, queue: Queue) -> None:
-        """Options not given on the command line come from the queue's `workers` settings."""
-        workers = queue.spec.workers
-        self.batch_size = self.batch_size or workers.batch_size
-        self.concurrency = self.concurrency or workers.concurrency
-        if self.lease_seconds is None:
-            self.lease_seconds = float(queue.spec.lease_seconds)
-        if self.execution_timeout is None:
-            self.execution_timeout = workers.execution_timeout_seconds
-        if self.poll_min is None:
-            self.poll_min = workers.poll_interval.min_seconds
-        if self.poll_max is None:
-            self.poll_max = workers.poll_interval.max_seconds
-        if self.grace_period is None:
-            self.grace_period = workers.grace_period_seconds
 
 
 @dataclass
