@@ -19,6 +19,7 @@ from tests.support.kube import ControlPlane, control_plane
 from tests.support.postgres_server import PostgresServer, postgres_server
 from tests.support.waiting import wait_until
 
+pytest_plugins = ["tests.support.markers"]
 ENGINES = ["postgresql", "sqlite"]
 ROOT = Path(__file__).resolve().parent.parent
 _database_numbers = itertools.count()
