@@ -1,4 +1,5 @@
-"""Status conditions of a Queue, keeping each condition's last transition time."""
+"""Status conditions of a Queue, keeping each condition's last transition time, and the
+problem (`NotReady`) that turns one of them False."""
 
 from __future__ import annotations
 
@@ -40,3 +41,14 @@ def merge(
         )
         return merge(list(by_type.values()), [ready], generation)
     return [by_type[t] for t in TYPES if t in by_type]
+
+
+class NotReady(Exception):
+    """A condition to report as False (with its reason) and a temporary error to retry."""
+
+    def __init__(self, kind: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.reason, self.message = kind, reason, message
+
+    def condition(self) -> dict[str, Any]:
+        return condition(self.kind, False, self.reason, self.message)

@@ -7,7 +7,8 @@ import asyncio
 import kopf
 from prometheus_client import start_http_server
 
-from . import handlers
+from .registrations import registry
+from .state import OperatorState, Settings
 
 
 def run(
@@ -18,14 +19,14 @@ def run(
     liveness_port: int,
     standalone: bool,
 ) -> None:
-    handlers.SETTINGS.worker_image = worker_image
-    handlers.SETTINGS.interval = interval
-    handlers.register_timer()
+    settings = Settings(worker_image=worker_image, interval=interval)
     # INFO to stderr, each line naming its Queue: only `kopf run` configures logging by itself.
     kopf.configure(log_prefix=True)
     start_http_server(metrics_port)
     asyncio.run(
         kopf.operator(
+            registry=registry(settings.interval),
+            memo=OperatorState(settings),
             clusterwide=not namespaces,
             namespaces=namespaces,
             liveness_endpoint=f"http://0.0.0.0:{liveness_port}/healthz",

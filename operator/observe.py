@@ -1,0 +1,122 @@
+"""Observing a Queue on the timer: read its counts, export the queue gauges, patch `status`, and
+in `Operator` mode scale its worker Deployment."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import kopf
+
+from tablequeue import metrics
+from tablequeue.errors import DatabaseUnavailable, QueueNotFound
+from tablequeue.spec import QueueResource
+
+from . import builders
+from .conditions import NotReady, condition, merge
+from .kube import Kube
+from .state import OperatorState
+
+logger = logging.getLogger(__name__)
+
+
+def observe_queue(
+    state: OperatorState,
+    resource: QueueResource,
+    body: kopf.Body,
+    patch: kopf.Patch,
+    status: kopf.Status,
+) -> None:
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    generation = body["metadata"].get("generation")
+    labels = {"namespace": namespace, "queue": name}
+    try:
+        database = state.database(namespace, resource)
+        stats = database.queue(name).stats()
+        effective_default_status = database.default_status_of(name)
+    except NotReady as problem:
+        _trouble(body, patch, status, problem)
+        return
+    except DatabaseUnavailable as error:
+        _trouble(
+            body, patch, status, NotReady("DatabaseReachable", "DatabaseUnavailable", str(error))
+        )
+        metrics.operator_reconcile_errors.labels(reason="DatabaseUnavailable", **labels).inc()
+        return
+    except QueueNotFound:
+        return  # reconcile has not created it yet
+    state.gauges.export((namespace, name), stats)
+    replicas = _scale(state.kube, resource, namespace, body, stats.backlog, stats.leased, status)
+    metrics.operator_desired_replicas.labels(**labels).set(replicas["desired"])
+    gone = {kind: None for kind in status.get("counts") or {} if kind not in stats.counts}
+    patch.status.update(
+        {
+            "counts": stats.counts | gone,  # a merge patch removes a key only when set to null
+            "backlog": stats.backlog,
+            "oldestPendingSeconds": round(stats.oldest_pending_seconds, 3),
+            "health": stats.health,
+            "healthReasons": stats.health_reasons,
+            "effectiveDefaultStatus": effective_default_status,
+            "replicas": replicas,
+        }
+    )
+    ready = replicas["ready"] >= replicas["desired"]
+    patch.status["conditions"] = merge(
+        status.get("conditions"),
+        [
+            condition("DatabaseReachable", True, "Connected", database.shown_url),
+            condition(
+                "WorkersReady",
+                ready,
+                "WorkersReady" if ready else "WorkersStarting",
+                f"{replicas['ready']} of {replicas['desired']} worker replicas ready",
+            ),
+        ],
+        generation,
+    )
+
+
+def _trouble(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, problem: NotReady) -> None:
+    """A condition turned False on the timer: a Warning Event and a log line when it turns, not
+    on every tick."""
+    previous = {c["type"]: c for c in status.get("conditions") or []}.get(problem.kind, {})
+    if (previous.get("status"), previous.get("reason")) != ("False", problem.reason):
+        kopf.warn(body, reason=problem.reason, message=problem.message)
+        name = f"{body['metadata']['namespace']}/{body['metadata']['name']}"
+        logger.warning("[%s] %s: %s", name, problem.reason, problem.message)
+    patch.status["conditions"] = merge(
+        status.get("conditions"), [problem.condition()], body["metadata"].get("generation")
+    )
+
+
+def _scale(
+    kube: Kube,
+    resource: QueueResource,
+    namespace: str,
+    body: kopf.Body,
+    backlog: int,
+    leased: int,
+    status: kopf.Status,
+) -> dict[str, Any]:
+    """The replicas for `status.replicas`; in Operator mode, scaled to the load first."""
+    name = builders.deployment_name(resource.name)
+    existing = kube.deployment(name, namespace)
+    if existing is None:
+        return {"desired": 0, "ready": 0}
+    current = existing.spec.replicas or 0
+    ready = (existing.status.ready_replicas or 0) if existing.status else 0
+    result: dict[str, Any] = {"desired": current, "ready": ready}
+    if resource.spec.workers.autoscaling.mode != "Operator":
+        return result
+    previous = (status.get("replicas") or {}).get("lastBusy", 0.0)
+    decision = builders.scale(resource.spec, backlog, leased, current, previous, time.time())
+    if decision.replicas != current:
+        kube.scale_deployment(name, namespace, decision.replicas)
+        kopf.info(
+            body,
+            reason="Scaled",
+            message=f"workers {current} -> {decision.replicas} "
+            f"(backlog {backlog}, leased {leased})",
+        )
+    return {"desired": decision.replicas, "ready": ready, "lastBusy": decision.last_busy}

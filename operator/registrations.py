@@ -1,0 +1,103 @@
+"""The kopf handlers, thin: read the Queue, call `reconcile` or `observe`, let kopf report.
+
+- startup: kopf's settings and the Kubernetes client; cleanup: release clients and databases;
+- create/update/resume: `reconcile.apply_queue`;
+- a timer: `observe.observe_queue`;
+- delete (through kopf's finalizer): `reconcile.delete_queue`.
+Every handler gets the operator's `OperatorState` as kopf's `memo`. The handler ids (function
+names) are kept stable: kopf writes them into each Queue's annotations and log lines.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from tablequeue.errors import SpecError
+from tablequeue.spec import QueueResource, validate_queue
+
+from .crd import GROUP, PLURAL, VERSION
+from .kube import Kube
+from .observe import observe_queue
+from .reconcile import apply_queue, delete_queue, invalid_spec
+from .state import OperatorState
+
+FINALIZER = "tablequeue.dev/finalizer"
+MAX_WORKERS = 20
+"""Threads running the (synchronous) handlers."""
+
+
+def registry(interval: float) -> kopf.OperatorRegistry:
+    """Every handler of the operator; the timer observes each Queue every `interval` seconds."""
+    registry = kopf.OperatorRegistry()
+    kopf.on.startup(registry=registry)(configure)
+    kopf.on.cleanup(registry=registry)(release)
+    for on in (kopf.on.resume, kopf.on.create, kopf.on.update):
+        on(GROUP, VERSION, PLURAL, registry=registry)(reconcile)
+    kopf.timer(GROUP, VERSION, PLURAL, interval=interval, idle=None, registry=registry)(observe)
+    kopf.on.delete(GROUP, VERSION, PLURAL, registry=registry)(delete)
+    return registry
+
+
+def queue_resource(body: kopf.Body) -> QueueResource:
+    """The Queue as the core library reads it; SpecError names the field and the problem."""
+    name = body["metadata"]["name"]
+    return validate_queue(
+        {
+            "apiVersion": body["apiVersion"],
+            "kind": body["kind"],
+            "metadata": {"name": name, "namespace": body["metadata"]["namespace"]},
+            "spec": dict(body.get("spec", {})),
+        },
+        f"queue {name}",
+    )
+
+
+def configure(settings: kopf.OperatorSettings, memo: OperatorState, **_: Any) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.posting.level = logging.INFO
+    settings.watching.server_timeout = 60
+    settings.execution.max_workers = MAX_WORKERS
+    memo.kube_client = Kube.from_environment(connections=MAX_WORKERS)
+
+
+def release(memo: OperatorState, **_: Any) -> None:
+    memo.close()
+
+
+def reconcile(
+    body: kopf.Body,
+    patch: kopf.Patch,
+    status: kopf.Status,
+    retry: int,
+    memo: OperatorState,
+    **_: Any,
+) -> None:
+    try:
+        resource = queue_resource(body)
+    except (SpecError, ValueError) as error:
+        raise invalid_spec(body, patch, status, error) from None
+    apply_queue(memo, resource, body, patch, status, retry)
+
+
+def observe(
+    body: kopf.Body, patch: kopf.Patch, status: kopf.Status, memo: OperatorState, **_: Any
+) -> None:
+    if body["metadata"].get("deletionTimestamp"):
+        return  # being deleted: no status to keep, and its gauges are gone for good
+    try:
+        resource = queue_resource(body)
+    except (SpecError, ValueError):
+        return  # reported by reconcile
+    observe_queue(memo, resource, body, patch, status)
+
+
+def delete(body: kopf.Body, retry: int, memo: OperatorState, **_: Any) -> None:
+    memo.gauges.forget((body["metadata"]["namespace"], body["metadata"]["name"]))
+    try:
+        resource = queue_resource(body)
+    except (SpecError, ValueError):
+        return  # never got a table
+    delete_queue(memo, resource, body, retry)

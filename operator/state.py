@@ -1,0 +1,58 @@
+"""The operator's state, handed to every handler as kopf's `memo` instead of module globals.
+
+`main.run` creates it with the command line's settings; the startup handler adds the
+Kubernetes client and the cleanup handler releases the client and the databases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tablequeue import Database
+from tablequeue.spec import QueueResource
+
+from .conditions import NotReady
+from .databases import Databases
+from .gauges import QueueGauges
+from .kube import Kube
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the command line sets."""
+
+    worker_image: str = "tablequeue/worker:latest"
+    interval: float = 10.0
+    """Seconds between status updates and scaling decisions of each Queue."""
+
+
+@dataclass(eq=False)
+class OperatorState:
+    settings: Settings
+    databases: Databases = field(default_factory=Databases)
+    gauges: QueueGauges = field(default_factory=QueueGauges)
+    kube_client: Kube | None = None
+    """Set by the startup handler, before any Queue is handled."""
+
+    def __copy__(self) -> OperatorState:
+        """kopf copies the operator's memo into each resource's memo: all Queues share one."""
+        return self
+
+    @property
+    def kube(self) -> Kube:
+        if self.kube_client is None:
+            raise RuntimeError("no Kubernetes client: the operator's startup handler sets it")
+        return self.kube_client
+
+    def database(self, namespace: str, resource: QueueResource) -> Database:
+        """The Database whose URL the Queue's Secret holds."""
+        ref = resource.spec.database
+        if ref is None:
+            raise NotReady("DatabaseReachable", "NoDatabase", "spec.database.secretRef is required")
+        url = self.kube.secret_value(ref.secret_ref.name, ref.secret_ref.key, namespace)
+        return self.databases.of_queue((namespace, resource.name), url)
+
+    def close(self) -> None:
+        self.databases.close()
+        if self.kube_client is not None:
+            self.kube_client.close()
