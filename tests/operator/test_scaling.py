@@ -1,0 +1,146 @@
+"""Scaling the workers: Operator mode follows the backlog and keeps workers for leased
+messages; HPA mode hands the count to a HorizontalPodAutoscaler; the default status."""
+
+from __future__ import annotations
+
+import pytest
+
+from tablequeue import Completion, connect
+from tests.operator.conftest import (
+    messages,
+    patch,
+    replicas_of,
+    status_of,
+    wait,
+    wait_ticks,
+    warnings,
+)
+from tests.support.kube import ControlPlane
+from tests.support.kube.fixtures import (
+    Operator,
+    apply,
+    events,
+    get,
+    queue,
+    secret,
+    wait_ready,
+)
+
+# The first test may build the control plane (minutes on a cold machine); later runs start it in
+# seconds from the user's cache folder.
+pytestmark = pytest.mark.timeout(600)
+
+
+def scaled_events(kube: ControlPlane, namespace: str, name: str) -> list[str]:
+    return [e["message"] for e in events(kube, namespace, name) if e["reason"] == "Scaled"]
+
+
+# --- Operator-mode scaling -------------------------------------------------------------------
+
+
+def test_operator_mode_scales_with_the_backlog_and_keeps_workers_for_leased_messages(
+    kube: ControlPlane, namespace: str, operator: Operator, postgres_url: str
+) -> None:
+    autoscaling = {
+        "mode": "Operator",
+        "minReplicas": 0,
+        "maxReplicas": 5,
+        "messagesPerReplica": 100,
+        "cooldownSeconds": 3,
+    }
+    apply(
+        kube,
+        secret("db", namespace, postgres_url),
+        queue("jobs", namespace, workers={"autoscaling": autoscaling}),
+    )
+    wait_ready(kube, "jobs", namespace)
+    db = connect(postgres_url)
+    try:
+        jobs = db.queue("jobs")
+        jobs.enqueue_many(messages(1000))
+        wait(lambda: replicas_of(kube, "jobs", namespace) == 5)
+        wait(lambda: status_of(kube, "jobs", namespace).get("counts") == {"Pending": 1000})
+        status = status_of(kube, "jobs", namespace)
+        assert (status["backlog"], status["replicas"]["desired"]) == (1000, 5)
+
+        # 50 in the hands of a worker, the rest purged: one replica stays for the leased work.
+        batch = jobs.lease("w", 50)
+        assert len(batch.messages) == 50
+        assert jobs.purge(statuses=["Pending"]) == 950
+        # Pending disappears from status.counts (a merge patch needs it set to null).
+        wait(lambda: status_of(kube, "jobs", namespace).get("counts") == {"Leased": 50})
+        wait(lambda: replicas_of(kube, "jobs", namespace) == 1)
+        wait_ticks(operator, "jobs", 4)  # more than the cooldown
+        assert replicas_of(kube, "jobs", namespace) == 1
+        assert status_of(kube, "jobs", namespace)["replicas"]["desired"] == 1
+
+        jobs.complete("w", [Completion(m) for m in batch.messages])
+        wait(lambda: status_of(kube, "jobs", namespace).get("counts") == {})
+        wait(lambda: replicas_of(kube, "jobs", namespace) == 0, timeout=20)
+    finally:
+        db.close()
+    assert scaled_events(kube, namespace, "jobs") == [
+        "workers 0 -> 5 (backlog 1000, leased 0)",
+        "workers 5 -> 1 (backlog 0, leased 50)",
+        "workers 1 -> 0 (backlog 0, leased 0)",
+    ]
+    assert status_of(kube, "jobs", namespace)["backlog"] == 0
+
+
+# --- default status, HPA mode ---------------------------------------------------------------------
+
+
+def test_default_status_change_and_switching_to_hpa_and_back(
+    kube: ControlPlane, namespace: str, operator: Operator, postgres_url: str
+) -> None:
+    apply(
+        kube,
+        secret("db", namespace, postgres_url),
+        queue("mail", namespace, workers={"autoscaling": {"maxReplicas": 4, "cooldownSeconds": 2}}),
+    )
+    wait_ready(kube, "mail", namespace)
+    db = connect(postgres_url)
+    try:
+        patch(kube, "mail", namespace, {"defaultStatus": "Paused"})
+        wait(lambda: status_of(kube, "mail", namespace).get("effectiveDefaultStatus") == "Paused")
+        assert db.default_status_of("mail") == "Paused"
+        mail = db.queue("mail")
+        assert {e.status for e in mail.enqueue_many(messages(300))} == {"Paused"}
+        wait(lambda: status_of(kube, "mail", namespace).get("counts") == {"Paused": 300})
+        assert status_of(kube, "mail", namespace)["backlog"] == 0
+        assert replicas_of(kube, "mail", namespace) == 0
+
+        patch(kube, "mail", namespace, {"workers": {"autoscaling": {"mode": "HPA"}}})
+        hpa = wait(lambda: get(kube, "hpa", "mail-workers", namespace))
+        assert hpa["apiVersion"] == "autoscaling/v2"
+        assert hpa["spec"]["scaleTargetRef"] == {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": "mail-workers",
+        }
+        assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 4)
+        [metric] = hpa["spec"]["metrics"]
+        assert metric["external"]["metric"] == {
+            "name": "tablequeue_backlog",
+            "selector": {"matchLabels": {"queue": "mail", "namespace": namespace}},
+        }
+        assert metric["external"]["target"] == {"type": "AverageValue", "averageValue": "100"}
+        assert hpa["metadata"]["ownerReferences"][0]["kind"] == "Queue"
+
+        # A backlog that would mean 3 replicas: in HPA mode the operator leaves them alone (and
+        # the HPA controller leaves a Deployment at 0 replicas alone too).
+        scaled_before = scaled_events(kube, namespace, "mail")
+        assert mail.set_status("Pending", from_status="Paused") == 300
+        wait(lambda: status_of(kube, "mail", namespace).get("backlog") == 300)
+        wait_ticks(operator, "mail", 3)
+        assert replicas_of(kube, "mail", namespace) == 0
+        assert scaled_events(kube, namespace, "mail") == scaled_before
+
+        patch(kube, "mail", namespace, {"workers": {"autoscaling": {"mode": "Operator"}}})
+        wait(lambda: get(kube, "hpa", "mail-workers", namespace) is None)
+        wait(lambda: replicas_of(kube, "mail", namespace) == 3)
+    finally:
+        db.close()
+    reasons = [e["reason"] for e in events(kube, namespace, "mail")]
+    assert reasons.count("Autoscaling") == 2  # created, then deleted the HPA
+    assert not warnings(kube, namespace, "mail")
