@@ -139,14 +139,14 @@ def delete_queue(
             body, reason="Retained", message=f"table {resource.table} kept (deletionPolicy Retain)"
         )
         return
-    key = (body["metadata"]["namespace"], resource.name)
+    namespace = body["metadata"]["namespace"]
     try:
         try:
-            database = state.database(key[0], resource)
+            database = state.database(namespace, resource)
         except NotReady as problem:
             # The Secret is gone (e.g. its namespace is being deleted): use the URL this Queue
             # was last seen with, or keep the table rather than block the deletion for ever.
-            remembered = state.databases.last_url(key)
+            remembered = state.databases.last_url((namespace, resource.name))
             if remembered is None:
                 kopf.warn(
                     body,
@@ -162,5 +162,5 @@ def delete_queue(
     except (NotReady, DatabaseUnavailable) as error:
         delay = RETRY_BACKOFF.delay(retry)
         raise kopf.TemporaryError(f"cannot drop table yet: {error}", delay=delay) from None
-    state.databases.forget(key)
+    state.databases.forget((namespace, resource.name))
     kopf.info(body, reason="Deleted", message=f"table {resource.table} dropped")
