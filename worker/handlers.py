@@ -74,17 +74,22 @@ def _trim(text: str) -> str:
     return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 3] + "..."
 
 
+HTTP_PAYLOAD_FIELDS = (
+    "id",
+    "messageId",
+    "message",
+    "previousMessage",
+    "attempts",
+    "headers",
+    "correlationId",
+    "trackingId",
+)
+"""What an HTTP handler gets of a message, in this order, as the API shows it (`to_json`)."""
+
+
 def payload(message: Message) -> dict[str, Any]:
-    return {
-        "id": message.id,
-        "messageId": message.message_id,
-        "message": message.message,
-        "previousMessage": message.previous_message,
-        "attempts": message.attempts,
-        "headers": message.headers,
-        "correlationId": message.correlation_id,
-        "trackingId": str(message.tracking_id),
-    }
+    shown = message.to_json()
+    return {field: shown[field] for field in HTTP_PAYLOAD_FIELDS}
 
 
 def outcome_from(data: Any) -> Outcome | None:

@@ -1,0 +1,151 @@
+"""The messages a worker holds a lease on and has not finished: leased and waiting for a handler
+slot, or running their handler. A handler's outcome goes to the settlement."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import traceback
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from tablequeue.database import Database
+from tablequeue.models import Completion, Failure, Message
+from tablequeue.queue import Queue
+
+from .handlers import MAX_ERROR_TEXT, HandlerContext, HandlerFailed, HttpHandler, PythonHandler
+from .metrics import WorkerMetrics
+from .settling import Settlement
+from .waiting import wait_any
+
+log = logging.getLogger("tablequeue.worker")
+
+
+@dataclass
+class Running:
+    message: Message
+    task: asyncio.Task[None]
+    started: float
+    stop_reason: str | None = None
+    """Why the worker cancelled the handler, if it did."""
+    stop_fails: bool = False
+    """The stop is the message's failure (time limit, grace period), not a lost lease."""
+
+    def stop(self, reason: str, *, fails: bool) -> None:
+        """Cancel the handler; `fails`: record the reason as the message's failure."""
+        self.stop_reason = reason
+        self.stop_fails = fails
+        self.task.cancel()
+
+
+class HeldMessages:
+    """Leased messages waiting for a slot, and the running handlers (at most `concurrency`)."""
+
+    def __init__(
+        self,
+        handler: HttpHandler | PythonHandler,
+        database: Database,
+        queue: Queue,
+        settlement: Settlement,
+        metrics: WorkerMetrics,
+    ) -> None:
+        self.handler = handler
+        self.database = database
+        self.queue = queue
+        self.settlement = settlement
+        self.metrics = metrics
+        self.waiting: deque[Message] = deque()
+        """Leased, not started yet."""
+        self.running: dict[int, Running] = {}
+        self.slot_freed = asyncio.Event()
+        self.handler_started = asyncio.Event()
+
+    def message_ids(self) -> list[int]:
+        return [message.id for message in self.waiting] + list(self.running)
+
+    def add(self, messages: Iterable[Message]) -> None:
+        self.waiting.extend(messages)
+
+    def start_waiting(self, concurrency: int, stopping: asyncio.Event) -> None:
+        """Start handlers for waiting messages while slots are free (none once stopping: a
+        batch leased meanwhile is released)."""
+        while self.waiting and len(self.running) < concurrency and not stopping.is_set():
+            message = self.waiting.popleft()
+            task = asyncio.create_task(self._handle(message))
+            self.running[message.id] = Running(message, task, time.monotonic())
+            self.handler_started.set()
+
+    async def wait_for_slot(self, concurrency: int, stopping: asyncio.Event) -> None:
+        """Return once fewer than `concurrency` handlers run, or the worker stops."""
+        while len(self.running) >= concurrency and not stopping.is_set():
+            self.slot_freed.clear()
+            await wait_any(self.slot_freed, stopping)
+
+    def take_unstarted(self) -> list[int]:
+        """Forget the waiting messages (to give them back); their ids."""
+        unstarted = [message.id for message in self.waiting]
+        self.waiting.clear()
+        return unstarted
+
+    def lose(self, message_id: int) -> None:
+        """The message was cancelled or its lease swept: stop its handler, forget it."""
+        running = self.running.get(message_id)
+        if running is not None:
+            running.stop("lease lost (message cancelled or lease expired)", fails=False)
+            return
+        for message in list(self.waiting):
+            if message.id == message_id:
+                self.waiting.remove(message)
+                self.metrics.lost.inc()
+
+    async def _handle(self, message: Message) -> None:
+        m = self.metrics
+        running = self.running[message.id]  # start_waiting registered it before this task ran
+        waited = (datetime.now(UTC) - message.process_after).total_seconds()
+        m.queue_latency.observe(max(waited, 0.0))
+        context = HandlerContext(self.database, self.queue, message)
+        outcome: Completion | Failure | None
+        try:
+            result = await self.handler(message, context)
+            outcome = Completion(
+                message,
+                process_again_at=result.process_again_at if result else None,
+                result=result.result if result else None,
+                progress=result.progress if result else None,
+            )
+        except HandlerFailed as failed:
+            m.handler_errors.inc()
+            outcome = Failure(message, failed.error, permanent=failed.permanent)
+        except Exception as error:  # a bug outside the handler: never strand the message
+            m.handler_errors.inc()
+            trace = traceback.format_exc()
+            outcome = Failure(message, f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")
+        except asyncio.CancelledError:
+            reason = running.stop_reason
+            if reason is None:
+                raise
+            outcome = Failure(message, reason) if running.stop_fails else None
+            if outcome is None:
+                m.lost.inc()
+                log.info(
+                    "handler stopped: " + reason,
+                    extra={"correlation_id": message.correlation_id, "message_id": message.id},
+                )
+        finally:
+            m.processing_seconds.observe(time.monotonic() - running.started)
+        if isinstance(outcome, Failure):
+            log.warning(
+                "handler failed",
+                extra={
+                    "correlation_id": message.correlation_id,
+                    "message_id": message.id,
+                    "error": outcome.error[:500],
+                },
+            )
+        if outcome is not None:
+            self.settlement.add(outcome)
+        self.running.pop(message.id, None)
+        self.slot_freed.set()

@@ -1,0 +1,54 @@
+"""Housekeeping every worker of a queue shares: sweeping expired leases and messages, and
+vacuuming the table when finished messages left it bloated (PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from tablequeue.backoff import Backoff
+from tablequeue.queue import Queue
+
+from .health import DATABASE_ERRORS, DatabaseHealth
+from .waiting import sleep_unless
+
+log = logging.getLogger("tablequeue.worker")
+LONGEST_VACUUM_PAUSE = 60.0
+
+
+async def sweep_every(
+    interval: float, queue: Queue, health: DatabaseHealth, stopping: asyncio.Event
+) -> None:
+    """Apply the lease-expiry policy and expire messages, every `interval` until stopping."""
+    while not stopping.is_set():
+        try:
+            swept = await asyncio.to_thread(queue.sweep)
+            if swept.abandoned or swept.retried or swept.errored or swept.expired:
+                log.info("swept", extra=swept.__dict__)
+        except DATABASE_ERRORS as error:
+            health.trouble(error)
+        await sleep_unless(interval, stopping)
+
+
+async def vacuum_when_bloated(
+    interval: float, queue: Queue, health: DatabaseHealth, stopping: asyncio.Event
+) -> None:
+    """Check every `interval` whether the table needs a vacuum, until stopping. After a vacuum
+    the checks back off (dead rows an old transaction still sees survive a vacuum)."""
+    after_vacuum = Backoff(
+        min(2 * interval, LONGEST_VACUUM_PAUSE), LONGEST_VACUUM_PAUSE, jitter=False
+    )
+    pause = interval
+    while not stopping.is_set():
+        await sleep_unless(pause, stopping)
+        try:
+            vacuumed = await asyncio.to_thread(queue.vacuum)
+        except DATABASE_ERRORS as error:
+            health.trouble(error)
+            continue
+        if vacuumed:
+            log.info("vacuumed the queue table")
+            pause = after_vacuum.next()
+        else:
+            after_vacuum.reset()
+            pause = interval

@@ -1,0 +1,36 @@
+"""The worker's metric series of one queue, labelled once where a series is used per message."""
+
+from __future__ import annotations
+
+from tablequeue import metrics
+from tablequeue.models import Settled
+
+
+class WorkerMetrics:
+    """`labels()` costs per call: the series counted per message are labelled here, once."""
+
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+        self.lost = metrics.worker_messages.labels(outcome="lost", queue=queue)
+        self.queue_latency = metrics.worker_queue_latency_seconds.labels(queue=queue)
+        self.processing_seconds = metrics.worker_processing_seconds.labels(queue=queue)
+        self.lease_batches = metrics.worker_lease_batches.labels(queue=queue)
+        self.timeout_errors = metrics.worker_errors.labels(kind="timeout", queue=queue)
+        self.handler_errors = metrics.worker_errors.labels(kind="handler", queue=queue)
+
+    def count_settled(self, settled: Settled) -> None:
+        """Count what recording a batch of outcomes did, by outcome."""
+        for outcome, count in (
+            ("processed", settled.processed + settled.deleted),
+            ("rescheduled", settled.rescheduled),
+            ("retrying", settled.retrying),
+            ("errored", settled.errored),
+            ("requeued", settled.requeued_newer_version),
+            ("lost", settled.lease_lost),
+        ):
+            if count:
+                metrics.worker_messages.labels(outcome=outcome, queue=self.queue).inc(count)
+
+    def count_released(self, count: int) -> None:
+        """Unstarted messages given back at shutdown."""
+        metrics.worker_messages.labels(outcome="released", queue=self.queue).inc(count)
