@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from tablequeue import worker_settings
 from tablequeue.spec import QueueSpec
 
 WORKER_CONTAINER = "tablequeue-worker"
@@ -66,26 +67,28 @@ def worker_environment(name: str, spec: QueueSpec) -> list[dict[str, Any]]:
     workers = spec.workers
     assert spec.database is not None, "validated before building"
     secret = spec.database.secret_ref
-    values = {
-        "TABLEQUEUE_QUEUE": name,
-        "TABLEQUEUE_HANDLER": handler_setting(spec),
-        "TABLEQUEUE_BATCH_SIZE": workers.batch_size,
-        "TABLEQUEUE_CONCURRENCY": workers.concurrency,
-        "TABLEQUEUE_EXECUTION_TIMEOUT": workers.execution_timeout_seconds,
-        "TABLEQUEUE_POLL_MIN": workers.poll_interval.min_seconds,
-        "TABLEQUEUE_POLL_MAX": workers.poll_interval.max_seconds,
-        "TABLEQUEUE_GRACE_PERIOD": workers.grace_period_seconds,
-        "TABLEQUEUE_PORT": WORKER_PORT,
+    options: dict[str, object] = {
+        "queue": name,
+        "handler": handler_setting(spec),
+        "batch_size": workers.batch_size,
+        "concurrency": workers.concurrency,
+        "execution_timeout": workers.execution_timeout_seconds,
+        "poll_min": workers.poll_interval.min_seconds,
+        "poll_max": workers.poll_interval.max_seconds,
+        "grace_period": workers.grace_period_seconds,
+        "port": WORKER_PORT,
     }
     if workers.handler.http is not None:
-        values["TABLEQUEUE_HANDLER_TIMEOUT"] = workers.handler.http.timeout_seconds
+        options["handler_timeout"] = workers.handler.http.timeout_seconds
     env: list[dict[str, Any]] = [
         {
-            "name": "TABLEQUEUE_DB",
+            "name": worker_settings.env_name("db"),
             "valueFrom": {"secretKeyRef": {"name": secret.name, "key": secret.key}},
         }
     ]
-    env += [{"name": key, "value": str(value)} for key, value in values.items()]
+    env += [
+        {"name": key, "value": value} for key, value in worker_settings.environment(options).items()
+    ]
     return env
 
 

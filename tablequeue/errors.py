@@ -35,3 +35,7 @@ class DatabaseUnavailable(TableQueueError, ConnectionError):
 
 class SchemaTooNew(TableQueueError):
     """A table was created by a newer tablequeue than this one."""
+
+
+class PermanentFailure(Exception):
+    """Raise from a handler when retrying cannot help: the message goes to Error at once."""

@@ -5,7 +5,8 @@ Python handlers are `pkg.module:function`, sync or async, taking the message (an
 raising `PermanentFailure` sends the message straight to Error.
 """
 
+from .config import WorkerConfig
 from .handlers import HandlerContext, Outcome, PermanentFailure
-from .loop import Worker, WorkerConfig
+from .loop import Worker
 
 __all__ = ["HandlerContext", "Outcome", "PermanentFailure", "Worker", "WorkerConfig"]

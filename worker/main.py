@@ -8,14 +8,16 @@ from tablequeue.database import Database, connect
 from tablequeue.errors import InvalidInput
 
 from . import logs, server
+from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler, load_handler
-from .loop import Worker, WorkerConfig
+from .loop import Worker
 
 
-def run(config: WorkerConfig, db_url: str, log_level: str = "INFO") -> int:
-    logs.setup(log_level, config.queue)
+def run(config: WorkerConfig) -> int:
+    """Run one worker until SIGTERM (or idle, with `exit_when_idle`); returns the exit code."""
+    logs.setup(config.log_level, config.queue)
     handler = load_handler(config.handler, config.handler_timeout)
-    with connect(db_url) as database:
+    with connect(config.db) as database:
         return asyncio.run(_serve(config, database, handler))
 
 

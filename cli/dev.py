@@ -17,10 +17,10 @@ from pathlib import Path
 import click
 import uvicorn
 
+from tablequeue.api.app import create_app
 from tablequeue.database import Database, connect
-from tablequeue.examples import dev_messages, dev_queues
 
-from .app import create_app
+from .examples import dev_messages, dev_queues
 
 
 def run(folder: Path, host: str, port: int) -> None:
@@ -64,7 +64,7 @@ def _workers(database: Database, db_url: str, folder: Path) -> Iterator[None]:
         command = [
             sys.executable,
             "-m",
-            "tablequeue",
+            "tablequeue.cli",
             "worker",
             "--queue",
             resource.name,

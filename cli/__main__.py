@@ -1,0 +1,5 @@
+"""`python -m tablequeue.cli`: the `tablequeue` command."""
+
+from .main import main
+
+main()

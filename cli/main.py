@@ -1,0 +1,31 @@
+"""The `tablequeue` command group: every command of the other modules, under one name."""
+
+from __future__ import annotations
+
+import click
+
+from . import messages, processes, queues
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tablequeue")
+def main() -> None:
+    """Message queues that live in SQL tables."""
+
+
+for command in (
+    queues.queue,
+    messages.enqueue,
+    messages.messages,
+    messages.show,
+    messages.set_status,
+    messages.stats,
+    messages.purge,
+    messages.sweep,
+    messages.cancel,
+    processes.worker,
+    processes.api,
+    processes.dev,
+    processes.operator_,
+):
+    main.add_command(command)

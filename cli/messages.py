@@ -1,0 +1,301 @@
+"""Message commands: enqueue, list, show, set statuses, stats, purge, sweep and cancel."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+import pydantic
+
+from tablequeue import connect
+from tablequeue.errors import InvalidInput
+from tablequeue.models import Message, NewMessage
+from tablequeue.spec import parse_duration
+
+from .options import db_options, emit, validation_line
+
+
+def _duration_seconds(value: str | None, option: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        parsed = parse_duration(value)
+    except ValueError as error:
+        raise InvalidInput(f"{option}: {error}") from None
+    if parsed is None:
+        raise InvalidInput(f"{option}: 'forever' is not a time")
+    return parsed.total_seconds()
+
+
+def _timestamp(value: str | None, option: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInput(
+            f"{option}: invalid time {value!r}: use ISO 8601 with a zone, e.g. 2026-01-31T12:00Z"
+        ) from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(f"{option}: time {value!r} needs a zone, e.g. 2026-01-31T12:00Z")
+    return parsed
+
+
+def _parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidInput(f"invalid JSON {where}: {error.msg} at column {error.colno}") from None
+
+
+def _bodies(message: str | None, path: str | None) -> Iterator[tuple[Any, str]]:
+    if (message is None) == (path is None):
+        raise InvalidInput("give a JSON message or -f FILE.jsonl (one of them)")
+    if message is not None:
+        yield _parse_json(message, "message"), "message"
+        return
+    assert path is not None
+    source = sys.stdin if path == "-" else _open(path)
+    with source:
+        for number, line in enumerate(source, start=1):
+            if line.strip():
+                yield _parse_json(line, f"on line {number} of {path}"), f"line {number}"
+
+
+def _open(path: str) -> Any:
+    try:
+        return Path(path).open(encoding="utf-8")
+    except OSError as error:
+        raise InvalidInput(f"cannot read {path}: {error.strerror}") from None
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.argument("message", required=False)
+@click.option("-f", "--file", "path", help="JSON Lines file of bodies ('-' for stdin).")
+@click.option("--envelope", is_flag=True, help="Each line is {message, messageId, at, ...}.")
+@click.option("--id", "message_id", help="Message identity (upserts an existing one).")
+@click.option("--at", help="Not before this time (ISO 8601 with zone).")
+@click.option("--after", help="Not before this long from now (30s, 5m, 2h).")
+@click.option("--priority", type=int, default=0, show_default=True)
+@click.option("--status", help="Status instead of the queue's default.")
+@click.option("--expires-after", help="Expire if not leased within this long.")
+@click.option("--header", "headers", multiple=True, metavar="KEY=VALUE")
+@db_options
+def enqueue(
+    db_url: str,
+    as_json: bool,
+    queue_name: str,
+    message: str | None,
+    path: str | None,
+    envelope: bool,
+    message_id: str | None,
+    at: str | None,
+    after: str | None,
+    priority: int,
+    status: str | None,
+    expires_after: str | None,
+    headers: tuple[str, ...],
+) -> None:
+    """Enqueue one JSON message, or one per line of a JSON Lines file."""
+    options: dict[str, Any] = {
+        "at": _timestamp(at, "--at"),
+        "after": _duration_seconds(after, "--after"),
+        "priority": priority,
+        "status": status,
+        "expires_after": _duration_seconds(expires_after, "--expires-after"),
+        "headers": _headers(headers),
+    }
+    options = {k: v for k, v in options.items() if v is not None and v != 0}
+    batch: list[NewMessage] = []
+    for body, where in _bodies(message, path):
+        try:
+            if envelope:
+                batch.append(NewMessage.model_validate({**options, **body}))
+            else:
+                batch.append(NewMessage(message=body, message_id=message_id, **options))
+        except pydantic.ValidationError as error:
+            raise InvalidInput(f"invalid message ({where}): {validation_line(error)}") from None
+        except TypeError:
+            raise InvalidInput(f"invalid envelope ({where}): expected a JSON object") from None
+    if message_id is not None and len(batch) > 1:
+        raise InvalidInput("--id names one message; use --envelope with messageId per line")
+    with connect(db_url) as database:
+        results = database.queue(queue_name).enqueue_many(batch)
+    data = [
+        {
+            "id": r.id,
+            "trackingId": r.tracking_id and str(r.tracking_id),
+            "messageId": r.message_id,
+            "outcome": r.outcome,
+            "status": r.status,
+            "version": r.version,
+        }
+        for r in results
+    ]
+    if len(results) == 1:
+        r = results[0]
+        text = f"{r.outcome} id={r.id} status={r.status} trackingId={r.tracking_id}"
+    else:
+        counts = {o: sum(1 for r in results if r.outcome == o) for o in ("inserted", "updated")}
+        discarded = len(results) - sum(counts.values())
+        text = f"{len(results)} messages: {counts['inserted']} inserted, "
+        text += f"{counts['updated']} updated, {discarded} discarded"
+    emit(as_json, data if len(data) != 1 else data[0], text)
+
+
+def _headers(pairs: tuple[str, ...]) -> dict[str, str] | None:
+    headers = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--header {pair!r}: use KEY=VALUE")
+        headers[key] = value
+    return headers or None
+
+
+def _short(message: Message) -> str:
+    body = json.dumps(message.message, ensure_ascii=False)
+    body = body if len(body) <= 60 else body[:57] + "..."
+    return (
+        f"{message.id:<10} {message.status:<10} {message.attempts:<8} "
+        f"{(message.message_id or '-')[:20]:<20} {message.process_after:%Y-%m-%d %H:%M:%S}  {body}"
+    )
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.option("--status", help="Only this status.")
+@click.option("--where", help='Predicate on the body, e.g. Product.Sku == "123".')
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--after-id", type=int, help="Next page: the last id of the previous one.")
+@click.option("--desc", is_flag=True, help="Newest first.")
+@db_options
+def messages(
+    db_url: str,
+    as_json: bool,
+    queue_name: str,
+    status: str | None,
+    where: str | None,
+    limit: int,
+    after_id: int | None,
+    desc: bool,
+) -> None:
+    """List messages, filtered by status and predicate, in id order."""
+    with connect(db_url) as database:
+        found = database.queue(queue_name).messages(
+            status=status,
+            where=where,
+            limit=limit,
+            after_id=after_id,
+            order="desc" if desc else "asc",
+        )
+    header = (
+        f"{'ID':<10} {'STATUS':<10} {'ATTEMPTS':<8} {'MESSAGE ID':<20} {'PROCESS AFTER':<20} BODY"
+    )
+    emit(as_json, [m.to_json() for m in found], "\n".join([header, *map(_short, found)]))
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.argument("message_id", metavar="ID", type=int)
+@db_options
+def show(db_url: str, as_json: bool, queue_name: str, message_id: int) -> None:
+    """Show one message with everything stored about it."""
+    with connect(db_url) as database:
+        found = database.queue(queue_name).get(message_id).to_json()
+    emit(as_json, found, json.dumps(found, indent=2, ensure_ascii=False, default=str))
+
+
+@click.command("set-status")
+@click.argument("queue_name", metavar="QUEUE")
+@click.argument("status")
+@click.option("--id", "ids", type=int, multiple=True, help="A message id (repeatable).")
+@click.option("--from", "from_status", help="Messages currently in this status.")
+@click.option("--where", help="Messages whose body matches this predicate.")
+@click.option("--force", is_flag=True, help="Also change Leased messages.")
+@click.option("--dry-run", is_flag=True, help="Only count the messages it would change.")
+@db_options
+def set_status(
+    db_url: str,
+    as_json: bool,
+    queue_name: str,
+    status: str,
+    ids: tuple[int, ...],
+    from_status: str | None,
+    where: str | None,
+    force: bool,
+    dry_run: bool,
+) -> None:
+    """Set STATUS on messages chosen by --id, --from and/or --where."""
+    with connect(db_url) as database:
+        changed = database.queue(queue_name).set_status(
+            status,
+            ids=list(ids) or None,
+            from_status=from_status,
+            where=where,
+            force=force,
+            dry_run=dry_run,
+        )
+    verb = "would change" if dry_run else "changed"
+    emit(as_json, {"changed": changed, "dryRun": dry_run}, f"{verb} {changed} message(s)")
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@db_options
+def stats(db_url: str, as_json: bool, queue_name: str) -> None:
+    """Counts per status, backlog, oldest due message and health."""
+    with connect(db_url) as database:
+        result = database.queue(queue_name).stats()
+    lines = [f"{status:<12} {count}" for status, count in sorted(result.counts.items())]
+    lines += [
+        f"backlog      {result.backlog}",
+        f"oldest due   {result.oldest_pending_seconds:.1f}s",
+        f"health       {result.health}"
+        + (f" ({'; '.join(result.health_reasons)})" if result.health_reasons else ""),
+    ]
+    emit(as_json, result.to_json(), "\n".join(lines))
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.option("--status", "statuses", multiple=True, help="Purge this status (repeatable).")
+@click.option("--older-than", help="Only messages finished longer ago than this (e.g. 7d).")
+@db_options
+def purge(
+    db_url: str, as_json: bool, queue_name: str, statuses: tuple[str, ...], older_than: str | None
+) -> None:
+    """Delete finished messages: by default Processed ones past keepProcessedFor."""
+    seconds = _duration_seconds(older_than, "--older-than")
+    age = None if seconds is None else timedelta(seconds=seconds)
+    with connect(db_url) as database:
+        deleted = database.queue(queue_name).purge(list(statuses) or None, age)
+    emit(as_json, {"deleted": deleted}, f"deleted {deleted} message(s)")
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@db_options
+def sweep(db_url: str, as_json: bool, queue_name: str) -> None:
+    """Apply the lease-expiry policy and expire messages past their expiry (workers do it too)."""
+    with connect(db_url) as database:
+        result = database.queue(queue_name).sweep()
+    data = result.__dict__
+    emit(as_json, data, ", ".join(f"{k} {v}" for k, v in data.items()))
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.argument("tracking_id")
+@db_options
+def cancel(db_url: str, as_json: bool, queue_name: str, tracking_id: str) -> None:
+    """Cancel a message by its tracking id (a running handler is told to stop)."""
+    with connect(db_url) as database:
+        message = database.queue(queue_name).cancel(tracking_id)
+    emit(as_json, message.to_json(), f"cancelled message {message.id}")

@@ -1,0 +1,86 @@
+"""Click options generated from the fields of a pydantic model: flag, type and range, default,
+help and environment variable all come from the model, so no option is written twice."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+import click
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def model_options(
+    model: type[BaseModel],
+    env_name: Callable[[str], str],
+    *,
+    metavars: Mapping[str, str] | None = None,
+    hidden: Collection[str] = (),
+) -> Callable[[F], F]:
+    """One `--field-name` option per field, in the model's order, read also from `env_name(field)`.
+
+    An option the user does not give (and whose variable is unset) arrives as its default, or
+    None for fields without one: drop those None values to let the model fill them in.
+    """
+
+    def decorate(function: F) -> F:
+        for name, field in reversed(model.model_fields.items()):
+            flag = "--" + name.replace("_", "-")
+            attributes = _attributes(field)
+            if attributes.get("default") is True:  # a flag on by default needs its --no- form
+                flag = f"{flag}/--no-{flag[2:]}"
+            option = click.option(
+                flag,
+                name,
+                envvar=env_name(name),
+                metavar=(metavars or {}).get(name),
+                hidden=name in hidden,
+                help=field.description,
+                **attributes,
+            )
+            function = option(function)
+        return function
+
+    return decorate
+
+
+def _attributes(field: FieldInfo) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"required": field.is_required()}
+    # No default for required fields, nor for one the model computes (e.g. a name unique to the
+    # process): click must not stand in for them.
+    if not field.is_required() and field.default_factory is None:
+        attributes["default"] = field.default
+        attributes["show_default"] = field.default not in (None, False)
+    value_type = _without_none(field.annotation)
+    if value_type is bool:
+        attributes["is_flag"] = True
+    else:
+        attributes["type"] = _click_type(value_type, field.metadata)
+    return attributes
+
+
+def _without_none(annotation: Any) -> Any:
+    if get_origin(annotation) in (Union, types.UnionType):
+        [value_type] = [arg for arg in get_args(annotation) if arg is not type(None)]
+        return value_type
+    return annotation
+
+
+def _click_type(value_type: Any, metadata: list[Any]) -> click.ParamType[Any]:
+    if get_origin(value_type) is Literal:
+        return click.Choice([str(choice) for choice in get_args(value_type)], case_sensitive=False)
+    # pydantic keeps `Field(ge=..., le=...)` as annotated-types constraints in the metadata.
+    low = next((m.ge for m in metadata if hasattr(m, "ge")), None)
+    high = next((m.le for m in metadata if hasattr(m, "le")), None)
+    bounded = low is not None or high is not None
+    if value_type is int:
+        return click.IntRange(low, high) if bounded else click.INT
+    if value_type is float:
+        return click.FloatRange(low, high) if bounded else click.FLOAT
+    if value_type is str:
+        return click.STRING
+    raise TypeError(f"no click option type for {value_type!r}")

@@ -1,0 +1,67 @@
+"""What every command shares: `--db` and `--json`, one-line errors, text or JSON output."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+import pydantic
+
+from tablequeue.errors import TableQueueError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def validation_line(error: pydantic.ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"])
+        text = str(item["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {text}" if where else text)
+    return "; ".join(problems)
+
+
+def friendly_errors(function: F) -> F:
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except TableQueueError as error:
+            fail(str(error))
+        except pydantic.ValidationError as error:
+            fail(f"invalid message: {validation_line(error)}")
+        except BrokenPipeError:
+            sys.exit(0)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def db_option(description: str) -> Callable[[F], F]:
+    """`--db URL`, required, also from TABLEQUEUE_DB."""
+    return click.option(
+        "--db", "db_url", envvar="TABLEQUEUE_DB", required=True, metavar="URL", help=description
+    )
+
+
+def db_options(function: F) -> F:
+    """`--db` and `--json` for the commands that work on a database, with one-line errors."""
+    function = db_option(
+        "Database URL, e.g. sqlite:///queues.db or postgresql://user:pw@host/db [env TABLEQUEUE_DB]"
+    )(function)
+    function = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(
+        function
+    )
+    return friendly_errors(function)
+
+
+def emit(as_json: bool, data: Any, text: str) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, default=str) if as_json else text)

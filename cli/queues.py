@@ -1,0 +1,69 @@
+"""`tablequeue queue ...`: create, list and delete queues."""
+
+from __future__ import annotations
+
+import click
+
+from tablequeue import connect
+from tablequeue.spec import load_queue_file
+
+from .options import db_options, emit
+
+
+@click.group()
+def queue() -> None:
+    """Create, list and delete queues."""
+
+
+@queue.command("apply")
+@click.option("-f", "--file", "path", required=True, type=click.Path(dir_okay=False))
+@db_options
+def queue_apply(db_url: str, as_json: bool, path: str) -> None:
+    """Create or migrate the queues of a YAML file (the Queue resources you kubectl apply)."""
+    resources = load_queue_file(path)
+    with connect(db_url) as database:
+        results = [(r.name, r.table, database.apply(r)) for r in resources]
+    emit(
+        as_json,
+        [{"queue": n, "table": t, "result": r} for n, t, r in results],
+        "\n".join(f"queue/{n} {r} (table {t})" for n, t, r in results),
+    )
+
+
+@queue.command("list")
+@db_options
+def queue_list(db_url: str, as_json: bool) -> None:
+    """List the queues of the database."""
+    with connect(db_url) as database:
+        rows = database.queues()
+    data = [
+        {k: row[k] for k in ("name", "table_name", "category", "default_status")} for row in rows
+    ]
+    lines = [f"{'NAME':30} {'TABLE':30} {'CATEGORY':20} DEFAULT STATUS"]
+    lines += [
+        f"{r['name']:30} {r['table_name']:30} {r['category']:20} {r['default_status']}"
+        for r in data
+    ]
+    emit(as_json, data, "\n".join(lines))
+
+
+@queue.command("delete")
+@click.argument("name")
+@click.option("--drop-table", is_flag=True, help="Also drop the table and its messages.")
+@db_options
+def queue_delete(db_url: str, as_json: bool, name: str, drop_table: bool) -> None:
+    """Forget a queue; its table stays unless --drop-table."""
+    with connect(db_url) as database:
+        database.delete_queue(name, drop_table=drop_table)
+    emit(as_json, {"queue": name, "tableDropped": drop_table}, f"queue/{name} deleted")
+
+
+@queue.command("default-status")
+@click.argument("name")
+@click.argument("status")
+@db_options
+def queue_default_status(db_url: str, as_json: bool, name: str, status: str) -> None:
+    """Set the status new messages get (Pending, or e.g. Paused to hold them)."""
+    with connect(db_url) as database:
+        database.set_default_status(name, status)
+    emit(as_json, {"queue": name, "defaultStatus": status}, f"queue/{name} default {status}")

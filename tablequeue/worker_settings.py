@@ -1,0 +1,96 @@
+"""The worker's options, defined once.
+
+`tablequeue worker`'s flags, the `TABLEQUEUE_*` environment variables, the operator's sidecar
+environment and the worker's runtime configuration are all derived from `WorkerSettings`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import BeforeValidator, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from .queue import Queue
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+
+def _default_owner() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def _upper(value: object) -> object:
+    return value.upper() if isinstance(value, str) else value
+
+
+class WorkerSettings(BaseSettings):
+    """Options of one worker process; those left unset come from the queue's `workers` settings
+    (`resolve`). Each field `name` is read from the environment variable `TABLEQUEUE_NAME`."""
+
+    # Like click, an empty variable counts as unset.
+    model_config = SettingsConfigDict(env_prefix="TABLEQUEUE_", env_ignore_empty=True)
+
+    queue: str = Field(description="Queue name.")
+    handler: str = Field(
+        description="http://127.0.0.1:PORT/PATH (POST each message) or "
+        "python:package.module:function."
+    )
+    handler_timeout: float = Field(30.0, description="HTTP handler: seconds to wait for an answer.")
+    batch_size: int | None = Field(None, ge=1, le=10_000)
+    concurrency: int | None = Field(None, ge=1, le=10_000)
+    lease_seconds: float | None = Field(None, ge=0.1)
+    execution_timeout: float | None = Field(
+        None, ge=0, description="Cancel a handler after this many seconds (0: no limit)."
+    )
+    poll_min: float | None = Field(None, ge=0.001)
+    poll_max: float | None = Field(None, ge=0.001)
+    grace_period: float | None = Field(None, ge=0)
+    sweep_interval: float = Field(30.0, ge=0.1)
+    vacuum_interval: float = Field(
+        2.0, ge=0.1, description="PostgreSQL: seconds between checks for a table to vacuum."
+    )
+    listen: bool = Field(
+        True, description="PostgreSQL: wake on NOTIFY instead of waiting for the next poll."
+    )
+    host: str = "0.0.0.0"
+    port: int = Field(9090, ge=0, le=65535, description="Port of /livez, /readyz and /metrics.")
+    owner: str = Field(
+        default_factory=_default_owner, description="Lease owner name [default: host-pid-random]"
+    )
+    exit_when_idle: bool = Field(False, description="Exit once nothing is due or running.")
+    log_level: Annotated[LogLevel, BeforeValidator(_upper)] = "INFO"
+    db: str = Field(description="Database URL [env TABLEQUEUE_DB]")
+
+    def resolve(self, queue: Queue) -> None:
+        """Options not given on the command line come from the queue's `workers` settings."""
+        workers = queue.spec.workers
+        self.batch_size = self.batch_size or workers.batch_size
+        self.concurrency = self.concurrency or workers.concurrency
+        if self.lease_seconds is None:
+            self.lease_seconds = float(queue.spec.lease_seconds)
+        if self.execution_timeout is None:
+            self.execution_timeout = workers.execution_timeout_seconds
+        if self.poll_min is None:
+            self.poll_min = workers.poll_interval.min_seconds
+        if self.poll_max is None:
+            self.poll_max = workers.poll_interval.max_seconds
+        if self.grace_period is None:
+            self.grace_period = workers.grace_period_seconds
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a field, e.g. `TABLEQUEUE_BATCH_SIZE` for `batch_size`."""
+    if field not in WorkerSettings.model_fields:
+        raise KeyError(f"the worker has no option {field!r}")
+    return f"{WorkerSettings.model_config['env_prefix']}{field}".upper()
+
+
+def environment(values: Mapping[str, object]) -> dict[str, str]:
+    """The environment variables that give a worker these options (fields by name)."""
+    return {env_name(field): str(value) for field, value in values.items()}
