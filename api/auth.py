@@ -45,6 +45,10 @@ class Auth:
         if not self._matches(presented, *tokens):
             raise HTTPException(403, "this token may not do that")
 
+    def accepts(self, token: str) -> bool:
+        """Whether `token` is one of the configured tokens (for the admin UI's sign-in)."""
+        return self._matches(token, self.admin_token, self.read_token)
+
     def reader(self, request: Request) -> None:
         self._check(request, self.admin_token, self.read_token)
 

@@ -1,14 +1,22 @@
-"""Reject request bodies over a size limit with 413, counting the bytes as they arrive.
+"""Limits of the HTTP layer; the limits of stored data (ids, priorities, ...) are the core's.
 
-The body is read up to the limit before the application sees it, so a chunked upload without a
-Content-Length is stopped as soon as it passes the limit.
+`BodySizeLimit` rejects request bodies over a size limit with 413, counting the bytes as they
+arrive: the body is read up to the limit before the application sees it, so a chunked upload
+without a Content-Length is stopped as soon as it passes the limit.
 """
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .http_errors import error_response
+
+MAX_BODY_BYTES = 10 << 20
+"""Default request body limit."""
+MAX_BATCH = 10_000
+"""Most messages enqueued, or ids named, in one request."""
+MAX_PAGE = 1000
+"""Most messages in one page of `GET /queues/{name}/messages`."""
 
 
 class BodySizeLimit:
@@ -22,7 +30,7 @@ class BodySizeLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._reject(send)
+            await self._reject(scope, receive, send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -34,7 +42,7 @@ class BodySizeLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._reject(send)
+                await self._reject(scope, receive, send)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -42,11 +50,9 @@ class BodySizeLimit:
         body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         await self.app(scope, _replay([body], then=receive), send)
 
-    async def _reject(self, send: Send) -> None:
-        payload = json.dumps({"error": f"request body over {self.max_bytes} bytes", "detail": []})
-        headers = [(b"content-type", b"application/json")]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": payload.encode()})
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(413, f"request body over {self.max_bytes} bytes")
+        await response(scope, receive, send)
 
 
 def _replay(messages: list[Message], then: Receive | None = None) -> Receive:

@@ -1,17 +1,22 @@
-"""Request and response bodies of the HTTP API (camelCase JSON, as in the Queue resource)."""
+"""Request and response bodies of the HTTP API (camelCase JSON, as in the Queue resource).
+
+A message's shape is not written out here: `MessageOut` and `Job` are built from the fields of
+the core's `Message` dataclass, so the API shows every field the core stores, with its type.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
-from tablequeue.models import Message, NewMessage
+from tablequeue.models import MAX_PRIORITY, Message, NewMessage
+from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
-MAX_BATCH = 10_000
+from .limits import MAX_BATCH
 
 
 class Model(BaseModel):
@@ -24,6 +29,42 @@ class Out(BaseModel):
     """A response body, built from the core's objects (which carry more than it shows)."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class FromMessage(Out):
+    """A response body whose fields are fields of the core's `Message`."""
+
+    @classmethod
+    def of(cls, message: Message, **extra: Any) -> Self:
+        return cls.model_validate(message.__dict__ | extra)
+
+
+_MESSAGE_TYPES: dict[str, Any] = get_type_hints(Message)
+MESSAGE_FIELDS = [field.name for field in dataclasses.fields(Message)]
+JOB_FIELDS = [
+    "id",
+    "tracking_id",
+    "status",
+    "attempts",
+    "result",
+    "progress",
+    "last_error",
+    "processed_at",
+]
+
+
+def _from_message(name: str, fields: list[str], **extra: Any) -> type[FromMessage]:
+    """A response model with `extra` fields first, then `fields` typed as in `Message`."""
+    definitions: dict[str, Any] = extra | {field: (_MESSAGE_TYPES[field], ...) for field in fields}
+    return create_model(name, __base__=FromMessage, **definitions)
+
+
+if TYPE_CHECKING:  # mypy cannot see the fields of a model built at runtime
+    MessageOut = FromMessage
+    Job = FromMessage
+else:
+    MessageOut = _from_message("MessageOut", MESSAGE_FIELDS)
+    Job = _from_message("Job", JOB_FIELDS, queue=(str, ...))
 
 
 class EnqueueResult(Out):
@@ -42,34 +83,6 @@ class EnqueueResponse(Out):
 EnqueueBody = NewMessage | list[NewMessage]
 
 
-class MessageOut(Out):
-    id: int
-    message_id: str | None
-    status: str
-    priority: int
-    message: Any
-    previous_message: Any
-    headers: dict[str, Any] | None
-    version: int
-    attempts: int
-    process_after: datetime
-    expires_at: datetime | None
-    lease_expires_at: datetime | None
-    lease_owner: str | None
-    correlation_id: str | None
-    tracking_id: uuid.UUID
-    result: Any
-    progress: Any
-    last_error: str | None
-    created_at: datetime
-    updated_at: datetime
-    processed_at: datetime | None
-
-    @classmethod
-    def of(cls, message: Message) -> MessageOut:
-        return cls.model_validate(message.__dict__)
-
-
 class MessagePage(Out):
     items: list[MessageOut]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page")
@@ -78,7 +91,7 @@ class MessagePage(Out):
 class MessagePatch(Model):
     message: Any = Field(None, description="A corrected body")
     status: str | None = None
-    priority: int | None = Field(None, ge=-32768, le=32767)
+    priority: int | None = Field(None, ge=-MAX_PRIORITY - 1, le=MAX_PRIORITY)
     force: bool = Field(False, description="Also change a Leased message")
 
 
@@ -86,7 +99,7 @@ class SetStatusRequest(Model):
     status: str
     ids: list[int] | None = Field(None, max_length=MAX_BATCH)
     from_status: str | None = None
-    where: str | None = Field(None, max_length=4000)
+    where: str | None = Field(None, max_length=MAX_PREDICATE_LENGTH)
     force: bool = False
     dry_run: bool = Field(False, description="Only count the messages it would change")
 
@@ -118,20 +131,3 @@ class QueueSummary(Out):
 
 class QueueDetail(QueueSummary):
     settings: dict[str, Any]
-
-
-class Job(Out):
-    queue: str
-    id: int
-    tracking_id: uuid.UUID
-    status: str
-    attempts: int
-    result: Any
-    progress: Any
-    last_error: str | None
-    processed_at: datetime | None
-
-
-class ErrorBody(Out):
-    error: str
-    detail: list[str] = Field(default_factory=list)

@@ -1,0 +1,55 @@
+"""What routes ask FastAPI for: the database, a queue named in the path, and an auth level.
+
+`create_app` keeps the database and the token rules in `app.state`; these are the only readers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Path, Request
+from fastapi.params import Depends as DependsParam
+
+from tablequeue import Database, Queue
+from tablequeue.models import MAX_ID
+
+from .auth import Auth
+
+
+def get_database(request: Request) -> Database:
+    """The database `create_app` was given."""
+    database: Database = request.app.state.database
+    return database
+
+
+def get_auth(request: Request) -> Auth:
+    """The token rules `create_app` was given."""
+    auth: Auth = request.app.state.auth
+    return auth
+
+
+DatabaseArg = Annotated[Database, Depends(get_database)]
+AuthArg = Annotated[Auth, Depends(get_auth)]
+
+
+def named_queue(name: str, database: DatabaseArg) -> Queue:
+    """The queue named by the `{name}` path parameter (404 when it does not exist)."""
+    return database.queue(name)
+
+
+QueueArg = Annotated[Queue, Depends(named_queue)]
+MessageIdArg = Annotated[int, Path(ge=1, le=MAX_ID)]
+
+
+def require_reader(request: Request, auth: AuthArg) -> None:
+    auth.reader(request)
+
+
+def require_admin(request: Request, auth: AuthArg) -> None:
+    auth.admin(request)
+
+
+READER: list[DependsParam] = [Depends(require_reader)]
+"""Route dependencies for reads: either token, or none when no token is configured."""
+ADMIN: list[DependsParam] = [Depends(require_admin)]
+"""Route dependencies for changes: the admin token, or none when no token is configured."""

@@ -1,0 +1,7 @@
+"""The JSON API's routers, one per resource, and the probes."""
+
+from . import jobs, messages, probes, queues
+
+ROUTERS = [probes.router, queues.router, messages.router, jobs.router]
+
+__all__ = ["ROUTERS"]

@@ -1,0 +1,127 @@
+"""Messages: enqueue, list (keyset pages with a cursor), read, fix, delete, set status in bulk."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Query
+from fastapi.responses import Response
+
+from tablequeue import errors
+from tablequeue.models import MAX_ID, MAX_MESSAGE_ID_LENGTH
+from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
+
+from ..dependencies import ADMIN, READER, MessageIdArg, QueueArg
+from ..limits import MAX_BATCH, MAX_PAGE
+from ..schemas import (
+    EnqueueBody,
+    EnqueueResponse,
+    EnqueueResult,
+    MessageOut,
+    MessagePage,
+    MessagePatch,
+    SetStatusRequest,
+    SetStatusResponse,
+)
+
+router = APIRouter(tags=["messages"])
+ONE = "/queues/{name}/messages/{message_id}"
+
+
+def encode_cursor(order: str, last_id: int) -> str:
+    return base64.urlsafe_b64encode(f"v1:{order}:{last_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[Literal["asc", "desc"], int]:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        version, order, last_id = text.split(":")
+        if version != "v1" or order not in ("asc", "desc") or not 0 <= int(last_id) <= MAX_ID:
+            raise ValueError
+        return ("asc" if order == "asc" else "desc"), int(last_id)
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise errors.InvalidInput("invalid cursor: pass nextCursor of the previous page") from None
+
+
+@router.post("/queues/{name}", status_code=201, dependencies=ADMIN)
+def enqueue(queue: QueueArg, body: Annotated[EnqueueBody, Body()]) -> EnqueueResponse:
+    """Enqueue one message or a list of them (one transaction)."""
+    batch = body if isinstance(body, list) else [body]
+    if len(batch) > MAX_BATCH:
+        raise errors.InvalidInput(f"at most {MAX_BATCH} messages per request")
+    results = queue.enqueue_many(batch)
+    return EnqueueResponse(results=[EnqueueResult.model_validate(r.__dict__) for r in results])
+
+
+@router.get("/queues/{name}/messages", dependencies=READER)
+def list_messages(
+    queue: QueueArg,
+    status: str | None = None,
+    where: Annotated[str | None, Query(max_length=MAX_PREDICATE_LENGTH)] = None,
+    message_id: Annotated[
+        str | None, Query(alias="messageId", max_length=MAX_MESSAGE_ID_LENGTH)
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    order: Literal["asc", "desc"] = "asc",
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> MessagePage:
+    """A page of messages in id order, filtered by status and a predicate on the body."""
+    after_id = None
+    if cursor is not None:
+        order, after_id = decode_cursor(cursor)
+    found = queue.messages(
+        status=status,
+        where=where,
+        message_id=message_id,
+        after_id=after_id,
+        limit=limit + 1,
+        order=order,
+    )
+    more = len(found) > limit
+    found = found[:limit]
+    next_cursor = encode_cursor(order, found[-1].id) if more else None
+    return MessagePage(items=[MessageOut.of(m) for m in found], next_cursor=next_cursor)
+
+
+@router.get(ONE, dependencies=READER)
+def get_message(queue: QueueArg, message_id: MessageIdArg) -> MessageOut:
+    """One message with everything stored about it."""
+    return MessageOut.of(queue.get(message_id))
+
+
+@router.patch(ONE, dependencies=ADMIN)
+def patch_message(queue: QueueArg, message_id: MessageIdArg, patch: MessagePatch) -> MessageOut:
+    """Fix a message: its body, status or priority (a Leased one only with force)."""
+    if patch.message is None and patch.status is None and patch.priority is None:
+        raise errors.InvalidInput("nothing to change: give message, status or priority")
+    edited = queue.edit(
+        message_id,
+        body=patch.message,
+        status=patch.status,
+        priority=patch.priority,
+        force=patch.force,
+    )
+    return MessageOut.of(edited)
+
+
+@router.delete(ONE, status_code=204, dependencies=ADMIN)
+def delete_message(queue: QueueArg, message_id: MessageIdArg, force: bool = False) -> Response:
+    """Delete a message (a Leased one only with force)."""
+    queue.delete(message_id, force=force)
+    return Response(status_code=204)
+
+
+@router.post("/queues/{name}/status", dependencies=ADMIN)
+def set_status(queue: QueueArg, request: SetStatusRequest) -> SetStatusResponse:
+    """Set a status by ids, by current status and/or by predicate; dryRun only counts."""
+    changed = queue.set_status(
+        request.status,
+        ids=request.ids,
+        from_status=request.from_status,
+        where=request.where,
+        force=request.force,
+        dry_run=request.dry_run,
+    )
+    return SetStatusResponse(changed=changed, dry_run=request.dry_run)

@@ -1,0 +1,55 @@
+"""Queues: the list with counts and health, one queue's detail, its default status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from tablequeue import Database, Queue
+
+from ..dependencies import ADMIN, READER, DatabaseArg, QueueArg
+from ..schemas import DefaultStatusRequest, QueueDetail, QueueSummary
+
+router = APIRouter(tags=["queues"])
+
+
+def summary(database: Database, queue: Queue) -> dict[str, Any]:
+    stats = queue.stats()
+    return {
+        "name": queue.name,
+        "table": queue.table.name,
+        "category": queue.spec.category,
+        "default_status": database.default_status_of(queue.name),
+        "counts": stats.counts,
+        "backlog": stats.backlog,
+        "leased": stats.leased,
+        "oldest_pending_seconds": stats.oldest_pending_seconds,
+        "health": stats.health,
+        "health_reasons": stats.health_reasons,
+        "approximate": stats.approximate,
+    }
+
+
+@router.get("/queues", dependencies=READER)
+def list_queues(database: DatabaseArg) -> list[QueueSummary]:
+    """Every queue with its counts per status and health, by category then name."""
+    queues = [database.queue(row["name"]) for row in database.queues()]
+    summaries = [QueueSummary.model_validate(summary(database, q)) for q in queues]
+    return sorted(summaries, key=lambda s: (s.category, s.name))
+
+
+@router.get("/queues/{name}", dependencies=READER)
+def get_queue(database: DatabaseArg, queue: QueueArg) -> QueueDetail:
+    """Counts, health and settings of one queue."""
+    settings = queue.spec.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return QueueDetail.model_validate(summary(database, queue) | {"settings": settings})
+
+
+@router.put("/queues/{name}/default-status", dependencies=ADMIN)
+def set_default_status(
+    database: DatabaseArg, name: str, request: DefaultStatusRequest
+) -> dict[str, str]:
+    """The status new messages get: Pending, or e.g. Paused to hold them from workers."""
+    database.set_default_status(name, request.status)
+    return {"queue": name, "defaultStatus": request.status}

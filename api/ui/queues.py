@@ -1,0 +1,164 @@
+"""The queue pages: every queue with its counts, one queue's messages, the bulk confirmation.
+
+Pages read through the core (`Queue.stats`, `Queue.messages`) and never count or load a whole
+table. A filter that does not parse is shown on the page; a queue that cannot be read is the
+error page (see `app.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+from fastapi import APIRouter
+from fastapi.responses import RedirectResponse, Response
+
+from tablequeue import errors, names
+
+from ..dependencies import DatabaseArg
+from .paging import Page, example_body, page_of, page_position
+from .rendering import RenderArg, age, pretty_json
+from .signin import VIEWER
+
+router = APIRouter(include_in_schema=False)
+
+COUNT_COLUMNS = [
+    names.PENDING,
+    names.SLEEPING,
+    names.LEASED,
+    names.PROCESSED,
+    names.ERROR,
+    names.ABANDONED,
+]
+STATUS_CHOICES = ["Pending", "Paused", "OnHold", "Error", "Processed", "Cancelled"]
+DEFAULT_STATUS_CHOICES = ["Pending", "Paused", "OnHold"]
+
+
+def ordered_statuses(counts: dict[str, int], *extra: str | None) -> list[str]:
+    """Built-in statuses in lifecycle order, then the custom ones by name."""
+    present = set(counts) | {s for s in extra if s}
+    built_in = [s for s in names.BUILT_IN if s in present]
+    return built_in + sorted(present - set(names.BUILT_IN))
+
+
+def queue_link(name: str, **query: Any) -> str:
+    return f"/ui/queues/{name}?" + urlencode(query)
+
+
+def _filters(status: str, where: str) -> dict[str, str]:
+    return {k: v for k, v in (("status", status), ("where", where)) if v}
+
+
+@router.get("/")
+def root() -> RedirectResponse:
+    return RedirectResponse("/ui", status_code=307)
+
+
+@router.get("/ui", dependencies=VIEWER)
+def queues_page(render: RenderArg, database: DatabaseArg) -> Response:
+    categories: dict[str, list[dict[str, Any]]] = {}
+    for row in database.queues():
+        entry: dict[str, Any] = {"name": row["name"], "default_status": row["default_status"]}
+        try:
+            stats = database.queue(row["name"]).stats()
+        except errors.TableQueueError as error:
+            entry["problem"] = str(error)
+        else:
+            entry["stats"] = stats
+            entry["others"] = {s: n for s, n in stats.counts.items() if s not in COUNT_COLUMNS}
+        categories.setdefault(row["category"], []).append(entry)
+    return render(
+        "queues.html",
+        title="Queues",
+        categories=sorted(categories.items()),
+        columns=COUNT_COLUMNS,
+    )
+
+
+@router.get("/ui/queues/{name}", dependencies=VIEWER)
+def queue_page(
+    render: RenderArg,
+    database: DatabaseArg,
+    name: str,
+    status: str = "",
+    where: str = "",
+    order: str = "desc",
+    after: str | None = None,
+    before: str | None = None,
+) -> Response:
+    direction: Literal["asc", "desc"] = "asc" if order == "asc" else "desc"
+    queue = database.queue(name)
+    stats = queue.stats()
+    default_status = database.default_status_of(name)
+    example = example_body(queue)
+    status, where = status.strip(), where.strip()
+    filter_error = None
+    page = Page([], None, None)
+    try:
+        page = page_of(
+            queue,
+            status=status or None,
+            where=where or None,
+            order=direction,
+            after=page_position(after),
+            before=page_position(before),
+        )
+    except errors.TableQueueError as error:
+        filter_error = str(error)
+    filters = _filters(status, where)
+    if direction == "asc":
+        filters["order"] = direction
+    return render(
+        "queue.html",
+        title=name,
+        queue=queue,
+        stats=stats,
+        default_status=default_status,
+        statuses=ordered_statuses(stats.counts, status),
+        status=status,
+        where=where,
+        order=direction,
+        page=page,
+        newer_link=queue_link(name, **filters, before=page.newer)
+        if page.newer is not None
+        else None,
+        older_link=queue_link(name, **filters, after=page.older)
+        if page.older is not None
+        else None,
+        filter_error=filter_error,
+        example=pretty_json(example),
+        status_choices=STATUS_CHOICES,
+        default_status_choices=DEFAULT_STATUS_CHOICES,
+        oldest=age(stats.oldest_pending_seconds),
+    )
+
+
+@router.get("/ui/queues/{name}/bulk", dependencies=VIEWER)
+def bulk_page(
+    render: RenderArg,
+    database: DatabaseArg,
+    name: str,
+    to: str = "",
+    status: str = "",
+    where: str = "",
+) -> Response:
+    """The confirmation step: how many messages a bulk status change would touch."""
+    queue = database.queue(name)
+    to, status, where = to.strip(), status.strip(), where.strip()
+    count, problem = 0, None
+    try:
+        count = queue.set_status(to, from_status=status or None, where=where or None, dry_run=True)
+    except errors.TableQueueError as error:
+        problem = str(error)
+    return render(
+        "bulk.html",
+        title=f"Change status: {name}",
+        queue=queue,
+        to=to,
+        status=status,
+        where=where,
+        count=count,
+        problem=problem,
+        back=queue_link(name, **_filters(status, where)),
+        view_changed=queue_link(name, **({"status": to} if to else {})),
+    )

@@ -1,0 +1,109 @@
+"""Rendering the admin UI's pages: the Jinja environment, its filters, and the error page.
+
+Templates and static files live beside this package, in `api/templates` and `api/static`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import jinja2
+from fastapi import Depends, Request
+from fastapi.responses import Response
+from fastapi.templating import Jinja2Templates
+
+from tablequeue import errors, names
+
+from ..dependencies import AuthArg, DatabaseArg, get_auth, get_database
+from ..http_errors import status_of
+
+API_FOLDER = Path(__file__).resolve().parent.parent
+TEMPLATES = API_FOLDER / "templates"
+STATIC = API_FOLDER / "static"
+BODY_PREVIEW = 120
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def short_json(value: Any, limit: int = BODY_PREVIEW) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def when(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def age(seconds: float) -> str:
+    """3s, 4m 10s, 2h 5m, 3d 4h: the two largest units."""
+    total = max(math.floor(seconds), 0)
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if total >= size or (unit == "s" and not parts):
+            parts.append(f"{total // size}{unit}")
+            total %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
+
+
+def status_class(status: str) -> str:
+    return f"status-{status.lower()}" if status in names.BUILT_IN else "status-custom"
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        pretty_json=pretty_json,
+        short_json=short_json,
+        when=when,
+        age=age,
+        status_class=status_class,
+    )
+    return env
+
+
+templates = Jinja2Templates(env=_environment())
+
+
+@dataclass(frozen=True)
+class Renderer:
+    """Renders a page for one request, with what every page shows (sign-out, database URL)."""
+
+    request: Request
+    auth_enabled: bool
+    database_url: str
+
+    def __call__(self, template: str, status_code: int = 200, **context: Any) -> Response:
+        context.setdefault("title", "tablequeue")
+        context["auth_enabled"] = self.auth_enabled
+        context["database_url"] = self.database_url
+        return templates.TemplateResponse(self.request, template, context, status_code=status_code)
+
+
+def renderer(request: Request, database: DatabaseArg, auth: AuthArg) -> Renderer:
+    return Renderer(request, auth.enabled, database.shown_url)
+
+
+RenderArg = Annotated[Renderer, Depends(renderer)]
+
+
+def error_page(request: Request, error: errors.TableQueueError) -> Response:
+    """A page that cannot be shown: the error in one line, with the API's status code."""
+    render = renderer(request, get_database(request), get_auth(request))
+    return render("error.html", status_of(error), title="Error", error=str(error))
