@@ -1,0 +1,106 @@
+"""Reaching a tablequeue database from Spark's JDBC source, and reading a queue table with it.
+
+tablequeue URLs (`postgresql://user:pw@host/db`, `sqlite:///file.db`) become JDBC URLs with
+the driver class Spark needs; the password travels as a connection property, not in the URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from tablequeue.errors import InvalidInput
+
+DRIVERS = {
+    "postgresql": "org.postgresql.Driver",
+    "sqlite": "org.sqlite.JDBC",
+    "mariadb": "org.mariadb.jdbc.Driver",
+    "mysql": "org.mariadb.jdbc.Driver",
+    "mssql": "com.microsoft.sqlserver.jdbc.SQLServerDriver",
+}
+TIMESTAMP_COLUMNS = (
+    "process_after",
+    "expires_at",
+    "lease_expires_at",
+    "created_at",
+    "updated_at",
+    "processed_at",
+)
+
+
+@dataclass(frozen=True)
+class JdbcTarget:
+    """A JDBC URL with its driver class and connection properties."""
+
+    url: str
+    driver: str
+    properties: dict[str, str] = field(default_factory=dict)
+    backend: str = ""
+
+    def options(self) -> dict[str, str]:
+        return {"url": self.url, "driver": self.driver, **self.properties}
+
+
+def jdbc_target(database_url: str) -> JdbcTarget:
+    """The JDBC form of a tablequeue (SQLAlchemy-style) database URL; `jdbc:...` is kept."""
+    if database_url.startswith("jdbc:"):
+        backend = database_url.split(":")[1]
+        driver = DRIVERS.get(backend)
+        if driver is None:
+            raise InvalidInput(f"no known JDBC driver for {backend!r}: give --jdbc-driver")
+        return JdbcTarget(database_url, driver, backend=backend)
+    url = sa.make_url(database_url)
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        if not url.database:
+            raise InvalidInput("a SQLite URL needs a file: sqlite:///path/to/file.db")
+        return JdbcTarget(f"jdbc:sqlite:{Path(url.database).resolve()}", DRIVERS["sqlite"], {}, backend)
+    if backend not in DRIVERS:
+        raise InvalidInput(f"no JDBC driver known for {backend!r} URLs")
+    host = url.host or "localhost"
+    port = f":{url.port}" if url.port else ""
+    query = "&".join(f"{key}={value}" for key, value in url.query.items() if isinstance(value, str))
+    jdbc_url = f"jdbc:{backend}://{host}{port}/{url.database or ''}" + (f"?{query}" if query else "")
+    properties = {}
+    if url.username:
+        properties["user"] = url.username
+    if url.password is not None:
+        properties["password"] = str(url.password)
+    return JdbcTarget(jdbc_url, DRIVERS[backend], properties, backend)
+
+
+def quoted_table(database_url: str, table: str) -> str:
+    """The table name as the engine quotes it (names are validated by tablequeue first)."""
+    dialect = sa.make_url(database_url).get_dialect()()
+    return str(dialect.identifier_preparer.quote(table))
+
+
+def read_queue_table(
+    spark: SparkSession,
+    database_url: str,
+    table: str,
+    options: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """A queue table as a DataFrame: JSON columns as text, times as UTC timestamps, id as long.
+
+    SQLite keeps times as ISO text, which its JDBC driver cannot turn into timestamps: they are
+    read as strings and parsed here (the session time zone is UTC, as the text is).
+    """
+    target = jdbc_target(database_url)
+    reader = spark.read.format("jdbc").options(**target.options())
+    reader = reader.option("dbtable", quoted_table(database_url, table)).options(**(options or {}))
+    if target.backend == "sqlite":
+        reader = reader.option(
+            "customSchema",
+            ", ".join(f"{name} STRING" for name in TIMESTAMP_COLUMNS) + ", id LONG",
+        )
+    frame = reader.load()
+    converted: dict[str, Column] = {"id": F.col("id").cast("long")}
+    for name in TIMESTAMP_COLUMNS:
+        converted[name] = F.col(name).cast("timestamp")
+    return frame.withColumns(converted)

@@ -1,0 +1,82 @@
+"""Starting a Spark session for the pipeline: master, configuration, JDBC driver jars."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DEBIAN_JARS = (Path("/usr/share/java/postgresql.jar"),)
+"""Debian's libpostgresql-jdbc-java; scripts/setup-pipeline installs it."""
+JAR_CACHE = Path(
+    os.environ.get("TABLEQUEUE_JAR_CACHE", Path.home() / ".cache" / "tablequeue" / "jars")
+)
+"""Where scripts/setup-pipeline puts the drivers Debian does not package, one folder a version."""
+
+_JAR_NAME = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d[\w.]*)\.jar$")
+
+
+def _version_key(version: str) -> tuple[int | str, ...]:
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"[.-]", version))
+
+
+def driver_jars(cache: Path = JAR_CACHE) -> list[str]:
+    """The JDBC driver jars found on this machine: Debian's, then the newest cached version of
+    each driver (two versions of one driver on the class path would be a lottery).
+    `TABLEQUEUE_JARS` (comma-separated paths) adds more."""
+    newest: dict[str, tuple[tuple[int | str, ...], Path]] = {}
+    for jar in cache.glob("*/*.jar") if cache.is_dir() else []:
+        match = _JAR_NAME.match(jar.name)
+        if match is None:
+            continue
+        key = _version_key(match["version"])
+        known = newest.get(match["artifact"])
+        if known is None or key > known[0]:
+            newest[match["artifact"]] = (key, jar)
+    jars = [str(jar) for jar in DEBIAN_JARS if jar.is_file()]
+    jars += [str(path) for _, path in sorted(newest.values(), key=lambda item: str(item[1]))]
+    jars += [jar for jar in os.environ.get("TABLEQUEUE_JARS", "").split(",") if jar]
+    return jars
+
+
+def session(
+    master: str | None = None,
+    conf: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+    app_name: str = "tablequeue-pipeline",
+) -> SparkSession:
+    """The Spark session of a pipeline job: `local[*]` unless a master is given (or spark-submit
+    set one), UTC session time zone, the JDBC driver jars of this machine.
+
+    `conf` is passed through as is (`spark.executor.instances`, `spark.kubernetes.*`, ...) and
+    wins over the defaults set here.
+    """
+    # The driver's loopback address: machines whose host name resolves to nothing reachable.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers run this interpreter (with tablequeue installed), and not with the current
+    # folder first on sys.path: a checkout's `operator/` folder would shadow the standard library.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYTHONSAFEPATH", "1")
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # set when spark-submit started us
+        builder = builder.master("local[*]")
+    defaults = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.executorEnv.PYTHONSAFEPATH": "1",
+        "spark.ui.showConsoleProgress": "false",  # the pipeline tells its own progress
+    }
+    jars = driver_jars()
+    if jars:
+        defaults["spark.jars"] = ",".join(jars)
+    settings = dict(defaults)
+    settings.update(dict(conf.items()) if isinstance(conf, Mapping) else dict(conf))
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
