@@ -38,8 +38,6 @@ from .metrics import WorkerMetrics
 from .settling import Settlement
 from .waiting import sleep_unless
 
-__all__ = ["Worker", "WorkerConfig"]  # WorkerConfig lives in .config; imported from here too
-
 log = logging.getLogger("tablequeue.worker")
 QUEUE_NOT_THERE: tuple[type[Exception], ...] = (*DATABASE_ERRORS, QueueNotFound)
 """Opening the queue waits for the database and for the queue to be applied."""

@@ -1,0 +1,92 @@
+"""Failures: handler errors, time limits, outcomes no database can store, cancellation."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from tests.support.waiting import wait_until
+
+from .helpers import ASYNC, FAST_POLL, SYNC, MakeQueue, StartWorker, counter, enqueue, events
+
+# --- time limits ------------------------------------------------------------------------------
+
+
+def test_execution_timeout_is_a_failure_retried_per_max_attempts(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    queue = make_queue("orders", max_attempts=2, retry={"delay_seconds": 0, "jitter": 0})
+    [slow] = enqueue(queue, [{"sleep": 60}])
+    worker = start_worker("orders", db_url, ASYNC, "--execution-timeout", "0.5", *FAST_POLL)
+    wait_until(lambda: queue.get(slow).status == "Error", timeout=30)
+    message = queue.get(slow)
+    assert message.attempts == 2
+    assert message.last_error == "execution time limit of 0.5s exceeded"
+    assert events(records, "cancelled") == [slow, slow]  # the handler was stopped both times
+    assert events(records, "done") == []
+    timeouts = ("tablequeue_worker_errors_total", "timeout")
+    assert counter(worker, timeouts[0], kind=timeouts[1], queue="orders") == 2
+
+
+def test_sync_handler_that_hangs_past_the_limit_does_not_block_the_worker_from_exiting(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    # A thread cannot be stopped: the message fails at the limit, and SIGTERM still ends the
+    # worker after its grace period although the handler's thread is still running.
+    queue = make_queue("orders")
+    [hung] = enqueue(queue, [{"hang": True}])
+    worker = start_worker(
+        "orders", db_url, SYNC, "--execution-timeout", "0.5", "--grace-period", "1", *FAST_POLL
+    )
+    wait_until(lambda: queue.get(hung).status == "Error", timeout=30)
+    assert queue.get(hung).last_error == "execution time limit of 0.5s exceeded"
+    [other] = enqueue(queue, [{"n": 1}])
+    wait_until(lambda: other in events(records, "done"), timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait_exit(timeout=20) == 0
+    assert events(records, "done") == [other]
+
+
+# --- outcomes no database can store -----------------------------------------------------------
+
+
+def test_outcomes_no_database_can_store_fail_their_message_and_block_nothing(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker
+) -> None:
+    queue = make_queue("orders", keep_processed_for="1h", max_attempts=1)
+    [nan] = enqueue(queue, [{"nan_result": True}])
+    [nul] = enqueue(queue, [{"nul_error": True}])
+    fine = enqueue(queue, [{"n": n} for n in range(20)])
+    start_worker("orders", db_url, ASYNC, *FAST_POLL)
+    wait_until(lambda: queue.count(status="Processed") == 20, timeout=30)
+    wait_until(lambda: queue.count(status="Error") == 2, timeout=30)
+    assert "invalid result" in (queue.get(nan).last_error or "")
+    assert "NUL \\x00 in the error text" in (queue.get(nul).last_error or "")
+    assert {m.id for m in queue.messages(status="Processed")} == set(fine)
+
+
+# --- cancellation -----------------------------------------------------------------------------
+
+
+def test_cancelling_a_message_stops_its_running_handler(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    queue = make_queue("orders", keep_processed_for="1h")
+    [running, other] = enqueue(queue, [{"sleep": 60}, {"sleep": 0.2}])
+    worker = start_worker("orders", db_url, ASYNC, *FAST_POLL)
+    wait_until(lambda: running in events(records, "start"), timeout=30)
+    queue.cancel(queue.get(running).tracking_id)
+    wait_until(lambda: running in events(records, "cancelled"), timeout=10)
+    wait_until(
+        lambda: [
+            line
+            for line in worker.logs()
+            if line["message"].startswith("handler stopped: lease lost")
+            and line.get("message_id") == running
+        ],
+        timeout=10,
+    )
+    wait_until(lambda: queue.get(other).status == "Processed", timeout=30)
+    assert queue.get(running).status == "Cancelled"
+    assert running not in events(records, "done")
+    assert counter(worker, "tablequeue_worker_messages_total", outcome="lost", queue="orders") == 1

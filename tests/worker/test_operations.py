@@ -1,0 +1,166 @@
+"""Operations: metrics and probes, LISTEN/NOTIFY, configuration, refusals to start."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tablequeue import Database
+from tablequeue.spec import QueueResource
+from tests.support.postgres_server import free_port
+from tests.support.waiting import wait_until
+from tests.support.worker_handlers import read_records
+
+from .helpers import (
+    FAST_POLL,
+    SYNC,
+    MakeQueue,
+    StartWorker,
+    counter,
+    enqueue,
+    events,
+    run_failing_worker,
+)
+
+# --- probes and metrics -----------------------------------------------------------------------
+
+
+def test_metrics_and_probes(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    queue = make_queue("orders")
+    good = enqueue(queue, [{"sleep": 0.05, "n": n} for n in range(120)])
+    bad = enqueue(queue, [{"raise": "no"}] * 3)
+    worker = start_worker("orders", db_url, SYNC, "--concurrency", "4", *FAST_POLL)
+    worker.wait_ready()
+    labels = {"queue": "orders"}
+    # Scraped during the run: handlers in flight, never more than the concurrency.
+    in_flight: list[float] = []
+
+    def scrape_until_done() -> bool:
+        in_flight.append(counter(worker, "tablequeue_worker_in_flight", **labels))
+        return queue.count() == len(bad) and queue.count(status="Error") == len(bad)
+
+    wait_until(scrape_until_done, timeout=60)
+    assert max(in_flight) > 0 and max(in_flight) <= 4
+    processed = wait_until(
+        lambda: (
+            counter(worker, "tablequeue_worker_messages_total", outcome="processed", **labels)
+            == len(good)
+        )
+    )
+    assert processed
+    assert counter(worker, "tablequeue_worker_messages_total", outcome="errored", **labels) == 3
+    assert counter(worker, "tablequeue_worker_in_flight", **labels) == 0
+    assert counter(worker, "tablequeue_worker_lease_batches_total", **labels) >= 1
+    assert counter(worker, "tablequeue_worker_processing_seconds_count", **labels) == 123
+    assert counter(worker, "tablequeue_worker_errors_total", kind="handler", **labels) == 3
+    assert worker.get("/livez") == (200, "ok\n")
+    assert worker.get("/readyz") == (200, "ok\n")
+
+
+# --- LISTEN/NOTIFY ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_notify_wakes_an_idle_worker_long_before_its_next_poll(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    queue = make_queue("orders")
+    worker = start_worker("orders", db_url, SYNC, "--poll-min", "5", "--poll-max", "5")
+    worker.wait_ready()
+
+    def listening() -> bool:
+        with psycopg.connect(db_url) as conn:
+            query = "SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN \"tq_orders\"'"
+            row = conn.execute(query).fetchone()
+            return bool(row and row[0])
+
+    wait_until(listening, timeout=30)
+    enqueued_at = time.time()
+    [message_id] = enqueue(queue, [{"n": 1}])
+    [(_, _, started_at, _)] = wait_until(
+        lambda: [r for r in read_records(records) if r[0] == "start" and r[1] == message_id],
+        timeout=10,
+    )
+    assert started_at - enqueued_at < 2.0, "woken by NOTIFY well before the 5 s poll"
+
+
+# --- configuration ----------------------------------------------------------------------------
+
+
+def test_configuration_from_environment_variables_only(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    # Started as the operator starts the sidecar: the console script, no flags at all, and a
+    # handler module found in the working folder.
+    console_script = Path(sys.executable).with_name("tablequeue")
+    assert console_script.exists(), "the tablequeue console script is installed in the venv"
+    queue = make_queue("orders")
+    ids = enqueue(queue, [{"n": n} for n in range(20)])
+    port = free_port()
+    env = {
+        "TABLEQUEUE_QUEUE": "orders",
+        "TABLEQUEUE_DB": db_url,
+        "TABLEQUEUE_HANDLER": SYNC,
+        "TABLEQUEUE_PORT": str(port),
+        "TABLEQUEUE_HOST": "127.0.0.1",
+        "TABLEQUEUE_CONCURRENCY": "3",
+        "TABLEQUEUE_BATCH_SIZE": "7",
+        "TABLEQUEUE_POLL_MAX": "0.5",
+        "TABLEQUEUE_OWNER": "from-env",
+    }
+    worker = start_worker(None, None, None, env=env, port=port, program=[str(console_script)])
+    wait_until(lambda: queue.count() == 0, timeout=30)
+    assert sorted(events(records, "done")) == sorted(ids)
+    [started] = [line for line in worker.logs() if line["message"] == "worker started"]
+    assert (started["owner"], started["concurrency"], started["batch_size"]) == ("from-env", 3, 7)
+    assert started["poll"] == [0.1, 0.5]
+    assert worker.ready()
+
+
+def test_unknown_queue_waits_until_the_queue_exists(
+    database: Database, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    worker = start_worker("orders", db_url, SYNC, *FAST_POLL)
+    wait_until(lambda: len([x for x in worker.logs() if "orders" in x.get("error", "")]) >= 3)
+    assert worker.get("/readyz")[0] == 503
+    assert worker.get("/livez")[0] == 200
+    assert worker.process.poll() is None, "keeps trying instead of exiting"
+
+    database.apply(QueueResource.from_name("orders"))
+    wait_until(worker.ready, timeout=30)
+    queue = database.queue("orders")
+    [message_id] = enqueue(queue, [{"n": 1}])
+    wait_until(lambda: events(records, "done") == [message_id], timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("handler", "problem"),
+    [
+        ("ftp://somewhere/process", "invalid handler 'ftp://somewhere/process'"),
+        ("python:tests.no_such_module:handle", "handler module 'tests.no_such_module'"),
+        ("python:tests.support.worker_handlers:no_such_function", "is not a function"),
+    ],
+)
+def test_invalid_handler_is_one_clear_error(tmp_path: Path, handler: str, problem: str) -> None:
+    db_url = f"sqlite:///{tmp_path / 'q.db'}"
+    line = run_failing_worker("--db", db_url, "--handler", handler, "--port", "0")
+    assert problem in line
+
+
+def test_probe_port_in_use_is_one_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        db_url = f"sqlite:///{tmp_path / 'q.db'}"
+        line = run_failing_worker(
+            "--db", db_url, "--handler", SYNC, "--host", "127.0.0.1", "--port", port
+        )
+    assert "cannot serve /livez, /readyz, /metrics" in line and "address already in use" in line
