@@ -108,6 +108,8 @@ def queue_page(
     filters = _filters(status, where)
     if direction == "asc":
         filters["order"] = direction
+    newer = queue_link(name, **filters, before=page.newer) if page.newer is not None else None
+    older = queue_link(name, **filters, after=page.older) if page.older is not None else None
     return render(
         "queue.html",
         title=name,
@@ -119,12 +121,8 @@ def queue_page(
         where=where,
         order=direction,
         page=page,
-        newer_link=queue_link(name, **filters, before=page.newer)
-        if page.newer is not None
-        else None,
-        older_link=queue_link(name, **filters, after=page.older)
-        if page.older is not None
-        else None,
+        newer_link=newer,
+        older_link=older,
         filter_error=filter_error,
         example=pretty_json(example),
         status_choices=STATUS_CHOICES,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -251,3 +252,44 @@ def test_tokens_separate_readers_from_admins(database: Database, make_queue: Mak
         client.cookies.set("tablequeue_token", "read-secret")
         assert client.get("/queues").status_code == 200
     assert database.queue("orders").count() == 1
+
+
+def test_message_json_is_the_core_message(client: httpx.Client, database: Database) -> None:
+    """The API shows every field of the core's `Message` under the keys of `Message.to_json`."""
+
+    def instants(shown: dict[str, Any]) -> dict[str, Any]:
+        """Times as instants: the API writes UTC as `Z`, `to_json` as `+00:00`."""
+        parsed = {}
+        for key, value in shown.items():
+            try:
+                parsed[key] = datetime.fromisoformat(value)
+            except (TypeError, ValueError):
+                parsed[key] = value
+        return parsed
+
+    body = {"message": {"Sku": "1"}, "messageId": "M-1", "headers": {"h": 1}}
+    [created] = client.post("/queues/orders", json=body).json()["results"]
+    shown = client.get(f"/queues/orders/messages/{created['id']}").json()
+    stored = database.queue("orders").get(created["id"]).to_json()
+    assert instants(shown) == instants(stored)
+    job = client.get(f"/jobs/{created['trackingId']}").json()
+    assert job == {"queue": "orders"} | {key: shown[key] for key in job if key != "queue"}
+
+
+@pytest.mark.parametrize(
+    ("api_url", "status"),
+    [
+        ("/queues/nope", 404),
+        ("/queues/Bad;Name", 400),
+        ("/queues/orders/messages/12345", 404),
+    ],
+)
+def test_the_ui_answers_core_errors_with_the_api_status(
+    client: httpx.Client, api_url: str, status: int
+) -> None:
+    api = client.get(api_url)
+    page = client.get("/ui" + api_url)
+    assert (api.status_code, page.status_code) == (status, status)
+    assert api.headers["content-type"] == "application/json"
+    assert page.headers["content-type"].startswith("text/html")
+    assert api.json()["error"] in page.text.replace("&#39;", "'").replace("&#34;", '"')
