@@ -60,7 +60,7 @@ class HeldMessages:
         self.waiting: deque[Message] = deque()
         """Leased, not started yet."""
         self.running: dict[int, Running] = {}
-        self.slot_freed = asyncio.Event()
+        self._slot_freed = asyncio.Event()
         self.handler_started = asyncio.Event()
 
     def message_ids(self) -> list[int]:
@@ -81,8 +81,8 @@ class HeldMessages:
     async def wait_for_slot(self, concurrency: int, stopping: asyncio.Event) -> None:
         """Return once fewer than `concurrency` handlers run, or the worker stops."""
         while len(self.running) >= concurrency and not stopping.is_set():
-            self.slot_freed.clear()
-            await wait_any(self.slot_freed, stopping)
+            self._slot_freed.clear()
+            await wait_any(self._slot_freed, stopping)
 
     def take_unstarted(self) -> list[int]:
         """Forget the waiting messages (to give them back); their ids."""
@@ -148,4 +148,4 @@ class HeldMessages:
         if outcome is not None:
             self.settlement.add(outcome)
         self.running.pop(message.id, None)
-        self.slot_freed.set()
+        self._slot_freed.set()
