@@ -6,23 +6,22 @@ import json
 import math
 import re
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import sqlalchemy as sa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
 
 from . import names
 from .errors import InvalidInput
-
-MAX_PRIORITY = 32767
-MAX_MESSAGE_ID_LENGTH = 400
-MAX_SECONDS = 100 * 366 * 86400
-"""Longest delay, expiry or lease: far enough, and inside every engine's date range."""
-MAX_ID = 2**63 - 1
-"""Ids are BIGINT: a larger number is no message (and would fail in the driver)."""
-MAX_JSON_DEPTH = 100
-"""Deeper JSON is refused: it could be stored but not returned (pydantic stops at 255)."""
+from .limits import MAX_ID as MAX_ID  # the limits live in .limits; importable here too
+from .limits import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from .limits import MAX_MESSAGE_ID_LENGTH as MAX_MESSAGE_ID_LENGTH
+from .limits import MAX_PRIORITY as MAX_PRIORITY
+from .limits import MAX_SECONDS as MAX_SECONDS
+from .sqltypes import UtcDateTime
 
 
 def canonical_json(value: Any) -> str:
@@ -163,29 +162,51 @@ class Enqueued:
     version: int | None
 
 
+@dataclass(frozen=True)
+class ColumnSpec:
+    """How a Message attribute is stored: its SQL type (or the engine's JSON/id type)."""
+
+    type: sa.types.TypeEngine[Any] | Literal["id", "json"]
+    nullable: bool = True
+    server_default: str | None = None
+
+
+def _stored(
+    type_: sa.types.TypeEngine[Any] | Literal["id", "json"],
+    *,
+    nullable: bool = True,
+    server_default: str | None = None,
+) -> dict[str, ColumnSpec]:
+    """A Message field's metadata: its column."""
+    return {"column": ColumnSpec(type_, nullable, server_default)}
+
+
 @dataclass
 class Message:
-    id: int
-    message_id: str | None
-    status: str
-    priority: int
-    message: Any
-    previous_message: Any
-    headers: dict[str, Any] | None
-    version: int
-    attempts: int
-    process_after: datetime
-    expires_at: datetime | None
-    lease_expires_at: datetime | None
-    lease_owner: str | None
-    correlation_id: str | None
-    tracking_id: uuid.UUID
-    result: Any
-    progress: Any
-    last_error: str | None
-    created_at: datetime
-    updated_at: datetime
-    processed_at: datetime | None
+    """A stored message. The one definition of a queue table's columns (in this order, so
+    `Message(*row)` reads a row) and of the message's JSON shape (camelCase names)."""
+
+    id: int = field(metadata=_stored("id", nullable=False))
+    message_id: str | None = field(metadata=_stored(sa.String(MAX_MESSAGE_ID_LENGTH)))
+    status: str = field(metadata=_stored(sa.String(64), nullable=False))
+    priority: int = field(metadata=_stored(sa.SmallInteger(), nullable=False, server_default="0"))
+    message: Any = field(metadata=_stored("json", nullable=False))
+    previous_message: Any = field(metadata=_stored("json"))
+    headers: dict[str, Any] | None = field(metadata=_stored("json"))
+    version: int = field(metadata=_stored(sa.Integer(), nullable=False, server_default="1"))
+    attempts: int = field(metadata=_stored(sa.Integer(), nullable=False, server_default="0"))
+    process_after: datetime = field(metadata=_stored(UtcDateTime(), nullable=False))
+    expires_at: datetime | None = field(metadata=_stored(UtcDateTime()))
+    lease_expires_at: datetime | None = field(metadata=_stored(UtcDateTime()))
+    lease_owner: str | None = field(metadata=_stored(sa.String(200)))
+    correlation_id: str | None = field(metadata=_stored(sa.String(100)))
+    tracking_id: uuid.UUID = field(metadata=_stored(sa.Uuid(), nullable=False))
+    result: Any = field(metadata=_stored("json"))
+    progress: Any = field(metadata=_stored("json"))
+    last_error: str | None = field(metadata=_stored(sa.Text()))
+    created_at: datetime = field(metadata=_stored(UtcDateTime(), nullable=False))
+    updated_at: datetime = field(metadata=_stored(UtcDateTime(), nullable=False))
+    processed_at: datetime | None = field(metadata=_stored(UtcDateTime()))
 
     @classmethod
     def from_row(cls, row: Any) -> Message:
@@ -200,13 +221,18 @@ class Message:
                 value = value.isoformat()
             elif isinstance(value, uuid.UUID):
                 value = str(value)
-            out[_camel(key)] = value
+            out[to_camel(key)] = value
         return out
 
 
-def _camel(name: str) -> str:
-    first, *rest = name.split("_")
-    return first + "".join(part.title() for part in rest)
+def message_columns() -> list[tuple[str, ColumnSpec]]:
+    """Each stored attribute of a message with its column, in table order."""
+    return [(f.name, f.metadata["column"]) for f in fields(Message)]
+
+
+def message_json_names() -> dict[str, str]:
+    """Attribute name -> the name the CLI and the HTTP API show (`message_id` -> `messageId`)."""
+    return {f.name: to_camel(f.name) for f in fields(Message)}
 
 
 @dataclass(frozen=True)

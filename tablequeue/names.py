@@ -4,6 +4,7 @@ Identifiers are validated here and then always quoted by SQLAlchemy's dialect; v
 """
 
 import re
+import zlib
 
 from .errors import InvalidInput
 
@@ -71,3 +72,17 @@ def settable_status(value: str) -> str:
     if value == LEASED:
         raise InvalidInput("status 'Leased' is set only by leasing; choose another status")
     return value
+
+
+def index_name(table_name: str, suffix: str) -> str:
+    """`<table>_<suffix>`, shortened with a checksum to fit the 63-character identifier limit."""
+    name = f"{table_name}_{suffix}"
+    if len(name) <= 63:
+        return name
+    checksum = f"{zlib.crc32(table_name.encode()):08x}"
+    return f"{table_name[: 63 - len(suffix) - 10]}_{checksum}_{suffix}"
+
+
+def lease_index_name(table_name: str) -> str:
+    """The index that orders a queue's leasable messages (priority, process_after, id)."""
+    return index_name(table_name, "lease")

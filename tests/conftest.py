@@ -1,7 +1,9 @@
 """Fixtures: a throwaway PostgreSQL per test session, a fresh database per test, SQLite files.
 
 `db_url` is parametrized over every engine: a test that takes it is part of the conformance
-suite. A new engine is one more fixture branch here and one dialect module.
+suite (tests/core/conformance). A new engine is one more entry in ENGINES (and its URL
+fixture), one dialect module and its golden SQL (tests/core/golden). Tests ask `capabilities`
+what an engine can do, never its name.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ from typing import Any
 import pytest
 
 from tablequeue import Database, Queue, connect
+from tablequeue.dialects import Capabilities
 from tablequeue.spec import QueueResource
 from tests.support.kube import ControlPlane, control_plane
 from tests.support.postgres_server import PostgresServer, postgres_server
 from tests.support.waiting import wait_until
 
 pytest_plugins = ["tests.support.markers"]
-ENGINES = ["postgresql", "sqlite"]
+ENGINES = {"postgresql": "postgres_url", "sqlite": "sqlite_url"}
+"""Every engine the conformance suite runs on, with the fixture giving a fresh database URL."""
 ROOT = Path(__file__).resolve().parent.parent
 _database_numbers = itertools.count()
 _namespace_numbers = itertools.count()
@@ -42,16 +46,21 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'queue.db'}"
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=list(ENGINES))
 def db_url(request: pytest.FixtureRequest) -> str:
-    fixture = {"postgresql": "postgres_url", "sqlite": "sqlite_url"}[request.param]
-    return str(request.getfixturevalue(fixture))
+    return str(request.getfixturevalue(ENGINES[request.param]))
 
 
 @pytest.fixture
 def database(db_url: str) -> Iterator[Database]:
     with connect(db_url) as db:
         yield db
+
+
+@pytest.fixture
+def capabilities(database: Database) -> Capabilities:
+    """What the engine under test can do (notifies, estimates counts, vacuums)."""
+    return database.dialect.capabilities
 
 
 @pytest.fixture

@@ -10,15 +10,24 @@ NULL on both paths.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from .dialects import Dialect
+
+class PerRowSource(Protocol):
+    """What a dialect supplies for per-row parameters."""
+
+    def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias | None:
+        """A FROM source with one row per message, read from one parameter holding every row,
+        or None: then statements run once per message (executemany) with scalar parameters."""
+
+    def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """The parameter(s) `per_row`'s source reads: one dict of column values per message."""
 
 
 class PerRow:
-    def __init__(self, dialect: Dialect, columns: Sequence[sa.ColumnClause[Any]]) -> None:
+    def __init__(self, dialect: PerRowSource, columns: Sequence[sa.ColumnClause[Any]]) -> None:
         columns = [_none_as_null(c) for c in columns]
         self.dialect = dialect
         self.source = dialect.per_row(columns)

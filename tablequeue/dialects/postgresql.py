@@ -1,5 +1,7 @@
-"""PostgreSQL through psycopg 3: jsonb, FOR UPDATE SKIP LOCKED, ON CONFLICT, advisory locks."""
+"""PostgreSQL through psycopg 3: jsonb, FOR UPDATE SKIP LOCKED, ON CONFLICT, advisory locks,
+per-row parameters as one JSON document, LISTEN/NOTIFY."""
 
+import asyncio
 import json
 import uuid
 import zlib
@@ -13,7 +15,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from . import JsonKind, JsonPath, notify_channel
+from .base import Capabilities, JsonKind, JsonPath, notify_channel
+from .postgresql_listener import listen
+from .queries import Queries
+from .sql import SqlDialect
 
 _CASTS: dict[JsonKind, sa.types.TypeEngine[Any]] = {
     "string": sa.Text(),
@@ -65,13 +70,16 @@ def _json_default(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
 
 
-class PostgresDialect:
+class PostgresDialect(SqlDialect):
     name = "postgresql"
-    driver_url_scheme = "postgresql+psycopg"
+    url_schemes = {
+        "postgresql": "postgresql+psycopg",
+        "postgres": "postgresql+psycopg",
+        "postgresql+psycopg": "postgresql+psycopg",
+    }
+    url_hint = "postgresql://"
+    capabilities = Capabilities(notifies=True, estimates_counts=True, vacuums=True)
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
-
-    def configure_engine(self, engine: Engine) -> None:
-        pass
 
     def now(self) -> sa.ColumnElement[datetime]:
         return sa.func.now(type_=sa.DateTime(timezone=True))
@@ -180,13 +188,17 @@ class PostgresDialect:
         notify = sa.select(sa.func.pg_notify(channel, sa.literal_column("''")))
         return [notify.scalar_subquery().label("notified")]
 
+    async def listen(self, url: sa.URL, table_name: str, wake: asyncio.Event) -> None:
+        await listen(url, notify_channel(table_name), wake)
+
     def count_by_status(
-        self, connection: Connection, table: sa.Table, exact: Sequence[str]
+        self, connection: Connection, queries: Queries, exact: Sequence[str]
     ) -> tuple[dict[str, int], set[str]]:
         """Exact counts, except for statuses with more than EXACT_COUNT_LIMIT rows by the
         planner's statistics (typically Processed in a queue that keeps history): those are
         estimates, so that counting stays fast at ten million rows (GROUP BY would read them
         all). The statuses present are found by a loose scan of the status index."""
+        table = queries.table
         quoted = connection.dialect.identifier_preparer.format_table(table)
         present = [
             row[0]
@@ -203,8 +215,8 @@ class PostgresDialect:
         counts = {s: estimates[s] for s in big}
         small = [s for s in present if s not in big]
         if small:
-            counted = sa.select(table.c.status, sa.func.count()).where(table.c.status.in_(small))
-            counts |= {s: int(n) for s, n in connection.execute(counted.group_by(table.c.status))}
+            counted = connection.execute(queries.count_by_status(small))
+            counts |= {status: int(n) for status, n in counted}
         return counts, big
 
 

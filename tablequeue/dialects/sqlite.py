@@ -5,7 +5,6 @@ SQL-side clock values are produced in exactly that format so that text compariso
 """
 
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +16,9 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from . import JsonKind, JsonPath
+from ..errors import InvalidInput
+from .base import Capabilities, JsonKind, JsonPath
+from .sql import SqlDialect
 
 _TYPES: dict[JsonKind, tuple[str, ...]] = {
     "string": ("text",),
@@ -55,10 +56,28 @@ class _HintingCompiler(SQLiteCompiler):
         return text
 
 
-class SqliteDialect:
+class SqliteDialect(SqlDialect):
+    """The shared statements, run once per message (in-process: no round trips to save).
+    BEGIN IMMEDIATE already serializes writers (DDL included); deleted rows' pages go to
+    SQLite's free list and are reused (no vacuum); workers poll (no notifications)."""
+
     name = "sqlite"
-    driver_url_scheme = "sqlite"
+    url_schemes = {"sqlite": "sqlite", "sqlite+pysqlite": "sqlite"}
+    url_hint = "sqlite:///"
+    capabilities = Capabilities(notifies=False, estimates_counts=False, vacuums=False)
     json_type: sa.types.TypeEngine[Any] = sqlite.JSON()
+
+    def check_url(self, url: sa.URL) -> None:
+        if url.database in (None, "", ":memory:"):
+            raise InvalidInput(
+                "an in-memory SQLite database cannot be shared: use sqlite:///FILE.db"
+            )
+
+    def id_column(self) -> sa.Column[int]:
+        return sa.Column("id", sa.Integer(), primary_key=True)  # an alias of the rowid
+
+    def table_options(self) -> dict[str, Any]:
+        return {"sqlite_autoincrement": True}  # never reuse the id of a deleted message
 
     def configure_engine(self, engine: Engine) -> None:
         engine.dialect.statement_compiler = _HintingCompiler
@@ -117,39 +136,11 @@ class SqliteDialect:
         assert isinstance(insert, sqlite.Insert)
         return insert.excluded
 
-    def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> None:
-        return None  # executemany: in-process, no round trips to save
-
-    def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        raise NotImplementedError  # never called: per_row is None
-
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         # BEGIN IMMEDIATE already made this transaction the only writer. Without statistics
         # SQLite's planner may prefer the status index and sort the whole backlog per lease.
         table = select.get_final_froms()[0]
         return select.with_hint(table, f'INDEXED BY "{lease_index}"', "sqlite")
-
-    def tune_table(self, connection: Connection, table: sa.Table) -> None:
-        pass
-
-    def vacuum_if_bloated(self, engine: Engine, table: sa.Table) -> bool:
-        return False  # deleted rows' pages go to SQLite's free list and are reused
-
-    def lock_for_ddl(self, connection: Connection, key: str) -> None:
-        pass  # BEGIN IMMEDIATE already serializes
-
-    def notify(self, connection: Connection, table_name: str) -> None:
-        pass  # no notifications: SQLite workers poll
-
-    def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
-        return []
-
-    def count_by_status(
-        self, connection: Connection, table: sa.Table, exact: Sequence[str]
-    ) -> tuple[dict[str, int], set[str]]:
-        # The status index covers this; SQLite counts a million rows in tens of milliseconds.
-        by_status = sa.select(table.c.status, sa.func.count()).group_by(table.c.status)
-        return {status: int(n) for status, n in connection.execute(by_status)}, set()
 
 
 DIALECT = SqliteDialect()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tablequeue.dialects import Dialect, for_backend
+from tablequeue.dialects import Dialect
 from tablequeue.errors import PredicateError
 from tablequeue.predicate import (
     MAX_DEPTH,
@@ -24,6 +24,7 @@ from tablequeue.predicate import (
     render,
     to_sql,
 )
+from tablequeue.storage.urls import dialect_for_url
 
 
 def c(path: str | tuple[str | int, ...], op: str, value: Any) -> Comparison:
@@ -384,10 +385,8 @@ def test_expectations_match_reference_semantics(text: str, expected: set[int]) -
 
 
 def _engine(url: str) -> tuple[sa.Engine, Dialect]:
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    engine = sa.create_engine(url)
-    dialect = for_backend(engine.dialect.name)
+    dialect, driver_url = dialect_for_url(url)
+    engine = sa.create_engine(driver_url)
     dialect.configure_engine(engine)
     return engine, dialect
 

@@ -1,0 +1,220 @@
+"""What the queue and the storage ask of a database engine: whole operations on the hot paths
+(lease, enqueue round, finish, fail, requeue, sweep, listen), the engine's URLs, table layout
+and capabilities, and the SQL parts predicates and admin statements are made of.
+
+`sql.SqlDialect` implements it with SQLAlchemy Core statements (`queries.py`), which PostgreSQL
+and SQLite share; an engine whose SQL differs (no UPDATE ... RETURNING, OUTPUT inserted.*)
+overrides whole operations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
+
+JsonKind = Literal["string", "number", "boolean"]
+JsonPath = Sequence[str | int]
+Rows = Sequence[sa.Row[*tuple[Any, ...]]]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do beyond the conformance suite's common ground."""
+
+    notifies: bool
+    """Enqueues and releases wake listening workers (`Dialect.listen`); else workers poll."""
+    estimates_counts: bool
+    """Stats may estimate the count of a huge finished status from table statistics."""
+    vacuums: bool
+    """`vacuum_if_bloated` can reclaim dead rows' space (else the engine reuses it itself)."""
+
+
+class Dialect(Protocol):
+    name: str
+    """The SQLAlchemy backend name this module serves (`postgresql`, `sqlite`)."""
+
+    url_schemes: dict[str, str]
+    """URL schemes users write -> the scheme tablequeue connects with, driver included."""
+
+    url_hint: str
+    """How a URL of this engine begins, in error messages (`sqlite:///`)."""
+
+    capabilities: Capabilities
+
+    json_type: sa.types.TypeEngine[Any]
+    """Column type of `message`, `previous_message`, `headers`, `result`, `progress`."""
+
+    # --- connecting and tables --------------------------------------------------------------
+
+    def check_url(self, url: sa.URL) -> None:
+        """Raise InvalidInput for a URL of this engine that tablequeue cannot use."""
+
+    def id_column(self) -> sa.Column[int]:
+        """The `id` primary key: a 64-bit number the database assigns, never reused."""
+
+    def table_options(self) -> dict[str, Any]:
+        """Engine-specific keyword arguments of a queue table (`sa.Table(..., **options)`)."""
+
+    def partial_index_options(self, where: sa.ColumnElement[bool]) -> dict[str, Any]:
+        """Keyword arguments that make an index partial (`sa.Index(..., **options)`)."""
+
+    def configure_engine(self, engine: Engine) -> None:
+        """Install per-connection settings (pragmas, transaction mode)."""
+
+    def tune_table(self, connection: Connection, table: sa.Table) -> None:
+        """Storage settings of a queue table, applied at every `apply` (idempotent)."""
+
+    def lock_for_ddl(self, connection: Connection, key: str) -> None:
+        """Serialize schema changes for `key` across processes, for this transaction."""
+
+    # --- SQL parts of predicates and admin statements ---------------------------------------
+
+    def now(self) -> sa.ColumnElement[datetime]:
+        """The database's current time, in the same representation the timestamp columns use."""
+
+    def seconds_from_now(self, seconds: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
+        """now() plus a (bound, possibly negative or fractional) number of seconds."""
+
+    def json_scalar(
+        self, column: sa.ColumnElement[Any], path: JsonPath, kind: JsonKind
+    ) -> sa.ColumnElement[Any]:
+        """The JSON value at `path` as an SQL value when it is of `kind`, else SQL NULL.
+
+        Path segments are bound as parameters, never formatted into the SQL text.
+        """
+
+    def json_is_null(self, column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[bool]:
+        """True when the value at `path` is missing or JSON null."""
+
+    # --- whole operations of the hot paths --------------------------------------------------
+
+    def queries(self, table: sa.Table, registry: sa.Table) -> Queries:
+        """The statements of one queue table (made once per table and kept)."""
+
+    def lease(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        batch_size: int,
+        lease_seconds: float,
+        correlation_id: str,
+    ) -> Rows:
+        """Lease up to `batch_size` due messages; every column of each leased row."""
+
+    def enqueue_round(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        queue: str,
+        rows: Sequence[dict[str, Any]],
+        upsert: bool,
+        idempotent: bool,
+    ) -> Rows:
+        """Insert (or upsert by messageId) messages with distinct identities, waking listeners;
+        (id, message_id, tracking_id, version, status) of each row written."""
+
+    def finish(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        outcome: FinishOutcome | Literal["delete"],
+        owner: str,
+        rows: Sequence[dict[str, Any]],
+    ) -> int:
+        """Record completions still held at the version leased; the number recorded."""
+
+    def fail(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        rows: Sequence[dict[str, Any]],
+    ) -> int:
+        """Record failures still held at the version leased; the number recorded."""
+
+    def requeue_newer(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        rows: Sequence[dict[str, Any]],
+        default_status: str,
+        completed: bool,
+    ) -> int:
+        """Requeue messages held at an older version than stored; the number requeued."""
+
+    def sweep(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        on_lease_expired: LeaseExpiredPolicy,
+        max_attempts: int,
+    ) -> tuple[list[str], int]:
+        """Settle lapsed leases and expire messages: each swept lease's new status, and the
+        number of messages expired."""
+
+    def extend(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        ids: Sequence[int],
+        lease_seconds: float,
+    ) -> set[int]:
+        """Extend the leases `owner` still holds; the ids extended."""
+
+    def held(
+        self, connection: Connection, queries: Queries, *, owner: str, ids: Sequence[int]
+    ) -> set[int]:
+        """Which of `ids` `owner` still holds."""
+
+    def release(
+        self, connection: Connection, queries: Queries, *, owner: str, ids: Sequence[int]
+    ) -> int:
+        """Give back unstarted leases and wake listeners; the number released."""
+
+    def backlog(self, connection: Connection, queries: Queries) -> tuple[int, Any, Any]:
+        """Due messages: their number, the oldest due time, the database's clock (raw)."""
+
+    def count_by_status(
+        self, connection: Connection, queries: Queries, exact: Sequence[str]
+    ) -> tuple[dict[str, int], set[str]]:
+        """Messages per status, and the statuses whose count is an estimate (never `exact`)."""
+
+    def vacuum_if_bloated(self, engine: Engine, table: sa.Table) -> bool:
+        """Reclaim finished messages' space now if enough of the table is dead and no other
+        process is doing it; True when it vacuumed."""
+
+    # --- waking workers ---------------------------------------------------------------------
+
+    def notify(self, connection: Connection, table_name: str) -> None:
+        """Wake workers listening on this queue when the transaction commits (if supported)."""
+
+    async def listen(self, url: sa.URL, table_name: str, wake: asyncio.Event) -> None:
+        """Set `wake` whenever messages of the table become available; reconnect when the
+        connection is lost. Runs until cancelled. Only when `capabilities.notifies`."""
+
+
+def notify_channel(table_name: str) -> str:
+    """The LISTEN/NOTIFY channel of a queue table (a validated table name plus a prefix)."""
+    channel = f"tq_{table_name}"
+    if len(channel) <= 63:  # PostgreSQL's identifier limit
+        return channel
+    return f"tq_{table_name[:51]}_{zlib.crc32(table_name.encode()):08x}"

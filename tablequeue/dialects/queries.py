@@ -1,0 +1,474 @@
+"""Every hot statement of a queue table, one named builder each: this project's `queries.sql`.
+
+The statements are SQLAlchemy Core composed from a dialect's SQL parts (`now`, an upsert, a
+locking hint, a per-row source); the rendering of each per engine is kept under
+`tests/core/golden/<engine>/<statement>.sql`. A `Queries` is made once per table and builds
+each statement on first use (building costs more than running it).
+
+Built-in statuses appear as SQL literals so that the partial indexes on them serve prepared
+(generic) plans; everything user-supplied is a bound parameter (`b_*`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Literal, Protocol, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.selectable import Select
+
+from .. import names
+from .per_row import PerRow, PerRowSource
+
+S = TypeVar("S")
+LeaseExpiredPolicy = Literal["Abandon", "Retry"]
+FinishOutcome = Literal["processed", "again"]
+
+HELD_COLUMNS: list[sa.ColumnClause[Any]] = [
+    sa.column("b_id", sa.BigInteger()),
+    sa.column("b_version", sa.Integer()),
+    sa.column("b_cid", sa.String()),
+]
+"""Per-message parameters that identify a lease: the row, the version leased, the lease batch."""
+
+
+class SqlParts(PerRowSource, Protocol):
+    """The SQL fragments a dialect gives the shared statements."""
+
+    def now(self) -> sa.ColumnElement[datetime]:
+        """The database's current time, in the same representation the timestamp columns use."""
+
+    def seconds_from_now(self, seconds: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
+        """now() plus a (bound, possibly negative or fractional) number of seconds."""
+
+    def insert(self, table: sa.Table) -> Insert:
+        """An INSERT that supports `on_conflict_message_id`."""
+
+    def excluded(self, insert: Insert) -> Any:
+        """The pseudo-table of the row that failed to insert (`EXCLUDED`)."""
+
+    def on_conflict_message_id(
+        self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
+    ) -> Insert:
+        """Turn the insert into an upsert on `message_id`; `set_` values may use `excluded`."""
+
+    def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
+        """Make the lease candidate query skip rows other transactions hold, and make it use
+        the lease index (named `lease_index`)."""
+
+    def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
+        """Extra RETURNING columns that notify listeners once when the statement returns rows."""
+
+
+def literal_status(status: str) -> sa.ColumnElement[str]:
+    """A built-in status as SQL text, never a user value: partial indexes match it."""
+    assert status in names.BUILT_IN
+    return sa.literal_column(f"'{status}'", sa.String)
+
+
+def _bind(name: str, type_: Any = None) -> sa.BindParameter[Any]:
+    return sa.bindparam(name, type_=type_)
+
+
+class Queries:
+    """The hot statements of one queue table on one engine."""
+
+    def __init__(self, dialect: SqlParts, table: sa.Table, registry: sa.Table) -> None:
+        self.dialect = dialect
+        self.table = table
+        self.registry = registry
+        self._built: dict[tuple[Any, ...], Any] = {}
+        t = table
+        self.leasable = t.c.status.in_(
+            [literal_status(names.PENDING), literal_status(names.SLEEPING)]
+        )
+        self.leased = t.c.status == literal_status(names.LEASED)
+
+    def _once(self, key: tuple[Any, ...], build: Callable[[], S]) -> S:
+        statement: S | None = self._built.get(key)
+        if statement is None:
+            statement = self._built[key] = build()
+        return statement
+
+    # --- lease ------------------------------------------------------------------------------
+
+    def lease(self) -> sa.Update:
+        """Take up to :b_n due messages, highest priority then oldest, skipping locked rows."""
+        return self._once(("lease",), self._lease)
+
+    def _lease(self) -> sa.Update:
+        t, d = self.table, self.dialect
+        now = d.now()
+        candidates = (
+            sa.select(t.c.id)
+            .where(
+                self.leasable,
+                t.c.process_after <= now,
+                sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
+            )
+            .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)
+            .limit(_bind("b_n", sa.Integer()))
+        )
+        locked = d.lock_candidates(candidates, names.lease_index_name(t.name))
+        return (
+            sa.update(t)
+            .where(t.c.id.in_(locked.scalar_subquery()))
+            .values(
+                status=literal_status(names.LEASED),
+                attempts=t.c.attempts + 1,
+                lease_expires_at=d.seconds_from_now(_bind("b_lease", sa.Float())),
+                lease_owner=_bind("b_owner", sa.String()),
+                correlation_id=_bind("b_cid", sa.String()),
+                updated_at=now,
+            )
+            .returning(*t.c)
+        )
+
+    def extend(self) -> sa.Update:
+        """Extend the leases :b_owner still holds among :b_ids by :b_lease seconds."""
+        return self._once(("extend",), self._extend)
+
+    def _extend(self) -> sa.Update:
+        t, d = self.table, self.dialect
+        return (
+            sa.update(t)
+            .where(self._held_among_ids())
+            .values(
+                lease_expires_at=d.seconds_from_now(_bind("b_lease", sa.Float())),
+                updated_at=d.now(),
+            )
+            .returning(t.c.id)
+        )
+
+    def held(self) -> Select[int]:
+        """Which of :b_ids :b_owner still holds."""
+        return self._once(
+            ("held",), lambda: sa.select(self.table.c.id).where(self._held_among_ids())
+        )
+
+    def release(self) -> sa.Update:
+        """Give back unstarted leases among :b_ids: Pending again, the attempt not counted."""
+        return self._once(("release",), self._release)
+
+    def _release(self) -> sa.Update:
+        t, d = self.table, self.dialect
+        return (
+            sa.update(t)
+            .where(self._held_among_ids())
+            .values(
+                status=literal_status(names.PENDING),
+                attempts=sa.case((t.c.attempts > 0, t.c.attempts - 1), else_=0),
+                lease_expires_at=None,
+                updated_at=d.now(),
+            )
+        )
+
+    def _held_among_ids(self) -> sa.ColumnElement[bool]:
+        t = self.table
+        return sa.and_(
+            t.c.id.in_(sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())),
+            self.leased,
+            t.c.lease_owner == _bind("b_owner", sa.String()),
+        )
+
+    # --- enqueue ----------------------------------------------------------------------------
+
+    def insert_new(self) -> tuple[sa.Insert, PerRow]:
+        """Insert messages without identity (no conflict is possible)."""
+        return self._once(("insert",), lambda: self._enqueue(upsert=False, idempotent=False))
+
+    def upsert_by_message_id(self, idempotent: bool) -> tuple[sa.Insert, PerRow]:
+        """Insert, or make a new version of the message with the same messageId; an idempotent
+        queue discards a message whose body did not change."""
+        return self._once(("upsert", idempotent), lambda: self._enqueue(True, idempotent))
+
+    def _enqueue(self, upsert: bool, idempotent: bool) -> tuple[sa.Insert, PerRow]:
+        t, d = self.table, self.dialect
+        now = d.now()
+        per_row = PerRow(
+            d,
+            [
+                sa.column("b_message_id", t.c.message_id.type),
+                sa.column("b_status", t.c.status.type),
+                sa.column("b_scheduled", sa.Boolean()),
+                sa.column("b_priority", t.c.priority.type),
+                sa.column("b_message", t.c.message.type),
+                sa.column("b_headers", t.c.headers.type),
+                sa.column("b_at", t.c.process_after.type),
+                sa.column("b_after", sa.Float()),
+                sa.column("b_expires_at", t.c.expires_at.type),
+                sa.column("b_expires_after", sa.Float()),
+                sa.column("b_tracking_id", t.c.tracking_id.type),
+            ],
+        )
+        b = per_row.c
+        registry = self.registry
+        default_status = (
+            sa.select(registry.c.default_status)
+            .where(registry.c.name == sa.bindparam("b_queue", type_=sa.String()))
+            .scalar_subquery()
+        )
+        # NULL (refused by the column) when the queue was deleted, even with an explicit status.
+        status = sa.case(
+            (default_status.is_(None), sa.null()),
+            else_=sa.func.coalesce(b["b_status"], default_status),
+        )
+        values: dict[str, Any] = {
+            "message_id": b["b_message_id"],
+            "status": sa.case(
+                (
+                    sa.and_(b["b_scheduled"], status == literal_status(names.PENDING)),
+                    literal_status(names.SLEEPING),
+                ),
+                else_=status,
+            ),
+            "priority": b["b_priority"],
+            "message": sa.func.coalesce(b["b_message"], self._json_null()),
+            "headers": b["b_headers"],
+            "version": sa.literal_column("1"),
+            "attempts": sa.literal_column("0"),
+            "process_after": sa.func.coalesce(b["b_at"], d.seconds_from_now(b["b_after"])),
+            "expires_at": sa.func.coalesce(
+                b["b_expires_at"], d.seconds_from_now(b["b_expires_after"])
+            ),
+            "tracking_id": b["b_tracking_id"],
+            "created_at": now,
+            "updated_at": now,
+        }
+        if per_row.source is None:
+            insert = d.insert(t).values(**values)
+        else:
+            insert = d.insert(t).from_select(list(values), sa.select(*values.values()))
+        returning: list[sa.ColumnElement[Any]] = [
+            t.c.id,
+            t.c.message_id,
+            t.c.tracking_id,
+            t.c.version,
+            t.c.status,
+            *d.notify_when_returning(t.name),
+        ]
+        if not upsert:
+            return insert.returning(*returning), per_row
+        new = d.excluded(insert)
+        # A new version never takes a lease away: completing the old one requeues the new one.
+        # A status that keeps messages from workers (OnHold, Paused) applies at once, though:
+        # the old version's outcome then finds its lease gone and changes nothing.
+        keeps_lease = sa.and_(
+            self.leased,
+            new.status.in_([literal_status(names.PENDING), literal_status(names.SLEEPING)]),
+        )
+        set_ = {
+            "message": new.message,
+            "headers": new.headers,
+            "priority": new.priority,
+            "process_after": new.process_after,
+            "expires_at": new.expires_at,
+            "version": t.c.version + 1,
+            "status": sa.case((keeps_lease, t.c.status), else_=new.status),
+            # 0 also marks a Leased row whose new version was never tried (see sweep).
+            "attempts": 0,
+            "updated_at": now,
+        }
+        changed = None
+        if idempotent:
+            changed = sa.cast(t.c.message, sa.Text) != sa.cast(new.message, sa.Text)
+        statement = d.on_conflict_message_id(insert, set_, changed)
+        return statement.returning(*returning), per_row
+
+    def _json_null(self) -> sa.ColumnElement[Any]:
+        """A JSON null (a body may be JSON null; per-row parameters make None SQL NULL)."""
+        return sa.type_coerce(sa.literal_column("'null'"), self.table.c.message.type)
+
+    # --- outcomes ---------------------------------------------------------------------------
+
+    def delete_done(self) -> tuple[sa.Delete, PerRow]:
+        """Delete completed messages still held at the version leased."""
+        return self._once(("delete",), self._delete_done)
+
+    def _delete_done(self) -> tuple[sa.Delete, PerRow]:
+        per_row = PerRow(self.dialect, HELD_COLUMNS)
+        return sa.delete(self.table).where(self._held_by(per_row)), per_row
+
+    def mark_processed(self) -> tuple[sa.Update, PerRow]:
+        """Keep completed messages as Processed, with their result and progress."""
+        return self._once(("processed",), lambda: self._finish(names.PROCESSED))
+
+    def reschedule(self) -> tuple[sa.Update, PerRow]:
+        """Completed messages asked to run again at :b_again: Sleeping, attempts reset."""
+        return self._once(("again",), lambda: self._finish(names.SLEEPING))
+
+    def _finish(self, status: str) -> tuple[sa.Update, PerRow]:
+        t, d = self.table, self.dialect
+        per_row = PerRow(
+            d,
+            [
+                *HELD_COLUMNS,
+                sa.column("b_again", t.c.process_after.type),
+                sa.column("b_result", t.c.result.type),
+                sa.column("b_progress", t.c.progress.type),
+            ],
+        )
+        b = per_row.c
+        values: dict[str, Any] = {
+            "status": literal_status(status),
+            "previous_message": sa.case(
+                (t.c.message_id.is_not(None), t.c.message), else_=t.c.previous_message
+            ),
+            "result": b["b_result"],
+            "progress": sa.func.coalesce(b["b_progress"], t.c.progress),
+            "lease_expires_at": None,
+            "processed_at": d.now(),
+            "updated_at": d.now(),
+        }
+        if status == names.SLEEPING:
+            values["process_after"] = b["b_again"]
+            values["attempts"] = 0
+        return sa.update(t).where(self._held_by(per_row)).values(**values), per_row
+
+    def fail(self) -> tuple[sa.Update, PerRow]:
+        """Failed messages: Sleeping until :b_delay seconds from now, or Error (:b_give_up)."""
+        return self._once(("fail",), self._fail)
+
+    def _fail(self) -> tuple[sa.Update, PerRow]:
+        t, d = self.table, self.dialect
+        per_row = PerRow(
+            d,
+            [
+                *HELD_COLUMNS,
+                sa.column("b_error", sa.Text()),
+                sa.column("b_give_up", sa.Boolean()),
+                sa.column("b_delay", sa.Float()),
+            ],
+        )
+        b = per_row.c
+        give_up = b["b_give_up"]
+        statement = (
+            sa.update(t)
+            .where(self._held_by(per_row))
+            .values(
+                status=sa.case(
+                    (give_up, literal_status(names.ERROR)), else_=literal_status(names.SLEEPING)
+                ),
+                process_after=sa.case(
+                    (give_up, t.c.process_after), else_=d.seconds_from_now(b["b_delay"])
+                ),
+                last_error=b["b_error"],
+                lease_expires_at=None,
+                updated_at=d.now(),
+            )
+        )
+        return statement, per_row
+
+    def requeue_newer_version(
+        self, default_status: str, completed: bool
+    ) -> tuple[sa.Update, PerRow]:
+        """Messages still held at another version got a new body while they were worked on:
+        back to the queue's default status (Sleeping if not yet due); after a completion the
+        processed body becomes the previous one (:b_previous)."""
+        key = ("requeue", default_status, completed)
+        return self._once(key, lambda: self._requeue_newer(default_status, completed))
+
+    def _requeue_newer(self, default_status: str, completed: bool) -> tuple[sa.Update, PerRow]:
+        t, d = self.table, self.dialect
+        per_row = PerRow(d, [*HELD_COLUMNS, sa.column("b_previous", t.c.previous_message.type)])
+        status: sa.ColumnElement[Any] = sa.literal(default_status)
+        if default_status == names.PENDING:
+            status = sa.case(
+                (t.c.process_after > d.now(), literal_status(names.SLEEPING)), else_=status
+            )
+        values: dict[str, Any] = {
+            "status": status,
+            "attempts": 0,
+            "lease_expires_at": None,
+            "updated_at": d.now(),
+        }
+        if completed:
+            values["previous_message"] = sa.case(
+                (t.c.message_id.is_not(None), per_row.c["b_previous"]), else_=t.c.previous_message
+            )
+        held_elsewhere = self._held_by(per_row, same_version=False)
+        return sa.update(t).where(held_elsewhere).values(**values), per_row
+
+    def _held_by(self, per_row: PerRow, same_version: bool = True) -> sa.ColumnElement[bool]:
+        """The row is still leased by this owner in this lease batch (at the version leased)."""
+        t, b = self.table, per_row.c
+        version = t.c.version == b["b_version"] if same_version else t.c.version != b["b_version"]
+        return sa.and_(
+            t.c.id == b["b_id"],
+            version,
+            t.c.lease_owner == _bind("b_owner", sa.String()),
+            t.c.correlation_id == b["b_cid"],
+            self.leased,
+        )
+
+    # --- housekeeping -----------------------------------------------------------------------
+
+    def sweep_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:
+        """Expired leases follow onLeaseExpired (Retry: Pending, or Error after maxAttempts;
+        Abandon: Abandoned); returns each swept row's new status."""
+        key = ("sweep", policy, max_attempts)
+        return self._once(key, lambda: self._sweep_lapsed_leases(policy, max_attempts))
+
+    def _sweep_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:
+        t, d = self.table, self.dialect
+        now = d.now()
+        lapsed = sa.and_(self.leased, t.c.lease_expires_at < now)
+        note = (
+            sa.literal("lease expired; held by ", sa.Text)
+            + sa.func.coalesce(t.c.lease_owner, "?")
+            + sa.literal(", correlation id ", sa.Text)
+            + sa.func.coalesce(t.c.correlation_id, "?")
+        )
+        new_status: sa.ColumnElement[Any]
+        untried_new_version = t.c.attempts == 0  # enqueued while the old one was leased
+        if policy == "Retry":
+            give_up = sa.and_(t.c.attempts >= max_attempts, ~untried_new_version)
+            new_status = sa.case(
+                (give_up, literal_status(names.ERROR)), else_=literal_status(names.PENDING)
+            )
+        else:
+            new_status = sa.case(
+                (untried_new_version, literal_status(names.PENDING)),
+                else_=literal_status(names.ABANDONED),
+            )
+        return (
+            sa.update(t)
+            .where(lapsed)
+            .values(status=new_status, last_error=note, lease_expires_at=None, updated_at=now)
+            .returning(t.c.status)
+        )
+
+    def expire(self) -> sa.Update:
+        """Messages past their expiry that no worker took: Expired."""
+        return self._once(("expire",), self._expire)
+
+    def _expire(self) -> sa.Update:
+        t, d = self.table, self.dialect
+        now = d.now()
+        return (
+            sa.update(t)
+            .where(self.leasable, t.c.expires_at <= now)
+            .values(status=literal_status(names.EXPIRED), updated_at=now)
+            .returning(t.c.id)
+        )
+
+    # --- stats ------------------------------------------------------------------------------
+
+    def backlog(self) -> Select[int, Any, datetime]:
+        """Due messages: their number, the oldest due time, and the database's clock."""
+        return self._once(("backlog",), self._backlog)
+
+    def _backlog(self) -> Select[int, Any, datetime]:
+        t, d = self.table, self.dialect
+        due = sa.and_(self.leasable, t.c.process_after <= d.now())
+        return sa.select(sa.func.count(), sa.func.min(t.c.process_after), d.now()).where(due)
+
+    def count_by_status(self, statuses: Sequence[str] | None = None) -> Select[str, int]:
+        """Messages per status (of the given statuses only, when given)."""
+        t = self.table
+        counted = sa.select(t.c.status, sa.func.count())
+        if statuses is not None:
+            counted = counted.where(t.c.status.in_(statuses))
+        return counted.group_by(t.c.status)

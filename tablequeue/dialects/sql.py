@@ -1,0 +1,244 @@
+"""The shared default dialect: every operation runs the SQLAlchemy statements of `queries.py`.
+
+An engine module subclasses `SqlDialect`, supplies the SQL parts (clock, upsert, locking hint,
+per-row source, JSON paths) and overrides whole operations where its SQL differs.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.selectable import Select
+
+from .base import Capabilities, JsonKind, JsonPath, Rows
+from .per_row import PerRow
+from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
+
+
+class SqlDialect(abc.ABC):
+    name: str
+    url_schemes: dict[str, str]
+    url_hint: str
+    capabilities: Capabilities
+    json_type: sa.types.TypeEngine[Any]
+
+    # --- connecting and tables --------------------------------------------------------------
+
+    def check_url(self, url: sa.URL) -> None:
+        return None  # every URL of the engine's schemes
+
+    def id_column(self) -> sa.Column[int]:
+        return sa.Column("id", sa.BigInteger(), sa.Identity(), primary_key=True)
+
+    def table_options(self) -> dict[str, Any]:
+        return {}
+
+    def partial_index_options(self, where: sa.ColumnElement[bool]) -> dict[str, Any]:
+        return {f"{self.name}_where": where}
+
+    def configure_engine(self, engine: Engine) -> None:
+        return None  # SQLAlchemy's defaults
+
+    def tune_table(self, connection: Connection, table: sa.Table) -> None:
+        return None  # the engine's defaults
+
+    def lock_for_ddl(self, connection: Connection, key: str) -> None:
+        return None  # the engine serializes schema changes itself
+
+    # --- SQL parts --------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def now(self) -> sa.ColumnElement[datetime]: ...
+
+    @abc.abstractmethod
+    def seconds_from_now(self, seconds: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]: ...
+
+    @abc.abstractmethod
+    def json_scalar(
+        self, column: sa.ColumnElement[Any], path: JsonPath, kind: JsonKind
+    ) -> sa.ColumnElement[Any]: ...
+
+    @abc.abstractmethod
+    def json_is_null(
+        self, column: sa.ColumnElement[Any], path: JsonPath
+    ) -> sa.ColumnElement[bool]: ...
+
+    @abc.abstractmethod
+    def insert(self, table: sa.Table) -> Insert: ...
+
+    @abc.abstractmethod
+    def excluded(self, insert: Insert) -> Any: ...
+
+    @abc.abstractmethod
+    def on_conflict_message_id(
+        self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
+    ) -> Insert: ...
+
+    @abc.abstractmethod
+    def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]: ...
+
+    def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias | None:
+        return None  # executemany: one execution per message
+
+    def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError  # only called when per_row gives a source
+
+    def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
+        return []
+
+    # --- whole operations -------------------------------------------------------------------
+
+    def queries(self, table: sa.Table, registry: sa.Table) -> Queries:
+        return Queries(self, table, registry)
+
+    def lease(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        batch_size: int,
+        lease_seconds: float,
+        correlation_id: str,
+    ) -> Rows:
+        parameters = {
+            "b_n": batch_size,
+            "b_lease": lease_seconds,
+            "b_owner": owner,
+            "b_cid": correlation_id,
+        }
+        return connection.execute(queries.lease(), parameters).all()
+
+    def enqueue_round(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        queue: str,
+        rows: Sequence[dict[str, Any]],
+        upsert: bool,
+        idempotent: bool,
+    ) -> Rows:
+        statement, per_row = (
+            queries.upsert_by_message_id(idempotent) if upsert else queries.insert_new()
+        )
+        return connection.execute(statement, per_row.params(rows, {"b_queue": queue})).all()
+
+    def finish(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        outcome: FinishOutcome | Literal["delete"],
+        owner: str,
+        rows: Sequence[dict[str, Any]],
+    ) -> int:
+        statement: sa.Executable
+        if outcome == "delete":
+            statement, per_row = queries.delete_done()
+        elif outcome == "processed":
+            statement, per_row = queries.mark_processed()
+        else:
+            statement, per_row = queries.reschedule()
+        return _run(connection, statement, per_row, rows, owner)
+
+    def fail(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        rows: Sequence[dict[str, Any]],
+    ) -> int:
+        statement, per_row = queries.fail()
+        return _run(connection, statement, per_row, rows, owner)
+
+    def requeue_newer(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        rows: Sequence[dict[str, Any]],
+        default_status: str,
+        completed: bool,
+    ) -> int:
+        statement, per_row = queries.requeue_newer_version(default_status, completed)
+        return _run(connection, statement, per_row, rows, owner)
+
+    def sweep(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        on_lease_expired: LeaseExpiredPolicy,
+        max_attempts: int,
+    ) -> tuple[list[str], int]:
+        leases = queries.sweep_lapsed_leases(on_lease_expired, max_attempts)
+        swept = list(connection.execute(leases).scalars())
+        return swept, len(connection.execute(queries.expire()).all())
+
+    def extend(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        ids: Sequence[int],
+        lease_seconds: float,
+    ) -> set[int]:
+        parameters = {"b_ids": list(ids), "b_owner": owner, "b_lease": lease_seconds}
+        return set(connection.execute(queries.extend(), parameters).scalars())
+
+    def held(
+        self, connection: Connection, queries: Queries, *, owner: str, ids: Sequence[int]
+    ) -> set[int]:
+        parameters = {"b_ids": list(ids), "b_owner": owner}
+        return set(connection.execute(queries.held(), parameters).scalars())
+
+    def release(
+        self, connection: Connection, queries: Queries, *, owner: str, ids: Sequence[int]
+    ) -> int:
+        parameters = {"b_ids": list(ids), "b_owner": owner}
+        released = int(connection.execute(queries.release(), parameters).rowcount)
+        if released:
+            self.notify(connection, queries.table.name)
+        return released
+
+    def backlog(self, connection: Connection, queries: Queries) -> tuple[int, Any, Any]:
+        waiting, oldest, now = connection.execute(queries.backlog()).one()
+        return int(waiting), oldest, now
+
+    def count_by_status(
+        self, connection: Connection, queries: Queries, exact: Sequence[str]
+    ) -> tuple[dict[str, int], set[str]]:
+        counted = connection.execute(queries.count_by_status())
+        return {status: int(n) for status, n in counted}, set()
+
+    def vacuum_if_bloated(self, engine: Engine, table: sa.Table) -> bool:
+        return False
+
+    # --- waking workers ---------------------------------------------------------------------
+
+    def notify(self, connection: Connection, table_name: str) -> None:
+        return None  # without notifications workers poll
+
+    async def listen(self, url: sa.URL, table_name: str, wake: asyncio.Event) -> None:
+        raise NotImplementedError(f"{self.name} has no notifications: workers poll")
+
+
+def _run(
+    connection: Connection,
+    statement: sa.Executable,
+    per_row: PerRow,
+    rows: Sequence[dict[str, Any]],
+    owner: str,
+) -> int:
+    return int(connection.execute(statement, per_row.params(rows, {"b_owner": owner})).rowcount)

@@ -1,0 +1,15 @@
+"""Every limit of a message, defined once: models, queue operations, API and worker import these."""
+
+MAX_PRIORITY = 32767
+"""Priorities are SMALLINT: -32768..32767."""
+MAX_MESSAGE_ID_LENGTH = 400
+MAX_SECONDS = 100 * 366 * 86400
+"""Longest delay, expiry or lease: far enough, and inside every engine's date range."""
+MAX_ID = 2**63 - 1
+"""Ids are BIGINT: a larger number is no message (and would fail in the driver)."""
+MAX_JSON_DEPTH = 100
+"""Deeper JSON is refused: it could be stored but not returned (pydantic stops at 255)."""
+MAX_LEASE_BATCH = 10_000
+"""Most messages one lease may take."""
+PURGE_BATCH = 5_000
+"""Rows one purge statement deletes (purging runs as many as it takes)."""

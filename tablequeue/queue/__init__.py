@@ -1,0 +1,6 @@
+"""The queue floor, on top of storage: the `Queue` handle and its operations by area
+(enqueue, settle, admin, read)."""
+
+from .facade import Queue
+
+__all__ = ["Queue"]

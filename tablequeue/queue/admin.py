@@ -1,0 +1,203 @@
+"""What people and tools do to a queue's messages: set status, edit, delete, cancel, report
+progress; and housekeeping: sweep lapsed leases and expired messages, vacuum, purge."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from .. import names
+from ..dialects.queries import literal_status
+from ..errors import Conflict, InvalidInput, MessageNotFound
+from ..limits import MAX_PRIORITY, PURGE_BATCH
+from ..models import Message, Swept, check_json
+from . import read
+from .context import QueueContext
+
+
+def set_status(
+    queue: QueueContext,
+    status: str,
+    *,
+    ids: Sequence[int] | None,
+    from_status: str | None,
+    where: str | None,
+    force: bool,
+    dry_run: bool,
+) -> int:
+    names.settable_status(status)
+    t, d = queue.table, queue.dialect
+    chosen = read.selection(queue, ids=ids, status=from_status, where=where)
+    if chosen is None:
+        raise InvalidInput("choose messages by id, by current status or by predicate")
+    condition = sa.and_(chosen, t.c.status != status)
+    if not force:
+        condition = sa.and_(condition, t.c.status != literal_status(names.LEASED))
+    if dry_run:
+        with queue.storage.transaction() as connection:
+            count = connection.execute(sa.select(sa.func.count()).where(condition))
+            return int(count.scalar_one())
+    values: dict[str, Any] = {"status": status, "updated_at": d.now()}
+    if force:
+        values["lease_expires_at"] = None
+    if status == names.PENDING:
+        values.update(_fresh_start(queue))
+    with queue.storage.transaction() as connection:
+        changed = int(connection.execute(sa.update(t).where(condition).values(**values)).rowcount)
+        if changed and status == names.PENDING:
+            d.notify(connection, t.name)
+        return changed
+
+
+def edit(
+    queue: QueueContext,
+    message_id: int,
+    *,
+    body: Any,
+    status: str | None,
+    priority: int | None,
+    force: bool,
+) -> Message:
+    read.existing_id(message_id, queue.name)
+    t, d = queue.table, queue.dialect
+    values: dict[str, Any] = {"updated_at": d.now()}
+    if body is not None:
+        check_json(body)
+        values["message"] = sa.bindparam("b_body", body, type_=t.c.message.type)
+        # A new version: a worker holding the old one requeues this one when it finishes.
+        values["version"] = t.c.version + 1
+    if priority is not None:
+        if not -MAX_PRIORITY - 1 <= priority <= MAX_PRIORITY:
+            raise InvalidInput(f"priority {priority} out of range -32768..32767")
+        values["priority"] = priority
+    if status is not None:
+        values["status"] = names.settable_status(status)
+        if status == names.PENDING:
+            values.update(_fresh_start(queue))
+        if force:
+            values["lease_expires_at"] = None
+    condition: sa.ColumnElement[bool] = t.c.id == message_id
+    if not force:
+        condition = sa.and_(condition, t.c.status != literal_status(names.LEASED))
+    with queue.storage.transaction() as connection:
+        row = connection.execute(
+            sa.update(t).where(condition).values(**values).returning(*t.c)
+        ).first()
+        if row is None:
+            current = read.get(queue, connection, message_id)
+            raise Conflict(
+                f"message {message_id} is {current.status}: it is being processed; "
+                "use force to change it anyway"
+            )
+    return Message.from_row(row._mapping)
+
+
+def _fresh_start(queue: QueueContext) -> dict[str, Any]:
+    """A person retrying a message: due now, no attempts counted, no expiry already past."""
+    t, d = queue.table, queue.dialect
+    now = d.now()
+    return {
+        "attempts": 0,
+        "process_after": now,
+        "expires_at": sa.case((t.c.expires_at <= now, None), else_=t.c.expires_at),
+    }
+
+
+def delete(queue: QueueContext, message_id: int, force: bool) -> None:
+    read.existing_id(message_id, queue.name)
+    t = queue.table
+    condition: sa.ColumnElement[bool] = t.c.id == message_id
+    if not force:
+        condition = sa.and_(condition, t.c.status != literal_status(names.LEASED))
+    with queue.storage.transaction() as connection:
+        if not connection.execute(sa.delete(t).where(condition)).rowcount:
+            current = read.get(queue, connection, message_id)
+            raise Conflict(
+                f"message {message_id} is {current.status}: it is being processed; "
+                "use force to delete it anyway"
+            )
+
+
+def report_progress(queue: QueueContext, message_id: int, progress: Any) -> None:
+    t = queue.table
+    statement = (
+        sa.update(t)
+        .where(t.c.id == message_id)
+        .values(progress=sa.bindparam("b_progress", progress, type_=t.c.progress.type))
+    )
+    with queue.storage.transaction() as connection:
+        if not connection.execute(statement).rowcount:
+            raise MessageNotFound(f"no message with id {message_id} in queue {queue.name!r}")
+
+
+def cancel(queue: QueueContext, tracking_id: uuid.UUID | str) -> Message:
+    tracking = read.tracking_uuid(tracking_id)
+    t, d = queue.table, queue.dialect
+    statement = (
+        sa.update(t)
+        .where(
+            t.c.tracking_id == tracking,
+            t.c.status.not_in([literal_status(s) for s in names.FINAL]),
+        )
+        .values(status=literal_status(names.CANCELLED), lease_expires_at=None, updated_at=d.now())
+        .returning(*t.c)
+    )
+    with queue.storage.transaction() as connection:
+        row = connection.execute(statement).first()
+        if row is None:
+            current = read.by_tracking_id(queue, connection, tracking)
+            raise Conflict(
+                f"message with tracking id {tracking} is already {current.status}; "
+                "only unfinished messages can be cancelled"
+            )
+    return Message.from_row(row._mapping)
+
+
+def sweep(queue: QueueContext) -> Swept:
+    with queue.storage.transaction() as connection:
+        swept, expired = queue.dialect.sweep(
+            connection,
+            queue.queries,
+            on_lease_expired=queue.spec.on_lease_expired,
+            max_attempts=queue.spec.max_attempts,
+        )
+    outcomes = Counter(swept)
+    return Swept(
+        abandoned=outcomes[names.ABANDONED],
+        retried=outcomes[names.PENDING],
+        errored=outcomes[names.ERROR],
+        expired=expired,
+    )
+
+
+def purge(queue: QueueContext, statuses: Sequence[str] | None, older_than: timedelta | None) -> int:
+    if statuses is None:
+        statuses = [names.PROCESSED]
+        older_than = older_than if older_than is not None else queue.spec.keep_processed
+        if older_than is None:
+            return 0
+    for status in statuses:
+        names.status(status)
+        if status == names.LEASED:
+            raise InvalidInput("leased messages cannot be purged; they are being processed")
+    t, d = queue.table, queue.dialect
+    condition: sa.ColumnElement[bool] = t.c.status.in_(list(statuses))
+    if older_than is not None:
+        age = sa.func.coalesce(t.c.processed_at, t.c.updated_at)
+        condition = sa.and_(
+            condition, age < d.seconds_from_now(sa.literal(-older_than.total_seconds()))
+        )
+    batch = sa.select(t.c.id).where(condition).limit(PURGE_BATCH).scalar_subquery()
+    statement = sa.delete(t).where(t.c.id.in_(batch))
+    total = 0
+    while True:
+        with queue.storage.transaction() as connection:
+            deleted = int(connection.execute(statement).rowcount)
+        total += deleted
+        if deleted < PURGE_BATCH:
+            return total

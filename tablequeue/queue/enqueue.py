@@ -1,0 +1,120 @@
+"""Enqueueing: a batch in one transaction, one statement per round of distinct identities."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..models import Enqueued, NewMessage
+from ..storage import registry
+from .context import QueueContext
+
+
+def enqueue_many(queue: QueueContext, messages: Sequence[NewMessage]) -> list[Enqueued]:
+    """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
+
+    A messageId that appears several times in one batch is applied in order, as if the
+    messages had been enqueued one after the other.
+    """
+    if not messages:
+        return []
+    now = datetime.now(UTC)
+    results: list[Enqueued | None] = [None] * len(messages)
+    storage = queue.storage
+    try:
+        with storage.transaction() as connection:
+            for round_indexes in _rounds_of_unique_ids(messages):
+                _enqueue_round(queue, connection, messages, round_indexes, results, now)
+    except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
+        registry.default_status_of(storage, queue.name)  # QueueNotFound if it was deleted
+        raise
+    return [result for result in results if result is not None]
+
+
+def _enqueue_round(
+    queue: QueueContext,
+    connection: Connection,
+    messages: Sequence[NewMessage],
+    round_indexes: list[int],
+    results: list[Enqueued | None],
+    now: datetime,
+) -> None:
+    """One statement for messages with distinct identities; wakes listening workers."""
+    # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
+    round_indexes.sort(key=lambda i: messages[i].message_id or "")
+    tracking_ids = _random_uuids(len(round_indexes))
+    rows = [
+        _row(messages[i], now, tracking_id)
+        for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
+    ]
+    returned = queue.dialect.enqueue_round(
+        connection,
+        queue.queries,
+        queue=queue.name,
+        rows=rows,
+        upsert=any(messages[i].message_id for i in round_indexes),  # else no conflict possible
+        idempotent=queue.spec.idempotent,
+    )
+    by_tracking = {row.tracking_id: row for row in returned}
+    by_message_id = {row.message_id: row for row in returned if row.message_id}
+    for index, row_params in zip(round_indexes, rows, strict=True):
+        new = messages[index]
+        hit = (
+            by_message_id.get(new.message_id)
+            if new.message_id
+            else by_tracking.get(row_params["b_tracking_id"])
+        )
+        results[index] = _enqueued(new, hit)
+
+
+def _rounds_of_unique_ids(messages: Sequence[NewMessage]) -> list[list[int]]:
+    """Split a batch so no messageId appears twice in one statement, keeping order per id."""
+    rounds: list[list[int]] = []
+    seen: Counter[str] = Counter()
+    for index, new in enumerate(messages):
+        round_number = 0
+        if new.message_id is not None:
+            round_number = seen[new.message_id]
+            seen[new.message_id] += 1
+        while len(rounds) <= round_number:
+            rounds.append([])
+        rounds[round_number].append(index)
+    return rounds
+
+
+def _row(new: NewMessage, now: datetime, tracking_id: uuid.UUID) -> dict[str, Any]:
+    """A new message's per-row parameters; its status None means the queue's default status,
+    read by the statement itself (it may change at runtime)."""
+    return {
+        "b_message_id": new.message_id,
+        "b_status": new.status,
+        "b_scheduled": (new.at is not None and new.at > now) or (new.after or 0) > 0,
+        "b_priority": new.priority,
+        "b_message": new.message,
+        "b_headers": new.headers,
+        "b_at": new.at,
+        "b_after": new.after or 0.0,
+        "b_expires_at": new.expires_at,
+        "b_expires_after": new.expires_after,
+        "b_tracking_id": tracking_id,
+    }
+
+
+def _random_uuids(count: int) -> list[uuid.UUID]:
+    """Version-4 UUIDs, as uuid4() makes them, from one read of the system's random source."""
+    data = os.urandom(16 * count)
+    return [uuid.UUID(bytes=data[i : i + 16], version=4) for i in range(0, 16 * count, 16)]
+
+
+def _enqueued(new: NewMessage, row: Any) -> Enqueued:
+    if row is None:
+        return Enqueued(None, None, new.message_id, "discarded", None, None)
+    outcome: Literal["inserted", "updated"] = "inserted" if row.version == 1 else "updated"
+    return Enqueued(row.id, row.tracking_id, row.message_id, outcome, row.status, row.version)

@@ -1,0 +1,245 @@
+"""`Queue`: a handle on one queue table, delegating each operation to its module.
+
+Each operation is one transaction and, on the hot paths, one statement per batch (the
+dialect's whole operations over the statements of `dialects/queries.py`, built once per table).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import Any, Literal
+
+import sqlalchemy as sa
+
+from ..dialects import Dialect
+from ..models import (
+    Completion,
+    Enqueued,
+    Failure,
+    LeaseBatch,
+    Message,
+    NewMessage,
+    QueueStats,
+    Settled,
+    Swept,
+)
+from ..spec import QueueSpec
+from ..storage import Storage
+from . import admin, enqueue, read, settle
+from .context import QueueContext
+
+
+class Queue:
+    """A handle on one queue table. Cheap to create; safe to share between threads."""
+
+    def __init__(self, database: Storage, name: str, table: sa.Table, spec: QueueSpec) -> None:
+        self.database = database
+        self.name = name
+        self.table = table
+        self.spec = spec
+        self.dialect: Dialect = database.dialect
+        self._queue = QueueContext(database, name, table, spec)
+        assert [c.name for c in table.c] == list(Message.__dataclass_fields__)  # Message(*row)
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name!r}, table={self.table.name!r}, db={self.database.shown_url!r})"
+
+    # --- enqueue ----------------------------------------------------------------------------
+
+    def enqueue(self, message: Any, **options: Any) -> Enqueued:
+        """Enqueue one message: `enqueue({"OrderId": 1}, message_id="1", after=30)`."""
+        return self.enqueue_many([NewMessage(message=message, **options)])[0]
+
+    def enqueue_many(self, messages: Sequence[NewMessage]) -> list[Enqueued]:
+        """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
+
+        A messageId that appears several times in one batch is applied in order, as if the
+        messages had been enqueued one after the other.
+        """
+        return enqueue.enqueue_many(self._queue, messages)
+
+    # --- lease and outcomes -----------------------------------------------------------------
+
+    def lease(
+        self,
+        owner: str,
+        batch_size: int,
+        lease_seconds: float | None = None,
+        correlation_id: str | None = None,
+    ) -> LeaseBatch:
+        """Atomically take up to `batch_size` due messages: highest priority, then oldest."""
+        with self.database.transaction() as connection:
+            return settle.lease(
+                self._queue, connection, owner, batch_size, lease_seconds, correlation_id
+            )
+
+    def settle(self, owner: str, outcomes: Sequence[Completion | Failure]) -> Settled:
+        """Record completions and failures together, in one transaction."""
+        with self.database.transaction() as connection:
+            return settle.settle(self._queue, connection, owner, outcomes)
+
+    def settle_and_lease(
+        self,
+        owner: str,
+        outcomes: Sequence[Completion | Failure],
+        batch_size: int,
+        lease_seconds: float | None = None,
+    ) -> tuple[Settled, LeaseBatch]:
+        """Record outcomes and lease the next batch in one transaction (a worker's loop)."""
+        with self.database.transaction() as connection:
+            settled = settle.settle(self._queue, connection, owner, outcomes)
+            batch = settle.lease(self._queue, connection, owner, batch_size, lease_seconds, None)
+            return settled, batch
+
+    def extend(
+        self, owner: str, ids: Iterable[int], lease_seconds: float | None = None
+    ) -> set[int]:
+        """Extend leases still held by `owner`; returns the ids still held (others were lost)."""
+        return settle.extend(self._queue, owner, ids, lease_seconds)
+
+    def held(self, owner: str, ids: Iterable[int]) -> set[int]:
+        """Which of these messages `owner` still holds; cancelled or swept ones drop out."""
+        return settle.held(self._queue, owner, ids)
+
+    def release(self, owner: str, ids: Iterable[int]) -> int:
+        """Give back leased messages that were never started: Pending again, attempt not counted."""
+        return settle.release(self._queue, owner, ids)
+
+    def complete(self, owner: str, completions: Sequence[Completion]) -> Settled:
+        """Record successes. Deletes or marks Processed, or reschedules (`process_again_at`).
+
+        A message whose identity got a newer version while it was leased goes back to the
+        queue's default status with the new body; the processed body becomes its previous one.
+        """
+        with self.database.transaction() as connection:
+            return settle.complete(self._queue, connection, owner, completions)
+
+    def fail(self, owner: str, failures: Sequence[Failure]) -> Settled:
+        """Record failures: retry after the back-off, or Error once attempts reach maxAttempts."""
+        with self.database.transaction() as connection:
+            return settle.fail(self._queue, connection, owner, failures)
+
+    def report_progress(self, message_id: int, progress: Any) -> None:
+        """Store a handler's progress while it runs (readable by tracking id)."""
+        admin.report_progress(self._queue, message_id, progress)
+
+    def cancel(self, tracking_id: uuid.UUID | str) -> Message:
+        """Cancel by tracking id. A running handler learns it when its lease extension fails."""
+        return admin.cancel(self._queue, tracking_id)
+
+    # --- housekeeping -----------------------------------------------------------------------
+
+    def sweep(self) -> Swept:
+        """Expired leases follow onLeaseExpired; expired messages become Expired."""
+        return admin.sweep(self._queue)
+
+    def vacuum(self) -> bool:
+        """Reclaim the space of finished messages if the table has many dead rows (engines
+        with `capabilities.vacuums`; a no-op elsewhere). Workers call it every few seconds;
+        True when it vacuumed."""
+        return self.dialect.vacuum_if_bloated(self.database.engine, self.table)
+
+    def purge(
+        self, statuses: Sequence[str] | None = None, older_than: timedelta | None = None
+    ) -> int:
+        """Delete finished messages past retention, in bounded batches.
+
+        Default: Processed messages older than keepProcessedFor (nothing when kept forever).
+        """
+        return admin.purge(self._queue, statuses, older_than)
+
+    # --- people and tools -------------------------------------------------------------------
+
+    def set_status(
+        self,
+        status: str,
+        *,
+        ids: Sequence[int] | None = None,
+        from_status: str | None = None,
+        where: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> int:
+        """Set a status on messages chosen by ids, current status and/or predicate.
+
+        Leased messages are left alone unless `force`. Pending resets attempts and makes the
+        message due now: a person retrying a message gives it a fresh start.
+        Returns the number of messages changed (or that would change, with `dry_run`).
+        """
+        return admin.set_status(
+            self._queue,
+            status,
+            ids=ids,
+            from_status=from_status,
+            where=where,
+            force=force,
+            dry_run=dry_run,
+        )
+
+    def edit(
+        self,
+        message_id: int,
+        *,
+        body: Any = None,
+        status: str | None = None,
+        priority: int | None = None,
+        force: bool = False,
+    ) -> Message:
+        """Fix one message by hand: its body, status or priority (not while Leased, unless forced).
+
+        A new body is a new version, as if enqueued: a worker still holding the old one requeues
+        it when it finishes.
+        """
+        return admin.edit(
+            self._queue, message_id, body=body, status=status, priority=priority, force=force
+        )
+
+    def delete(self, message_id: int, force: bool = False) -> None:
+        admin.delete(self._queue, message_id, force)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def get(self, message_id: int) -> Message:
+        read.existing_id(message_id, self.name)
+        with self.database.transaction() as connection:
+            return read.get(self._queue, connection, message_id)
+
+    def get_by_tracking_id(self, tracking_id: uuid.UUID | str) -> Message:
+        with self.database.transaction() as connection:
+            return read.by_tracking_id(self._queue, connection, read.tracking_uuid(tracking_id))
+
+    def messages(
+        self,
+        *,
+        status: str | None = None,
+        where: str | None = None,
+        message_id: str | None = None,
+        after_id: int | None = None,
+        limit: int = 100,
+        order: Literal["asc", "desc"] = "asc",
+    ) -> list[Message]:
+        """A page of messages in id order; pass the last id as `after_id` for the next page."""
+        return read.messages(
+            self._queue,
+            status=status,
+            where=where,
+            message_id=message_id,
+            after_id=after_id,
+            limit=limit,
+            order=order,
+        )
+
+    def count(self, *, status: str | None = None, where: str | None = None) -> int:
+        return read.count(self._queue, status=status, where=where)
+
+    def stats(self) -> QueueStats:
+        """Counts per status, backlog and oldest due message, served by indexes.
+
+        Counts of the statuses that drive work (Pending, Sleeping, Leased, Error, Abandoned)
+        are always exact; on engines with `capabilities.estimates_counts` (PostgreSQL) a status
+        with more than 100,000 rows (Processed, in a queue that keeps history) may be an
+        estimate, listed in `approximate`.
+        """
+        return read.stats(self._queue)

@@ -1,0 +1,136 @@
+"""Reading a queue: one message, pages of messages, counts and stats."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .. import health, names, predicate
+from ..errors import InvalidInput, MessageNotFound
+from ..limits import MAX_ID
+from ..models import Message, QueueStats, check_text
+from ..sqltypes import UtcDateTime
+from .context import QueueContext
+
+
+def get(queue: QueueContext, connection: Connection, message_id: int) -> Message:
+    table = queue.table
+    row = connection.execute(sa.select(table).where(table.c.id == message_id)).first()
+    if row is None:
+        raise MessageNotFound(f"no message with id {message_id} in queue {queue.name!r}")
+    return Message.from_row(row._mapping)
+
+
+def by_tracking_id(queue: QueueContext, connection: Connection, tracking_id: uuid.UUID) -> Message:
+    t = queue.table
+    row = connection.execute(sa.select(t).where(t.c.tracking_id == tracking_id)).first()
+    if row is None:
+        raise MessageNotFound(f"no message with tracking id {tracking_id} in {queue.name!r}")
+    return Message.from_row(row._mapping)
+
+
+def messages(
+    queue: QueueContext,
+    *,
+    status: str | None,
+    where: str | None,
+    message_id: str | None,
+    after_id: int | None,
+    limit: int,
+    order: Literal["asc", "desc"],
+) -> list[Message]:
+    if not 1 <= limit <= 10_000:
+        raise InvalidInput(f"limit {limit} out of range 1..10000")
+    t = queue.table
+    condition = selection(queue, status=status, where=where, message_id=message_id)
+    statement = sa.select(t)
+    if condition is not None:
+        statement = statement.where(condition)
+    if after_id is not None:
+        if not 0 <= after_id <= MAX_ID:
+            raise InvalidInput(f"after_id {after_id} out of range 0..{MAX_ID}")
+        statement = statement.where(t.c.id > after_id if order == "asc" else t.c.id < after_id)
+    statement = statement.order_by(t.c.id if order == "asc" else t.c.id.desc()).limit(limit)
+    with queue.storage.transaction() as connection:
+        return [Message.from_row(row._mapping) for row in connection.execute(statement)]
+
+
+def count(queue: QueueContext, *, status: str | None, where: str | None) -> int:
+    condition = selection(queue, status=status, where=where)
+    statement = sa.select(sa.func.count()).select_from(queue.table)
+    if condition is not None:
+        statement = statement.where(condition)
+    with queue.storage.transaction() as connection:
+        return int(connection.execute(statement).scalar_one())
+
+
+def selection(
+    queue: QueueContext,
+    *,
+    ids: Sequence[int] | None = None,
+    status: str | None = None,
+    where: str | None = None,
+    message_id: str | None = None,
+) -> sa.ColumnElement[bool] | None:
+    """Messages chosen by ids, status, messageId and/or predicate; None when not chosen."""
+    t = queue.table
+    parts: list[sa.ColumnElement[bool]] = []
+    if ids is not None:
+        if not ids:
+            raise InvalidInput("no message ids given")
+        if not all(1 <= int(i) <= MAX_ID for i in ids):
+            raise InvalidInput(f"message ids are whole numbers from 1 to {MAX_ID}")
+        parts.append(t.c.id.in_([int(i) for i in ids]))
+    if status is not None:
+        parts.append(t.c.status == names.status(status))
+    if message_id is not None:
+        parts.append(t.c.message_id == check_text(message_id))
+    if where is not None:
+        parts.append(predicate.to_sql(predicate.parse(where), t.c.message, queue.dialect))
+    return sa.and_(*parts) if parts else None
+
+
+def stats(queue: QueueContext) -> QueueStats:
+    """Counts per status, backlog and oldest due message, served by indexes."""
+    dialect, queries = queue.dialect, queue.queries
+    exact = (names.PENDING, names.SLEEPING, names.LEASED, names.ERROR, names.ABANDONED)
+    with queue.storage.transaction() as connection:
+        counts, approximate = dialect.count_by_status(connection, queries, exact)
+        waiting, oldest, now = dialect.backlog(connection, queries)
+    oldest_seconds = 0.0
+    if oldest is not None:
+        engine_dialect = queue.storage.engine.dialect
+        oldest = UtcDateTime().process_result_value(oldest, engine_dialect)
+        now = UtcDateTime().process_result_value(now, engine_dialect)
+        assert oldest is not None and now is not None
+        oldest_seconds = max((now - oldest).total_seconds(), 0.0)
+    state, reasons = health.evaluate(queue.spec.health, counts, oldest_seconds)
+    return QueueStats(
+        queue=queue.name,
+        counts=counts,
+        backlog=waiting,
+        leased=counts.get(names.LEASED, 0),
+        oldest_pending_seconds=oldest_seconds,
+        health=state,
+        health_reasons=reasons,
+        approximate=sorted(approximate),
+    )
+
+
+def existing_id(message_id: int, queue: str) -> None:
+    """Outside BIGINT no message can exist; the driver would fail on the number instead."""
+    if not 1 <= message_id <= MAX_ID:
+        raise MessageNotFound(f"no message with id {message_id} in queue {queue!r}")
+
+
+def tracking_uuid(value: uuid.UUID | str) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise InvalidInput(f"invalid tracking id {str(value)[:80]!r}: expected a UUID") from None

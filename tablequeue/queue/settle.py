@@ -1,0 +1,200 @@
+"""Leases and their outcomes: lease, extend, release, complete, fail, in one transaction each."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from ..errors import InvalidInput
+from ..limits import MAX_LEASE_BATCH, MAX_SECONDS
+from ..models import Completion, Failure, LeaseBatch, Message, Settled, retry_delay
+from ..storage import registry
+from .context import QueueContext
+
+
+def lease(
+    queue: QueueContext,
+    connection: Connection,
+    owner: str,
+    batch_size: int,
+    lease_seconds: float | None,
+    correlation_id: str | None,
+) -> LeaseBatch:
+    """Take up to `batch_size` due messages: highest priority, then oldest."""
+    if not 1 <= batch_size <= MAX_LEASE_BATCH:
+        raise InvalidInput(f"batch size {batch_size} out of range 1..{MAX_LEASE_BATCH}")
+    correlation_id = correlation_id or uuid.uuid4().hex
+    rows = queue.dialect.lease(
+        connection,
+        queue.queries,
+        owner=owner,
+        batch_size=batch_size,
+        lease_seconds=lease_seconds_of(queue, lease_seconds),
+        correlation_id=correlation_id,
+    )
+    messages = sorted(
+        (Message(*row) for row in rows), key=lambda m: (-m.priority, m.process_after, m.id)
+    )
+    return LeaseBatch(correlation_id, owner, messages)
+
+
+def lease_seconds_of(queue: QueueContext, lease_seconds: float | None) -> float:
+    """The lease asked for, or the queue's; validated."""
+    seconds = float(lease_seconds if lease_seconds is not None else queue.spec.lease_seconds)
+    if not 0 < seconds <= MAX_SECONDS:
+        raise InvalidInput(f"lease of {seconds:g}s out of range: more than 0, at most 100 years")
+    return seconds
+
+
+def extend(
+    queue: QueueContext, owner: str, ids: Iterable[int], lease_seconds: float | None
+) -> set[int]:
+    ids = list(ids)
+    if not ids:
+        return set()
+    seconds = lease_seconds_of(queue, lease_seconds)
+    with queue.storage.transaction() as connection:
+        return queue.dialect.extend(
+            connection, queue.queries, owner=owner, ids=ids, lease_seconds=seconds
+        )
+
+
+def held(queue: QueueContext, owner: str, ids: Iterable[int]) -> set[int]:
+    ids = list(ids)
+    if not ids:
+        return set()
+    with queue.storage.transaction() as connection:
+        return queue.dialect.held(connection, queue.queries, owner=owner, ids=ids)
+
+
+def release(queue: QueueContext, owner: str, ids: Iterable[int]) -> int:
+    ids = list(ids)
+    if not ids:
+        return 0
+    with queue.storage.transaction() as connection:
+        return queue.dialect.release(connection, queue.queries, owner=owner, ids=ids)
+
+
+def settle(
+    queue: QueueContext,
+    connection: Connection,
+    owner: str,
+    outcomes: Sequence[Completion | Failure],
+) -> Settled:
+    """Record completions and failures together."""
+    completions = [o for o in outcomes if isinstance(o, Completion)]
+    failures = [o for o in outcomes if isinstance(o, Failure)]
+    settled = Settled()
+    if completions:
+        settled = complete(queue, connection, owner, completions)
+    if failures:
+        settled = settled + fail(queue, connection, owner, failures)
+    return settled
+
+
+def complete(
+    queue: QueueContext, connection: Connection, owner: str, completions: Sequence[Completion]
+) -> Settled:
+    """Record successes: delete, mark Processed, or reschedule (`process_again_at`)."""
+    dialect, queries = queue.dialect, queue.queries
+    settled = Settled()
+    keep = queue.spec.keep_processed != timedelta(0)
+    deleted = [c for c in completions if not c.process_again_at and not keep]
+    processed = [c for c in completions if not c.process_again_at and keep]
+    again = [c for c in completions if c.process_again_at]
+    if deleted:
+        rows = [_held(c.message) for c in deleted]
+        settled.deleted = dialect.finish(
+            connection, queries, outcome="delete", owner=owner, rows=rows
+        )
+    if processed:
+        settled.processed = dialect.finish(
+            connection, queries, outcome="processed", owner=owner, rows=_finished(processed)
+        )
+    if again:
+        settled.rescheduled = dialect.finish(
+            connection, queries, outcome="again", owner=owner, rows=_finished(again)
+        )
+    settled_count = settled.deleted + settled.processed + settled.rescheduled
+    if settled_count < len(completions):  # rare: a new version arrived, or a lease was lost
+        newer = [_held(c.message) | {"b_previous": c.message.message} for c in completions]
+        settled.requeued_newer_version = _requeue_newer(queue, connection, newer, owner, True)
+    settled.lease_lost = len(completions) - (settled_count + settled.requeued_newer_version)
+    return settled
+
+
+def fail(
+    queue: QueueContext, connection: Connection, owner: str, failures: Sequence[Failure]
+) -> Settled:
+    """Record failures: retry after the back-off, or Error once attempts reach maxAttempts."""
+    settled = Settled()
+    spec = queue.spec
+    retry = spec.retry
+    rows = []
+    for f in failures:
+        delay = retry_delay(
+            f.message.attempts, retry.delay_seconds, retry.backoff, retry.max_delay_seconds
+        )
+        delay *= 1 + retry.jitter * (2 * random.random() - 1)
+        give_up = f.permanent or f.message.attempts >= spec.max_attempts
+        rows.append(
+            _held(f.message)
+            | {"b_error": _storable(f.error), "b_give_up": give_up, "b_delay": round(delay, 3)}
+        )
+        if give_up:
+            settled.errored += 1
+        else:
+            settled.retrying += 1
+    failed = queue.dialect.fail(connection, queue.queries, owner=owner, rows=rows) if rows else 0
+    if failed < len(failures):  # rare: a new version arrived, or a lease was lost
+        newer = [_held(f.message) | {"b_previous": None} for f in failures]
+        settled.requeued_newer_version = _requeue_newer(queue, connection, newer, owner, False)
+    settled.lease_lost = len(failures) - failed - settled.requeued_newer_version
+    if settled.lease_lost or settled.requeued_newer_version:
+        # Counts of retrying/errored are only certain when every row was still ours.
+        settled.retrying = settled.errored = 0
+    return settled
+
+
+def _requeue_newer(
+    queue: QueueContext,
+    connection: Connection,
+    rows: list[dict[str, Any]],
+    owner: str,
+    completed: bool,
+) -> int:
+    """Rows still leased by us at another version got a new body while we worked on it."""
+    if not rows:
+        return 0
+    return queue.dialect.requeue_newer(
+        connection,
+        queue.queries,
+        owner=owner,
+        rows=rows,
+        default_status=registry.default_status(queue.storage, connection, queue.name),
+        completed=completed,
+    )
+
+
+def _held(message: Message) -> dict[str, Any]:
+    """Identify the lease an outcome belongs to: the row, its version and the lease batch
+    (a message leased again later, even by the same worker, belongs to another batch)."""
+    return {"b_id": message.id, "b_version": message.version, "b_cid": message.correlation_id}
+
+
+def _finished(completions: Sequence[Completion]) -> list[dict[str, Any]]:
+    return [
+        _held(c.message)
+        | {"b_again": c.process_again_at, "b_result": c.result, "b_progress": c.progress}
+        for c in completions
+    ]
+
+
+def _storable(text: str) -> str:
+    """Error text as every engine stores it: NUL and unpaired surrogates escaped."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")

@@ -1,0 +1,155 @@
+"""The registry of a database's queues: creating and migrating their tables, their settings,
+their default status, forgetting them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .. import names
+from ..errors import Conflict, QueueNotFound, SchemaTooNew
+from .engine import Storage
+from .schema import SCHEMA_VERSION, migrate
+
+if TYPE_CHECKING:
+    from ..spec import QueueResource, QueueSpec
+
+
+def apply(storage: Storage, resource: QueueResource) -> str:
+    """Create or migrate the table and registry row: created, updated or unchanged."""
+    name = names.queue_name(resource.name)
+    spec = resource.spec
+    table_name = spec.table_for(name)
+    settings = spec_settings(spec)
+    registry = storage.registry
+    with storage.transaction() as connection:
+        storage.dialect.lock_for_ddl(connection, "registry")
+        registry.create(connection, checkfirst=True)
+        row = registry_row(storage, connection, name)
+        if row is not None and row.schema_version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"queue {name!r} has schema version {row.schema_version}; this tablequeue "
+                f"knows up to {SCHEMA_VERSION}: upgrade tablequeue"
+            )
+        if row is not None and row.table_name != table_name:
+            raise Conflict(
+                f"queue {name!r} already uses table {row.table_name!r}; "
+                f"moving it to {table_name!r} is not supported"
+            )
+        owner = connection.execute(
+            sa.select(registry.c.name).where(
+                registry.c.table_name == table_name, registry.c.name != name
+            )
+        ).scalar()
+        if owner is not None:
+            raise Conflict(f"table {table_name!r} already belongs to queue {owner!r}")
+        table = storage.table(table_name)
+        existed = sa.inspect(connection).has_table(table_name)
+        table.create(connection, checkfirst=True)
+        if existed and (row is None or row.schema_version < SCHEMA_VERSION):
+            # A kept table of a deleted queue has no registry row: assume the oldest.
+            migrate(connection, table, row.schema_version if row is not None else 1)
+        storage.dialect.tune_table(connection, table)
+        now = datetime.now(UTC)
+        if row is None:
+            connection.execute(
+                registry.insert().values(
+                    name=name,
+                    table_name=table_name,
+                    category=spec.category,
+                    default_status=spec.default_status,
+                    settings=settings,
+                    schema_version=SCHEMA_VERSION,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            return "created"
+        if row.settings == settings and row.schema_version == SCHEMA_VERSION:
+            return "unchanged"
+        values: dict[str, Any] = {
+            "category": spec.category,
+            "settings": settings,
+            "schema_version": SCHEMA_VERSION,
+            "updated_at": now,
+        }
+        # The declared default status wins only when the declaration changed, so a status
+        # set at runtime (admin UI, API) survives re-applying an unchanged spec.
+        if row.settings.get("defaultStatus", "Pending") != spec.default_status:
+            values["default_status"] = spec.default_status
+        connection.execute(registry.update().where(registry.c.name == name).values(**values))
+        return "updated"
+
+
+def spec_settings(spec: QueueSpec) -> dict[str, Any]:
+    """The settings stored in the registry: the spec as the user writes it."""
+    return spec.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def registry_row(storage: Storage, connection: Connection, name: str) -> Any:
+    """The registry row of a queue, or None."""
+    registry = storage.registry
+    return connection.execute(sa.select(registry).where(registry.c.name == name)).first()
+
+
+def find_registry_row(storage: Storage, connection: Connection, name: str) -> Any:
+    """The registry row of a queue, or None (also when there is no registry yet)."""
+    if not _registry_exists(storage, connection):
+        return None
+    return registry_row(storage, connection, name)
+
+
+def _registry_exists(storage: Storage, connection: Connection) -> bool:
+    return sa.inspect(connection).has_table(storage.registry.name)
+
+
+def queues(storage: Storage) -> list[dict[str, Any]]:
+    with storage.transaction() as connection:
+        if not _registry_exists(storage, connection):
+            return []
+        rows = connection.execute(sa.select(storage.registry).order_by(storage.registry.c.name))
+        return [dict(row._mapping) for row in rows]
+
+
+def default_status(storage: Storage, connection: Connection, name: str) -> str:
+    registry = storage.registry
+    status = connection.execute(
+        sa.select(registry.c.default_status).where(registry.c.name == name)
+    ).scalar()
+    if status is None:
+        raise QueueNotFound(f"queue {name!r} was deleted")
+    return str(status)
+
+
+def default_status_of(storage: Storage, name: str) -> str:
+    """The status new messages of this queue get now (it may be changed at runtime)."""
+    with storage.transaction() as connection:
+        return default_status(storage, connection, name)
+
+
+def set_default_status(storage: Storage, name: str, status: str) -> None:
+    names.settable_status(status)
+    registry = storage.registry
+    with storage.transaction() as connection:
+        updated = connection.execute(
+            registry.update()
+            .where(registry.c.name == name)
+            .values(default_status=status, updated_at=datetime.now(UTC))
+        ).rowcount
+    if not updated:
+        raise QueueNotFound(f"queue {name!r} does not exist in {storage.shown_url}")
+
+
+def delete_queue(storage: Storage, name: str, drop_table: bool) -> None:
+    """Forget a queue; drop its table only when asked (deletionPolicy: Delete)."""
+    with storage.transaction() as connection:
+        storage.dialect.lock_for_ddl(connection, "registry")
+        row = find_registry_row(storage, connection, name)
+        if row is None:
+            raise QueueNotFound(f"queue {name!r} does not exist in {storage.shown_url}")
+        connection.execute(storage.registry.delete().where(storage.registry.c.name == name))
+        if drop_table:
+            storage.table(row.table_name).drop(connection, checkfirst=True)

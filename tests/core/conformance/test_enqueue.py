@@ -1,0 +1,158 @@
+"""Enqueue: bodies, order, schedules, identities and versions, default status, expiry,
+refused values.
+
+Part of the conformance suite: every test runs on every engine (`db_url`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tablequeue import Completion, Database, NewMessage
+from tablequeue.errors import InvalidInput
+from tablequeue.spec import QueueResource
+from tests.support.waiting import wait_until
+
+from .helpers import MakeQueue, lease_all
+
+
+def test_enqueue_stores_body_headers_priority_and_tracking_id(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    body = {"OrderId": "A-1", "Email": "ann@example.com", "Lines": [1, 2], "Ünï": "✓"}
+    result = queue.enqueue(body, headers={"traceparent": "00-abc"}, priority=5)
+    assert result.outcome == "inserted" and result.status == "Pending"
+    stored = queue.get(result.id or 0)
+    assert stored.message == body
+    assert stored.headers == {"traceparent": "00-abc"}
+    assert stored.priority == 5 and stored.version == 1 and stored.attempts == 0
+    assert stored.tracking_id == result.tracking_id
+    assert stored.process_after <= datetime.now(UTC) + timedelta(seconds=1)
+
+
+def test_batch_enqueue_keeps_fifo_order(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    results = queue.enqueue_many([NewMessage(message={"n": n}) for n in range(2500)])
+    ids = [r.id for r in results]
+    assert ids == sorted(ids) and len(set(ids)) == 2500
+    leased = queue.lease("w1", 10).messages
+    assert [m.message["n"] for m in leased] == list(range(10))
+
+
+def test_priority_first_then_fifo(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    queue.enqueue({"n": "low-1"})
+    queue.enqueue({"n": "high"}, priority=10)
+    queue.enqueue({"n": "low-2"})
+    queue.enqueue({"n": "negative"}, priority=-1)
+    order = [m.message["n"] for m in queue.lease("w1", 10).messages]
+    assert order == ["high", "low-1", "low-2", "negative"]
+
+
+def test_scheduled_messages_are_not_leased_early(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    later = queue.enqueue({"n": "later"}, at=datetime.now(UTC) + timedelta(hours=1))
+    soon = queue.enqueue({"n": "soon"}, after=0.3)
+    past = queue.enqueue({"n": "past"}, at=datetime.now(UTC) - timedelta(hours=1))
+    assert (later.status, soon.status, past.status) == ("Sleeping", "Sleeping", "Pending")
+    assert lease_all(queue) == [past.id]
+    assert wait_until(lambda: lease_all(queue), timeout=10) == [soon.id]
+    assert queue.get(later.id or 0).status == "Sleeping"
+
+
+def test_identity_upsert_updates_one_row_and_bumps_version(make_queue: MakeQueue) -> None:
+    queue = make_queue(keep_processed_for="forever")
+    first = queue.enqueue({"price": 1}, message_id="sku-1")
+    [leased] = queue.lease("w1", 10).messages
+    queue.complete("w1", [Completion(leased)])
+    second = queue.enqueue({"price": 2}, message_id="sku-1")
+    assert (first.outcome, second.outcome) == ("inserted", "updated")
+    assert second.id == first.id and second.version == 2 and second.status == "Pending"
+    stored = queue.get(first.id or 0)
+    assert stored.message == {"price": 2}
+    assert stored.previous_message == {"price": 1}
+    assert queue.count() == 1
+
+
+def test_same_identity_twice_in_one_batch_applies_in_order(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    results = queue.enqueue_many(
+        [NewMessage(message={"v": v}, message_id="dup") for v in (1, 2, 3)]
+    )
+    assert [r.outcome for r in results] == ["inserted", "updated", "updated"]
+    [stored] = queue.messages()
+    assert stored.message == {"v": 3} and stored.version == 3
+
+
+def test_idempotent_identical_json_is_discarded_changed_is_processed(
+    make_queue: MakeQueue,
+) -> None:
+    queue = make_queue(idempotent=True)
+    queue.enqueue({"a": 1, "b": [1, 2]}, message_id="p-1")
+    [leased] = queue.lease("w1", 10).messages
+    queue.complete("w1", [Completion(leased)])
+    assert queue.get(leased.id).status == "Processed"  # idempotent queues keep processed rows
+    same = queue.enqueue({"b": [1, 2], "a": 1}, message_id="p-1")  # same JSON value
+    assert same.outcome == "discarded"
+    assert queue.get(leased.id).status == "Processed"
+    changed = queue.enqueue({"a": 2, "b": [1, 2]}, message_id="p-1")
+    assert changed.outcome == "updated" and changed.status == "Pending"
+    [again] = queue.lease("w1", 10).messages
+    assert again.message == {"a": 2, "b": [1, 2]}
+    assert again.previous_message == {"a": 1, "b": [1, 2]}
+
+
+def test_idempotent_discard_compares_json_text_on_every_engine(make_queue: MakeQueue) -> None:
+    queue = make_queue(idempotent=True)
+    queue.enqueue({"x": 1}, message_id="m")
+    assert queue.enqueue({"x": 1}, message_id="m").outcome == "discarded"
+    assert queue.enqueue({"x": 1.0}, message_id="m").outcome == "updated"
+
+
+def test_default_enqueue_status_applies_and_custom_statuses_are_invisible(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    queue = make_queue(default_status="Paused")
+    held = queue.enqueue({"n": 1})
+    assert held.status == "Paused"
+    explicit = queue.enqueue({"n": 2}, status="OnHold")
+    assert explicit.status == "OnHold"
+    assert lease_all(queue) == []
+    database.set_default_status("orders", "Pending")
+    ready = queue.enqueue({"n": 3})
+    assert lease_all(queue) == [ready.id]
+    # Re-applying the unchanged spec keeps the status set at runtime.
+    database.apply(QueueResource.from_name("orders", default_status="Paused"))
+    assert queue.enqueue({"n": 4}).status == "Pending"
+
+
+def test_expired_messages_are_never_leased_and_become_expired(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    doomed = queue.enqueue({"n": 1}, expires_after=0.2)
+    lives = queue.enqueue({"n": 2}, expires_at=datetime.now(UTC) + timedelta(hours=1))
+    wait_until(lambda: queue.sweep().expired == 1, timeout=10)
+    assert queue.get(doomed.id or 0).status == "Expired"
+    assert lease_all(queue) == [lives.id]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"message": {"a": "nul\x00"}},
+        {"message": {"key\x00": 1}},
+        {"message": {}, "headers": {"h": "\x00"}},
+        {"message": {}, "message_id": "id\x00"},
+        {"message": {}, "after": 1e12},
+        {"message": {}, "expires_after": 1e16},
+    ],
+)
+def test_values_no_engine_can_store_are_rejected_up_front(
+    database: Database, make_queue: MakeQueue, options: dict[str, object]
+) -> None:
+    queue = make_queue()
+    with pytest.raises(ValueError, match=r"NUL|less than or equal"):
+        queue.enqueue(**options)  # type: ignore[arg-type]
+    assert queue.count() == 0
+    with pytest.raises(InvalidInput, match="out of range"):
+        queue.lease("w1", 1, lease_seconds=1e12)

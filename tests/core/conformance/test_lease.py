@@ -1,0 +1,116 @@
+"""Leases: marking rows, never twice, extend and release, many processes, crashes.
+
+Part of the conformance suite: every test runs on every engine (`db_url`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tablequeue import NewMessage
+from tests.support.waiting import wait_until
+
+from .helpers import ROOT, MakeQueue
+
+
+def test_lease_marks_rows_and_never_hands_out_a_row_twice(make_queue: MakeQueue) -> None:
+    queue = make_queue(lease_seconds=60)
+    queue.enqueue_many([NewMessage(message={"n": n}) for n in range(7)])
+    first = queue.lease("w1", 4, correlation_id="batch-1")
+    second = queue.lease("w2", 4)
+    assert len(first.messages) == 4 and len(second.messages) == 3
+    assert not {m.id for m in first.messages} & {m.id for m in second.messages}
+    m = first.messages[0]
+    assert (m.status, m.attempts, m.lease_owner, m.correlation_id) == ("Leased", 1, "w1", "batch-1")
+    assert m.lease_expires_at is not None
+    remaining = (m.lease_expires_at - datetime.now(UTC)).total_seconds()
+    assert 50 < remaining <= 61
+    assert queue.lease("w3", 4).messages == []
+
+
+def test_extend_and_release(make_queue: MakeQueue) -> None:
+    queue = make_queue(lease_seconds=30)
+    queue.enqueue_many([NewMessage(message={"n": n}) for n in range(3)])
+    leased = queue.lease("w1", 3).messages
+    ids = [m.id for m in leased]
+    assert queue.extend("w1", ids, lease_seconds=600) == set(ids)
+    assert queue.get(ids[0]).lease_expires_at > datetime.now(UTC) + timedelta(seconds=500)  # type: ignore[operator]
+    assert queue.extend("someone-else", ids) == set()
+    assert queue.release("w1", ids[1:]) == 2
+    assert [queue.get(i).status for i in ids] == ["Leased", "Pending", "Pending"]
+    assert queue.get(ids[1]).attempts == 0
+
+
+def test_eight_processes_get_each_of_20000_messages_exactly_once(
+    db_url: str, make_queue: MakeQueue, tmp_path: Path
+) -> None:
+    queue = make_queue()
+    for start in range(0, 20_000, 2_000):
+        queue.enqueue_many([NewMessage(message={"n": n}) for n in range(start, start + 2_000)])
+    expected = {m.id for m in queue.messages(limit=10_000)}
+    expected |= {m.id for m in queue.messages(limit=10_000, after_id=max(expected))}
+    assert len(expected) == 20_000
+    outputs = [tmp_path / f"drained-{i}.txt" for i in range(8)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.support.lifecycle_client",
+                "drain",
+                db_url,
+                "orders",
+                str(out),
+                "50",
+            ],
+            cwd=ROOT,
+        )
+        for out in outputs
+    ]
+    for process in processes:
+        assert process.wait(timeout=600) == 0
+    leased = [int(line) for out in outputs for line in out.read_text().split()]
+    assert len(leased) == 20_000, "a message was leased twice or never"
+    assert set(leased) == expected
+    assert queue.count() == 0
+    assert sum(1 for out in outputs if out.read_text()) >= 2, "only one process got work"
+
+
+@pytest.mark.parametrize("policy", ["Abandon", "Retry"])
+def test_sigkill_while_holding_leases_loses_nothing(
+    db_url: str, make_queue: MakeQueue, policy: str
+) -> None:
+    queue = make_queue(on_lease_expired=policy, max_attempts=3)
+    queue.enqueue_many([NewMessage(message={"n": n}) for n in range(10)])
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.support.lifecycle_client",
+            "hold",
+            db_url,
+            "orders",
+            "6",
+            "1.0",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    held = [int(i) for i in holder.stdout.readline().split()]
+    assert len(held) == 6
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=30)
+    expected = "Abandoned" if policy == "Abandon" else "Pending"
+    wait_until(lambda: queue.sweep() and all(queue.get(i).status == expected for i in held), 30)
+    assert queue.count() == 10
+    others = [m.id for m in queue.lease("w2", 100).messages]
+    assert len(others) == (10 if policy == "Retry" else 4)

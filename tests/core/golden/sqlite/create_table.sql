@@ -1,0 +1,23 @@
+CREATE TABLE orders (
+	id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, 
+	message_id VARCHAR(400), 
+	status VARCHAR(64) NOT NULL, 
+	priority SMALLINT DEFAULT '0' NOT NULL, 
+	message JSON NOT NULL, 
+	previous_message JSON, 
+	headers JSON, 
+	version INTEGER DEFAULT '1' NOT NULL, 
+	attempts INTEGER DEFAULT '0' NOT NULL, 
+	process_after DATETIME NOT NULL, 
+	expires_at DATETIME, 
+	lease_expires_at DATETIME, 
+	lease_owner VARCHAR(200), 
+	correlation_id VARCHAR(100), 
+	tracking_id CHAR(32) NOT NULL, 
+	result JSON, 
+	progress JSON, 
+	last_error TEXT, 
+	created_at DATETIME NOT NULL, 
+	updated_at DATETIME NOT NULL, 
+	processed_at DATETIME
+);

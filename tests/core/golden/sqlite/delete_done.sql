@@ -1,0 +1,1 @@
+DELETE FROM orders WHERE orders.id = ? AND orders.version = ? AND orders.lease_owner = ? AND orders.correlation_id = ? AND orders.status = 'Leased';

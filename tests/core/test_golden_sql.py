@@ -1,0 +1,106 @@
+"""Golden SQL: every statement of a queue table, rendered per engine, kept where a DBA reads it.
+
+`tests/core/golden/<engine>/<statement>.sql` holds the text each engine's driver receives for
+the table `orders`: the DDL (tables, indexes) and every named builder of
+`tablequeue/dialects/queries.py`, with bind parameters as the driver's placeholders (`%(b_n)s`,
+`?`; an expanding list shows as `__[POSTCOMPILE_b_ids]`). Paste one into EXPLAIN with values.
+
+The test fails when a rendering changes unnoticed, when a statement has no golden file, or a
+golden file no statement. After a deliberate change, rewrite them and review the diff:
+
+    TABLEQUEUE_UPDATE_GOLDEN=1 .venv/bin/pytest tests/core/test_golden_sql.py
+
+Nothing connects: each engine's SQLAlchemy dialect compiles the statements (a new engine in
+`tablequeue.dialects.DIALECTS` is covered by the same test, once its files are written).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from tablequeue.dialects import DIALECTS
+from tablequeue.dialects.queries import Queries
+from tablequeue.storage import Storage
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("TABLEQUEUE_UPDATE_GOLDEN") == "1"
+TABLE = "orders"
+
+QUERIES: dict[str, Callable[[Queries], Any]] = {
+    "lease": lambda q: q.lease(),
+    "extend": lambda q: q.extend(),
+    "held": lambda q: q.held(),
+    "release": lambda q: q.release(),
+    "insert_new": lambda q: q.insert_new()[0],
+    "upsert_by_message_id": lambda q: q.upsert_by_message_id(idempotent=False)[0],
+    "upsert_by_message_id_idempotent": lambda q: q.upsert_by_message_id(idempotent=True)[0],
+    "delete_done": lambda q: q.delete_done()[0],
+    "mark_processed": lambda q: q.mark_processed()[0],
+    "reschedule": lambda q: q.reschedule()[0],
+    "fail": lambda q: q.fail()[0],
+    "requeue_newer_version_after_completion": lambda q: q.requeue_newer_version(
+        "Pending", completed=True
+    )[0],
+    "requeue_newer_version_after_failure": lambda q: q.requeue_newer_version(
+        "Pending", completed=False
+    )[0],
+    "requeue_newer_version_to_held_status": lambda q: q.requeue_newer_version(
+        "OnHold", completed=True
+    )[0],
+    "sweep_lapsed_leases_abandon": lambda q: q.sweep_lapsed_leases("Abandon", 3),
+    "sweep_lapsed_leases_retry": lambda q: q.sweep_lapsed_leases("Retry", 3),
+    "expire": lambda q: q.expire(),
+    "backlog": lambda q: q.backlog(),
+    "count_by_status": lambda q: q.count_by_status(),
+}
+
+
+def render(engine: str) -> dict[str, str]:
+    """Every statement's text on `engine`, by golden file name (without `.sql`)."""
+    storage = Storage(DIALECTS[engine].url_hint + "golden")  # never connects
+    try:
+        table = storage.table(TABLE)
+        queries = storage.queries(table)
+        statements: dict[str, Any] = {
+            "create_registry": sa.schema.CreateTable(storage.registry),
+            "create_table": sa.schema.CreateTable(table),
+        }
+        for index in table.indexes:
+            statements[f"create_index_{index.name}"] = sa.schema.CreateIndex(index)
+        for name, build in QUERIES.items():
+            statements[name] = build(queries)
+        sql_dialect = storage.engine.dialect
+        return {
+            name: str(statement.compile(dialect=sql_dialect)).strip() + ";\n"
+            for name, statement in statements.items()
+        }
+    finally:
+        storage.close()
+
+
+@pytest.mark.parametrize("engine", sorted(DIALECTS))
+def test_rendered_sql_matches_the_golden_files(engine: str) -> None:
+    folder = GOLDEN / engine
+    rendered = render(engine)
+    if UPDATE:
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in set(folder.glob("*.sql")) - {folder / f"{n}.sql" for n in rendered}:
+            stale.unlink()
+        for name, text in rendered.items():
+            (folder / f"{name}.sql").write_text(text)
+    kept = {path.stem: path.read_text() for path in folder.glob("*.sql")}
+    hint = "deliberate? rewrite with TABLEQUEUE_UPDATE_GOLDEN=1 and review the diff"
+    assert sorted(kept) == sorted(rendered), f"statements added or removed: {hint}"
+    changed = [name for name in rendered if rendered[name] != kept[name]]
+    assert not changed, f"{engine} rendering changed for {changed}: {hint}"
+
+
+def test_rendering_is_deterministic() -> None:
+    for engine in DIALECTS:
+        assert render(engine) == render(engine)
