@@ -1,19 +1,19 @@
 """Request and response bodies of the HTTP API (camelCase JSON, as in the Queue resource).
 
-A message's shape is not written out here: `MessageOut` and `Job` are built from the fields of
-the core's `Message` dataclass, so the API shows every field the core stores, with its type.
+A message's shape is not written out here: `MessageOut`, `Job` and `EnqueueResult` are built
+from the fields of the core's `Message` and `Enqueued` dataclasses, so the API shows every field
+the core stores, with its type.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import uuid
-from typing import TYPE_CHECKING, Any, Literal, Self, get_type_hints
+from typing import TYPE_CHECKING, Any, Self, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
-from tablequeue.models import MAX_PRIORITY, Message, NewMessage
+from tablequeue.models import MAX_PRIORITY, Enqueued, Message, NewMessage
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
 from .limits import MAX_BATCH
@@ -31,16 +31,25 @@ class Out(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
 
-class FromMessage(Out):
-    """A response body whose fields are fields of the core's `Message`."""
+class FromCore(Out):
+    """A response body whose fields are fields of one of the core's dataclasses."""
 
     @classmethod
-    def of(cls, message: Message, **extra: Any) -> Self:
-        return cls.model_validate(message.__dict__ | extra)
+    def of(cls, item: object, **extra: Any) -> Self:
+        return cls.model_validate(vars(item) | extra)
 
 
-_MESSAGE_TYPES: dict[str, Any] = get_type_hints(Message)
-MESSAGE_FIELDS = [field.name for field in dataclasses.fields(Message)]
+def _from_core(
+    name: str, source: type, fields: list[str] | None = None, **extra: Any
+) -> type[FromCore]:
+    """A response model: `extra` fields first, then `fields` of the dataclass `source` (all of
+    them by default) with their types there."""
+    types = get_type_hints(source)
+    chosen = fields or [field.name for field in dataclasses.fields(source)]
+    definitions: dict[str, Any] = extra | {field: (types[field], ...) for field in chosen}
+    return create_model(name, __base__=FromCore, **definitions)
+
+
 JOB_FIELDS = [
     "id",
     "tracking_id",
@@ -52,28 +61,14 @@ JOB_FIELDS = [
     "processed_at",
 ]
 
-
-def _from_message(name: str, fields: list[str], **extra: Any) -> type[FromMessage]:
-    """A response model with `extra` fields first, then `fields` typed as in `Message`."""
-    definitions: dict[str, Any] = extra | {field: (_MESSAGE_TYPES[field], ...) for field in fields}
-    return create_model(name, __base__=FromMessage, **definitions)
-
-
 if TYPE_CHECKING:  # mypy cannot see the fields of a model built at runtime
-    MessageOut = FromMessage
-    Job = FromMessage
+    MessageOut = FromCore
+    Job = FromCore
+    EnqueueResult = FromCore
 else:
-    MessageOut = _from_message("MessageOut", MESSAGE_FIELDS)
-    Job = _from_message("Job", JOB_FIELDS, queue=(str, ...))
-
-
-class EnqueueResult(Out):
-    id: int | None
-    tracking_id: uuid.UUID | None
-    message_id: str | None
-    outcome: Literal["inserted", "updated", "discarded"]
-    status: str | None
-    version: int | None
+    MessageOut = _from_core("MessageOut", Message)
+    Job = _from_core("Job", Message, JOB_FIELDS, queue=(str, ...))
+    EnqueueResult = _from_core("EnqueueResult", Enqueued)
 
 
 class EnqueueResponse(Out):

@@ -52,7 +52,7 @@ def enqueue(queue: QueueArg, body: Annotated[EnqueueBody, Body()]) -> EnqueueRes
     if len(batch) > MAX_BATCH:
         raise errors.InvalidInput(f"at most {MAX_BATCH} messages per request")
     results = queue.enqueue_many(batch)
-    return EnqueueResponse(results=[EnqueueResult.model_validate(r.__dict__) for r in results])
+    return EnqueueResponse(results=[EnqueueResult.of(r) for r in results])
 
 
 @router.get("/queues/{name}/messages", dependencies=READER)
