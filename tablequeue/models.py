@@ -230,11 +230,6 @@ def message_columns() -> list[tuple[str, ColumnSpec]]:
     return [(f.name, f.metadata["column"]) for f in fields(Message)]
 
 
-def message_json_names() -> dict[str, str]:
-    """Attribute name -> the name the CLI and the HTTP API show (`message_id` -> `messageId`)."""
-    return {f.name: to_camel(f.name) for f in fields(Message)}
-
-
 @dataclass(frozen=True)
 class Completion:
     """Success of a leased message; optionally run it again later, with a result or progress."""

@@ -5,7 +5,6 @@ where its SQL differs), registered in `DIALECTS`, plus a test fixture branch and
 SQL; the conformance suite runs unchanged.
 """
 
-from ..errors import InvalidInput
 from . import postgresql, sqlite
 from .base import Capabilities, Dialect, JsonKind, JsonPath, notify_channel
 from .sql import SqlDialect
@@ -20,20 +19,9 @@ __all__ = [
     "JsonKind",
     "JsonPath",
     "SqlDialect",
-    "for_backend",
     "for_url_scheme",
     "notify_channel",
 ]
-
-
-def for_backend(backend: str) -> Dialect:
-    try:
-        return DIALECTS[backend]
-    except KeyError:
-        raise InvalidInput(
-            f"unsupported database engine {backend!r}: tablequeue supports "
-            + ", ".join(sorted(DIALECTS))
-        ) from None
 
 
 def for_url_scheme(scheme: str) -> tuple[Dialect, str] | None:
