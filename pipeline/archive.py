@@ -78,7 +78,9 @@ def archive_queue(
     with connect(database_url) as database:
         table = database.queue(queue_name).table
         with database.transaction() as connection:
-            low, high = connection.execute(sa.select(sa.func.min(table.c.id), sa.func.max(table.c.id))).one()
+            low, high = connection.execute(
+                sa.select(sa.func.min(table.c.id), sa.func.max(table.c.id))
+            ).one()
     bounds = None if low is None else (int(low), int(high))
     journal = Journal(spark, root, queue_name)
     recovered: list[str] = []

@@ -17,18 +17,30 @@ from typing import Any
 
 from pyspark import Accumulator
 from pyspark.sql import DataFrame, Row, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import StringType
+from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
 from tablequeue import NewMessage, connect, names
 
-from .messages import PREPARED, MessageColumns, new_message, rejection
+from .files import HadoopFiles
+from .messages import PREPARED, MessageColumns, RowRejected, new_message
 from .progress import Progress
 
-REASON = "tq_reject_reason"
 DEFAULT_BATCH_SIZE = 1000
 OUTCOMES = {"inserted": "inserted", "updated": "updated", "discarded": "unchanged"}
 """Enqueued.outcome -> the counter it adds to."""
+COUNTERS = ("inserted", "updated", "unchanged", "rejected")
+REJECTS_SCHEMA = StructType(
+    [
+        StructField("reason", StringType()),
+        StructField("body", StringType()),
+        StructField("messageId", StringType()),
+        StructField("at", StringType()),
+        StructField("atGiven", BooleanType()),
+        StructField("headers", StringType()),
+        StructField("priority", IntegerType()),
+    ]
+)
+"""A rejected row: why, and the message fields as they came from the source (PREPARED)."""
 
 
 @dataclass
@@ -65,63 +77,48 @@ def enqueue_frame(
     tell: Callable[[str], None] = lambda _line: None,
     progress_every: float = 5.0,
 ) -> EnqueueResult:
-    """Enqueue every row of `frame` into `queue_name`; rejects go to `rejects_path` as JSON lines
-    (`reason`, `row`), by default `tablequeue-rejects/<queue>-<UTC time>`.
+    """Enqueue every row of `frame` into `queue_name`; rows that cannot be messages go to
+    `rejects_path` as JSON lines (`reason` and the message fields), by default
+    `tablequeue-rejects/<queue>-<UTC time>`.
 
-    `partitions` (default: Spark's default parallelism) is how many partitions write, each with
-    its own connection: at most min(partitions, executor cores) connections are open at once.
-    Rows of one messageId go to one partition, so concurrent batches never touch the same row.
+    One pass over the data: each partition validates its rows, enqueues the valid ones and
+    hands the rejected ones to Spark's JSON writer. `partitions` coalesces (or spreads) the
+    source first: each partition holds one connection while it runs, so at most
+    min(partitions, executor cores) connections are open at once.
     """
     started = time.monotonic()
     if columns.status is not None:
         names.settable_status(columns.status)
     with connect(database_url) as database:
-        queue = database.queue(queue_name)  # QueueNotFound before any Spark work
-        idempotent = queue.spec.idempotent
-    prepared = columns.prepared(frame)
-    reason = F.udf(lambda *values: rejection(columns, *values), StringType())
-    checked = prepared.withColumn(REASON, reason(*[F.col(c) for c in PREPARED])).persist()
-    try:
-        rejected, rejects_path = _write_rejects(checked, frame.columns, queue_name, rejects_path)
-        counters = {name: spark.sparkContext.accumulator(0) for name in OUTCOMES.values()}
-        valid = checked.where(F.col(REASON).isNull()).select(*PREPARED)
-        count = partitions or spark.sparkContext.defaultParallelism
-        valid = (
-            valid.repartition(count, F.col(PREPARED[1]))
-            if columns.id_column
-            else valid.repartition(count)
+        idempotent = database.queue(queue_name).spec.idempotent  # QueueNotFound before Spark
+    prepared = columns.prepared(frame).select(*PREPARED)
+    if partitions is not None:
+        current = prepared.rdd.getNumPartitions()
+        prepared = (
+            prepared.coalesce(partitions)
+            if partitions < current
+            else prepared.repartition(partitions)
         )
-        writer = _partition_writer(database_url, queue_name, columns, batch_size, counters)
-        with Progress(spark, f"enqueue {queue_name}", counters, tell, progress_every):
-            valid.foreachPartition(writer)
-    finally:
-        checked.unpersist()
+    counters = {name: spark.sparkContext.accumulator(0) for name in COUNTERS}
+    writer = _partition_writer(database_url, queue_name, columns, batch_size, counters)
+    rejects = spark.createDataFrame(prepared.rdd.mapPartitions(writer), REJECTS_SCHEMA)
+    path = rejects_path or f"tablequeue-rejects/{queue_name}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    with Progress(spark, f"enqueue {queue_name}", counters, tell, progress_every):
+        # The write is the one action: it runs every partition's enqueue exactly once.
+        rejects.write.mode("overwrite").json(path)
+    rejected = counters["rejected"].value
+    if rejected == 0 and rejects_path is None:
+        HadoopFiles(spark, path).delete(path, recursive=True)
     return EnqueueResult(
         queue=queue_name,
         inserted=counters["inserted"].value,
         updated=counters["updated"].value,
         unchanged=counters["unchanged"].value,
         rejected=rejected,
-        rejects_path=rejects_path,
+        rejects_path=path if rejected else None,
         seconds=time.monotonic() - started,
         idempotent=idempotent,
     )
-
-
-def _write_rejects(
-    checked: DataFrame, source_columns: list[str], queue_name: str, path: str | None
-) -> tuple[int, str | None]:
-    rejects = checked.where(F.col(REASON).isNotNull()).select(
-        F.col(REASON).alias("reason"),
-        F.to_json(F.struct(*[F.col(c) for c in source_columns])).alias("row"),
-    )
-    rejected = rejects.count()
-    if rejected == 0:
-        return 0, None
-    if path is None:
-        path = f"tablequeue-rejects/{queue_name}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    rejects.write.mode("overwrite").json(path)
-    return rejected, path
 
 
 def _partition_writer(
@@ -130,11 +127,13 @@ def _partition_writer(
     columns: MessageColumns,
     batch_size: int,
     counters: dict[str, Accumulator[int]],
-) -> Callable[[Iterator[Row]], None]:
-    """The function each partition runs on an executor: one connection, bounded batches."""
+) -> Callable[[Iterator[Row]], Iterator[tuple[Any, ...]]]:
+    """The function each partition runs on an executor: one connection, bounded batches;
+    yields the rejected rows with their reason."""
 
-    def write(rows: Iterator[Row]) -> None:
+    def write(rows: Iterator[Row]) -> Iterator[tuple[Any, ...]]:
         batch: list[NewMessage] = []
+        rejected = 0
         with connect(database_url) as database:
             queue = database.queue(queue_name)
 
@@ -145,9 +144,15 @@ def _partition_writer(
                 batch.clear()
 
             for row in rows:
-                batch.append(new_message(columns, *row))
+                try:
+                    batch.append(new_message(columns, *row))
+                except RowRejected as error:
+                    rejected += 1
+                    yield (str(error), *row)
+                    continue
                 if len(batch) >= batch_size:
                     flush()
             flush()
+        counters["rejected"].add(rejected)
 
     return write

@@ -59,13 +59,17 @@ def jdbc_target(database_url: str) -> JdbcTarget:
     if backend == "sqlite":
         if not url.database:
             raise InvalidInput("a SQLite URL needs a file: sqlite:///path/to/file.db")
-        return JdbcTarget(f"jdbc:sqlite:{Path(url.database).resolve()}", DRIVERS["sqlite"], {}, backend)
+        return JdbcTarget(
+            f"jdbc:sqlite:{Path(url.database).resolve()}", DRIVERS["sqlite"], {}, backend
+        )
     if backend not in DRIVERS:
         raise InvalidInput(f"no JDBC driver known for {backend!r} URLs")
     host = url.host or "localhost"
     port = f":{url.port}" if url.port else ""
     query = "&".join(f"{key}={value}" for key, value in url.query.items() if isinstance(value, str))
-    jdbc_url = f"jdbc:{backend}://{host}{port}/{url.database or ''}" + (f"?{query}" if query else "")
+    jdbc_url = f"jdbc:{backend}://{host}{port}/{url.database or ''}" + (
+        f"?{query}" if query else ""
+    )
     properties = {}
     if url.username:
         properties["user"] = url.username

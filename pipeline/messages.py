@@ -2,8 +2,7 @@
 
 The Spark side (`MessageColumns.prepared`) turns any source row into five plain columns in the
 JVM (the body as JSON text with `to_json`, times as ISO text in UTC); the Python side
-(`new_message`) turns those into a validated NewMessage, the same way for the rejects check and
-for the writer.
+(`new_message`) turns those into a validated NewMessage, or says why the row is rejected.
 """
 
 from __future__ import annotations
@@ -147,12 +146,3 @@ def new_message(
         raise RowRejected(problems) from None
     except InvalidInput as error:
         raise RowRejected(str(error)) from None
-
-
-def rejection(columns: MessageColumns, *values: Any) -> str | None:
-    """Why a prepared row is rejected, or None: the body of the rejects check."""
-    try:
-        new_message(columns, *values)
-    except RowRejected as error:
-        return str(error)
-    return None

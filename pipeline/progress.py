@@ -64,4 +64,6 @@ class Progress:
                 total += info.numTasks
         counts = ", ".join(f"{name} {counter.value:,}" for name, counter in self._counters.items())
         seconds = time.monotonic() - self._started
-        return f"{self._title}: {done}/{total} tasks of the running stage, {counts}, {seconds:.0f} s"
+        return (
+            f"{self._title}: {done}/{total} tasks of the running stage, {counts}, {seconds:.0f} s"
+        )

@@ -1,0 +1,128 @@
+"""Bulk enqueue of a catalogue: inserted, a re-run changes nothing, changed rows come back as
+updates, bad rows land in rejects with their reason."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from tablequeue import Queue
+from tablequeue.pipeline.enqueue import enqueue_frame
+from tablequeue.pipeline.messages import MessageColumns
+from tablequeue.pipeline.sources import read_source
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROWS = {"postgresql": 100_000, "sqlite": 20_000}
+"""SQLite writes one row per statement in-process: a smaller catalogue keeps the test short."""
+COLUMNS = MessageColumns(json_column="doc", id_column="sku", header_columns=("source",))
+
+
+def catalogue(spark: SparkSession, rows: int, price_bump_every: int = 0) -> DataFrame:
+    """`rows` products; with `price_bump_every`, every n-th product costs one more."""
+    bump = (
+        F.when(F.col("id") % price_bump_every == 0, 1).otherwise(0)
+        if price_bump_every
+        else F.lit(0)
+    )
+    products = spark.range(rows, numPartitions=4).select(
+        F.format_string("SKU-%06d", F.col("id")).alias("sku"),
+        F.to_json(
+            F.struct(
+                F.format_string("SKU-%06d", F.col("id")).alias("Sku"),
+                F.concat(F.lit("Product "), F.col("id").cast("string")).alias("Name"),
+                ((F.col("id") % 500) + 10 + bump).alias("Price"),
+                F.array(F.lit("a"), F.lit("b")).alias("Tags"),
+            )
+        ).alias("doc"),
+        F.lit("catalogue").alias("source"),
+    )
+    bad = spark.createDataFrame(
+        [
+            ("BAD-1", '{"Sku": "BAD-1", "Name": ', "catalogue"),
+            ("", '{"Sku": ""}', "catalogue"),
+            (None, '{"Sku": null}', "catalogue"),
+        ],
+        "sku string, doc string, source string",
+    )
+    return products.unionByName(bad)
+
+
+def test_catalogue_enqueue_rerun_update_and_rejects(
+    spark: SparkSession,
+    make_queue: Callable[..., Queue],
+    db_url: str,
+    tmp_path: Path,
+) -> None:
+    queue = make_queue("catalogue", idempotent=True)
+    rows = ROWS[queue.database.dialect.name]
+    source = tmp_path / "catalogue.parquet"
+    catalogue(spark, rows).write.parquet(str(source))
+    lines: list[str] = []
+
+    def run(frame: DataFrame, rejects: str) -> dict[str, int]:
+        result = enqueue_frame(
+            spark,
+            frame,
+            db_url,
+            "catalogue",
+            COLUMNS,
+            rejects_path=rejects,
+            tell=lines.append,
+            batch_size=2000,
+            progress_every=0.5,
+        )
+        return {k: getattr(result, k) for k in ("inserted", "updated", "unchanged", "rejected")}
+
+    first = run(read_source(spark, "parquet", str(source)), str(tmp_path / "rejects-1"))
+    assert first == {"inserted": rows, "updated": 0, "unchanged": 0, "rejected": 3}
+    assert any(line.startswith("enqueue catalogue:") for line in lines), "no progress told"
+
+    again = run(read_source(spark, "parquet", str(source)), str(tmp_path / "rejects-2"))
+    assert again == {"inserted": 0, "updated": 0, "unchanged": rows, "rejected": 3}
+
+    changed = rows // 10
+    updates = run(catalogue(spark, rows, price_bump_every=10), str(tmp_path / "rejects-3"))
+    assert updates == {
+        "inserted": 0,
+        "updated": changed,
+        "unchanged": rows - changed,
+        "rejected": 3,
+    }
+
+    t = queue.table
+    with queue.database.transaction() as connection:
+        versions = dict(
+            connection.execute(sa.select(t.c.version, sa.func.count()).group_by(t.c.version)).all()
+        )
+        statuses = {s for (s,) in connection.execute(sa.select(t.c.status).distinct())}
+        sample = connection.execute(
+            sa.select(t.c.message, t.c.headers).where(t.c.message_id == "SKU-000010")
+        ).one()
+    assert versions == {1: rows - changed, 2: changed}
+    assert statuses == {"Pending"}
+    assert sample.message == {
+        "Sku": "SKU-000010",
+        "Name": "Product 10",
+        "Price": 21,
+        "Tags": ["a", "b"],
+    }
+    assert sample.headers == {"source": "catalogue"}
+
+    rejected = [
+        json.loads(line)
+        for part in sorted((tmp_path / "rejects-3").glob("part-*.json"))
+        for line in part.read_text().splitlines()
+    ]
+    reasons = sorted(entry["reason"] for entry in rejected)
+    assert len(reasons) == 3
+    assert reasons[0].startswith("body is not valid JSON")
+    assert reasons[1:] == ["messageId (column 'sku') is empty"] * 2
+    assert {entry.get("messageId") for entry in rejected} == {"BAD-1", "", None}
+    assert {entry["body"] for entry in rejected} >= {'{"Sku": "BAD-1", "Name": '}
