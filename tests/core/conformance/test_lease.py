@@ -48,6 +48,7 @@ def test_extend_and_release(make_queue: MakeQueue) -> None:
     assert queue.get(ids[1]).attempts == 0
 
 
+@pytest.mark.slow  # eight processes drain 20,000 messages
 def test_eight_processes_get_each_of_20000_messages_exactly_once(
     db_url: str, make_queue: MakeQueue, tmp_path: Path
 ) -> None:
@@ -83,6 +84,7 @@ def test_eight_processes_get_each_of_20000_messages_exactly_once(
     assert sum(1 for out in outputs if out.read_text()) >= 2, "only one process got work"
 
 
+@pytest.mark.slow  # a real process, killed
 @pytest.mark.parametrize("policy", ["Abandon", "Retry"])
 def test_sigkill_while_holding_leases_loses_nothing(
     db_url: str, make_queue: MakeQueue, policy: str
