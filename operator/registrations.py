@@ -1,5 +1,6 @@
 """The kopf handlers, thin: read the Queue, call `reconcile` or `observe`, let kopf report.
 
+- login: the Kubernetes client's credentials, for kopf's own API calls;
 - startup: kopf's settings and the Kubernetes client; cleanup: release clients and databases;
 - create/update/resume: `reconcile.apply_queue`;
 - a timer: `observe.observe_queue`;
@@ -32,6 +33,9 @@ MAX_WORKERS = 20
 def registry(interval: float) -> kopf.OperatorRegistry:
     """Every handler of the operator; the timer observes each Queue every `interval` seconds."""
     registry = kopf.OperatorRegistry()
+    # kopf's own API calls log in as the Kubernetes client does (in-cluster, else kubeconfig);
+    # only kopf's default registry has that login built in.
+    kopf.on.login(registry=registry)(kopf.login_via_client)
     kopf.on.startup(registry=registry)(configure)
     kopf.on.cleanup(registry=registry)(release)
     for on in (kopf.on.resume, kopf.on.create, kopf.on.update):
