@@ -1,4 +1,4 @@
-"""The kopf handlers, thin: read the Queue, call `reconcile` or `observe`, let kopf report.
+"""The kopf handlers, thin: read the Queue and hand it to `reconcile` or `observe`.
 
 - login: the Kubernetes client's credentials, for kopf's own API calls;
 - startup: kopf's settings and the Kubernetes client; cleanup: release clients and databases;
