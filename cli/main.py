@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from tablequeue.pipeline.cli import pipeline
+
 from . import messages, processes, queues
 
 
@@ -27,5 +29,6 @@ for command in (
     processes.api,
     processes.dev,
     processes.operator_,
+    pipeline,
 ):
     main.add_command(command)
