@@ -14,21 +14,21 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import pytest
 import sqlalchemy as sa
 
 from tablequeue import NewMessage
-from tests.support.kube import ControlPlane, fixtures
-from tests.support.kube.fixtures import Operator, clusterwide_operator, events, get, operator
+from tests.support.kube import ControlPlane
+from tests.support.kube.fixtures import (
+    Operator,
+    clusterwide_operator,
+    events,
+    get,
+    operator,
+    operator_kubeconfig,
+)
 from tests.support.waiting import wait_until
 
 __all__ = ["clusterwide_operator", "operator", "operator_kubeconfig"]  # fixtures, for this folder
-
-# One ServiceAccount for the session: the support fixture is module-scoped and creates its
-# namespace, which a second test module would find already there.
-operator_kubeconfig = pytest.fixture(scope="session", name="operator_kubeconfig")(
-    fixtures.operator_kubeconfig.__wrapped__
-)
 
 T = TypeVar("T")
 POLL = 0.25

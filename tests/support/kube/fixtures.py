@@ -1,6 +1,6 @@
 """Fixtures for the operator's tests against a real control plane, and small helpers for them.
 
-- `kube`: the control plane of this test module, with the Queue CRD (`crds/queue.yaml`) installed;
+- `kube` (in tests/conftest.py): the session's control plane, with the Queue CRD installed;
 - `operator_kubeconfig`: credentials of a ServiceAccount bound to the ClusterRole of
   `operator/rbac.yaml`, so the operator runs with exactly the privileges production gives it;
 - `namespace`: a fresh namespace per test;
@@ -8,7 +8,7 @@
   every second), its output in a log file that is attached to the report of a failed test;
   `clusterwide_operator`: the same watching all namespaces.
 
-Import the fixtures into a test module: `from .kube.fixtures import kube, namespace, ...`.
+tests/operator/conftest.py imports the fixtures for the operator's tests.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _die_with_parent() -> None:
 # --- the control plane ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def operator_kubeconfig(kube: ControlPlane) -> Path:
     """A kubeconfig of the ServiceAccount tablequeue-system/tablequeue-operator, bound to the
     ClusterRole of operator/rbac.yaml and to nothing else."""
