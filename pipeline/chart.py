@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import matplotlib
@@ -14,29 +14,26 @@ import matplotlib.pyplot as plt
 
 from .report import PERCENTILES, Report
 
+MAX_HOURS = 24 * 92
+"""Longer histories plot only the hours that have data."""
+
 
 def draw_chart(report: Report, path: str | Path) -> list[str]:
     """Write the chart to `path`; returns the labels of the series drawn (one throughput line
     and one error line per queue, one latency bar group per percentile)."""
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(11, 8), constrained_layout=True)
     labels: list[str] = []
+    every_hour = _hours(report)
     for name in report.queues:
-        hours = [entry for entry in report.throughput if entry["queue"] == name]
-        if not hours:
+        counts = {e["hour"]: e for e in report.throughput if e["queue"] == name}
+        if not counts:
             continue
-        times = [datetime.fromisoformat(entry["hour"]) for entry in hours]
-        (line,) = top.plot(
-            times, [e["finished"] for e in hours], marker="o", label=f"{name} finished"
-        )
-        labels.append(f"{name} finished")
-        top.plot(
-            times,
-            [e["errors"] for e in hours],
-            linestyle="--",
-            color=line.get_color(),
-            label=f"{name} errors",
-        )
-        labels.append(f"{name} errors")
+        finished = [counts[h]["finished"] if h in counts else 0 for h in every_hour]
+        errors = [counts[h]["errors"] if h in counts else 0 for h in every_hour]
+        times = [datetime.fromisoformat(hour) for hour in every_hour]
+        (line,) = top.plot(times, finished, marker=".", label=f"{name} finished")
+        top.plot(times, errors, linestyle="--", color=line.get_color(), label=f"{name} errors")
+        labels += [f"{name} finished", f"{name} errors"]
     top.set_title("Throughput per hour (UTC)")
     top.set_ylabel("messages finished")
     top.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
@@ -51,7 +48,8 @@ def draw_chart(report: Report, path: str | Path) -> list[str]:
         positions = [
             q + (index - (len(PERCENTILES) - 1) / 2) * width for q in range(len(with_latency))
         ]
-        bottom.bar(positions, values, width, label=f"latency {key}")
+        shade = plt.get_cmap("Purples")(0.4 + 0.5 * index / max(len(PERCENTILES) - 1, 1))
+        bottom.bar(positions, values, width, label=f"latency {key}", color=shade)
         labels.append(f"latency {key}")
     bottom.set_xticks(range(len(with_latency)), with_latency)
     bottom.set_title("Queue latency (due -> finished), Processed messages")
@@ -60,3 +58,16 @@ def draw_chart(report: Report, path: str | Path) -> list[str]:
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return labels
+
+
+def _hours(report: Report) -> list[str]:
+    """Every hour from the first to the last one with finished messages, so hours without any
+    show as zero instead of a line drawn across them."""
+    if not report.throughput:
+        return []
+    known = sorted({entry["hour"] for entry in report.throughput})
+    first, last = datetime.fromisoformat(known[0]), datetime.fromisoformat(known[-1])
+    count = int((last - first) / timedelta(hours=1)) + 1
+    if count > MAX_HOURS:  # a long, sparse history: the hours that have data only
+        return known
+    return [(first + timedelta(hours=n)).isoformat() for n in range(count)]

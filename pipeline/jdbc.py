@@ -31,6 +31,7 @@ TIMESTAMP_COLUMNS = (
     "updated_at",
     "processed_at",
 )
+JSON_COLUMNS = ("message", "previous_message", "headers", "result", "progress")
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ def read_queue_table(
     """A queue table as a DataFrame: JSON columns as text, times as UTC timestamps, id as long.
 
     SQLite keeps times as ISO text, which its JDBC driver cannot turn into timestamps: they are
-    read as strings and parsed here (the session time zone is UTC, as the text is).
+    read as strings and parsed here (the session time zone is UTC, as the text is). Its JSON
+    columns have numeric affinity, which Spark would read as decimals: they are read as text.
     """
     target = jdbc_target(database_url)
     reader = spark.read.format("jdbc").options(**target.options())
@@ -101,7 +103,8 @@ def read_queue_table(
     if target.backend == "sqlite":
         reader = reader.option(
             "customSchema",
-            ", ".join(f"{name} STRING" for name in TIMESTAMP_COLUMNS) + ", id LONG",
+            ", ".join(f"{name} STRING" for name in (*TIMESTAMP_COLUMNS, *JSON_COLUMNS))
+            + ", id LONG",
         )
     frame = reader.load()
     converted: dict[str, Column] = {"id": F.col("id").cast("long")}

@@ -1,0 +1,158 @@
+"""The report's figures against the same figures computed in SQL on the same data, the same
+figures again once part of the data moved to the archive, and the chart."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import matplotlib.image
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+from pyspark.sql import SparkSession
+
+from tablequeue import Queue, connect
+from tablequeue.pipeline.archive import archive_queue
+from tablequeue.pipeline.chart import draw_chart
+from tablequeue.pipeline.cli import pipeline
+from tablequeue.pipeline.report import Report, build_report, messages_frame
+from tablequeue.spec import QueueResource
+
+from .history import fill_history
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+QUEUES = {"emails": 1200, "orders": 2000}
+CHART_COPY = Path("/tmp/tablequeue-pipeline-report.png")
+
+
+def sql_figures(queue: Queue) -> dict[str, Any]:
+    """The report's figures for one queue, computed by PostgreSQL."""
+    t = queue.table
+    latency = sa.extract("epoch", t.c.processed_at - t.c.process_after)
+    in_queue = sa.extract("epoch", t.c.processed_at - t.c.created_at)
+    finished_at = sa.func.coalesce(t.c.processed_at, t.c.updated_at)
+    finished = t.c.status.in_(["Processed", "Error", "Abandoned", "Cancelled", "Expired"])
+    with queue.database.transaction() as connection:
+
+        def percentiles(value: Any) -> dict[str, float]:
+            row = connection.execute(
+                sa.select(
+                    *[sa.func.percentile_cont(p).within_group(value) for p in (0.5, 0.9, 0.99)]
+                ).where(t.c.status == "Processed")
+            ).one()
+            return {"p50": float(row[0]), "p90": float(row[1]), "p99": float(row[2])}
+
+        counts = dict(
+            connection.execute(sa.select(t.c.status, sa.func.count()).group_by(t.c.status)).all()
+        )
+        hour = sa.func.date_trunc("hour", sa.func.timezone("UTC", finished_at))
+        hourly = connection.execute(
+            sa.select(
+                hour,
+                sa.func.count(),
+                sa.func.count().filter(t.c.status == "Error"),
+            )
+            .where(finished)
+            .group_by(hour)
+            .order_by(hour)
+        ).all()
+        first_line = sa.func.trim(sa.func.split_part(t.c.last_error, "\n", 1))
+        texts = dict(
+            connection.execute(
+                sa.select(first_line, sa.func.count())
+                .where(t.c.status == "Error")
+                .group_by(first_line)
+            ).all()
+        )
+        return {
+            "counts": counts,
+            "latencySeconds": percentiles(latency),
+            "timeInQueueSeconds": percentiles(in_queue),
+            "hourly": [(h.strftime("%Y-%m-%dT%H"), n, e) for h, n, e in hourly],
+            "texts": texts,
+        }
+
+
+def check_against_sql(report: Report, queues: dict[str, Queue]) -> None:
+    for name, queue in queues.items():
+        expected = sql_figures(queue)
+        figures = report.queues[name]
+        assert figures["counts"] == expected["counts"]
+        finished = sum(n for s, n in expected["counts"].items() if s != "Pending")
+        assert figures["finished"] == finished
+        assert figures["errors"] == expected["counts"]["Error"]
+        assert figures["errorRate"] == pytest.approx(expected["counts"]["Error"] / finished)
+        for key in ("latencySeconds", "timeInQueueSeconds"):
+            assert figures[key] == pytest.approx(expected[key], abs=1e-6), key
+        hourly = [
+            (entry["hour"][:13], entry["finished"], entry["errors"])
+            for entry in report.throughput
+            if entry["queue"] == name
+        ]
+        assert hourly == expected["hourly"]
+        texts = {e["error"]: e["count"] for e in report.error_texts if e["queue"] == name}
+        assert texts == expected["texts"]
+
+
+def test_report_matches_sql_before_and_after_archiving(
+    spark: SparkSession, postgres_url: str, tmp_path: Path
+) -> None:
+    database = connect(postgres_url)
+    for name in QUEUES:
+        database.apply(QueueResource.from_name(name))
+    queues = {name: database.queue(name) for name in QUEUES}
+    for name, count in QUEUES.items():
+        fill_history(queues[name], count)
+    before = build_report(messages_frame(spark, postgres_url, list(QUEUES), None))
+    check_against_sql(before, queues)
+    assert len({entry["hour"] for entry in before.throughput}) > 6
+
+    root = tmp_path / "archive"
+    archived = archive_queue(spark, postgres_url, "orders", str(root), timedelta(days=1))
+    assert archived.deleted > 0
+    after = build_report(messages_frame(spark, postgres_url, list(QUEUES), str(root)))
+    assert after.queues == before.queues
+    assert after.throughput == before.throughput
+    assert after.error_texts == before.error_texts
+
+    chart = tmp_path / "report.png"
+    labels = draw_chart(after, chart)
+    assert labels == [
+        "emails finished",
+        "emails errors",
+        "orders finished",
+        "orders errors",
+        "latency p50",
+        "latency p90",
+        "latency p99",
+    ]
+    height, width, _ = matplotlib.image.imread(chart).shape
+    assert (width, height) == (1100, 800)
+    shutil.copy(chart, CHART_COPY)  # for a person to look at
+
+    out, png = tmp_path / "report.json", tmp_path / "cli.png"
+    result = CliRunner().invoke(
+        pipeline,
+        [
+            "report",
+            "--db",
+            postgres_url,
+            "--archive",
+            str(root),
+            "--out",
+            str(out),
+            "--png",
+            str(png),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "orders" in result.output and "latency" in result.output
+    data = json.loads(out.read_text())
+    assert data["queues"] == json.loads(json.dumps(before.queues))
+    assert png.stat().st_size > 10_000
+    database.close()
