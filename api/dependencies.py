@@ -11,7 +11,7 @@ from fastapi import Depends, Path, Request
 from fastapi.params import Depends as DependsParam
 
 from tablequeue import Database, Queue
-from tablequeue.models import MAX_ID
+from tablequeue.limits import MAX_ID
 
 from .auth import Auth
 

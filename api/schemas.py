@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Self, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
-from tablequeue.models import MAX_PRIORITY, Enqueued, Message, NewMessage
+from tablequeue.limits import MAX_PRIORITY
+from tablequeue.models import Enqueued, Message, NewMessage
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
 from .limits import MAX_BATCH

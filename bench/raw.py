@@ -1,8 +1,9 @@
 """The raw-SQL bound: lease and delete with plain psycopg in one process, no worker around it.
 
-The lease is tablequeue's own statement (compiled from `Queue._lease_statement()`, RETURNING every
-column like the worker's), each batch then one `DELETE ... WHERE id = ANY(ids)`; one autocommit
-transaction each. Exits when a lease comes back empty.
+The lease is tablequeue's own statement (compiled from `Database.queries(table).lease()`,
+RETURNING every column like the worker's), each batch then one
+`DELETE ... WHERE id = ANY(ids)`; one autocommit transaction each. Exits when a lease comes
+back empty.
 
 Usage: python -m bench.raw URL QUEUE BATCH CPU_FILE (appends the loop's CPU seconds)
 """
@@ -24,7 +25,7 @@ def main() -> None:
     url, name, batch, cpu_file = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     with connect(url) as db:
         queue = db.queue(name)
-        compiled = queue._lease_statement().compile(dialect=db.engine.dialect)
+        compiled = db.queries(queue.table).lease().compile(dialect=db.engine.dialect)
     lease = str(compiled)
     params = dict(compiled.params) | {
         "b_n": batch,

@@ -19,12 +19,11 @@ from .models import Message
 from .queue import Queue
 from .spec import QueueSpec
 from .storage import Storage, registry
-from .storage.urls import parse_url
 
 if TYPE_CHECKING:
     from .spec import QueueResource
 
-__all__ = ["Database", "connect", "parse_url"]
+__all__ = ["Database", "connect"]
 
 
 class Database(Storage):

@@ -16,11 +16,7 @@ from pydantic.alias_generators import to_camel
 
 from . import names
 from .errors import InvalidInput
-from .limits import MAX_ID as MAX_ID  # the limits live in .limits; importable here too
-from .limits import MAX_JSON_DEPTH as MAX_JSON_DEPTH
-from .limits import MAX_MESSAGE_ID_LENGTH as MAX_MESSAGE_ID_LENGTH
-from .limits import MAX_PRIORITY as MAX_PRIORITY
-from .limits import MAX_SECONDS as MAX_SECONDS
+from .limits import MAX_JSON_DEPTH, MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY, MAX_SECONDS
 from .sqltypes import UtcDateTime
 
 

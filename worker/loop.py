@@ -23,7 +23,6 @@ from typing import Any
 
 from tablequeue import metrics
 from tablequeue.database import Database
-from tablequeue.dialects import notify_channel
 from tablequeue.errors import QueueNotFound
 from tablequeue.queue import Queue
 
@@ -33,7 +32,6 @@ from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .held import HeldMessages
 from .housekeeping import sweep_every, vacuum_when_bloated
 from .leases import LeaseKeeper
-from .listener import listen
 from .metrics import WorkerMetrics
 from .settling import Settlement
 from .waiting import sleep_unless
@@ -143,9 +141,10 @@ class Worker:
 
     def _notifications(self, queue: Queue) -> Coroutine[Any, Any, None] | None:
         """Waking the lease loop on NOTIFY, where the engine has it and it is wanted."""
-        if not (self.config.listen and self.database.dialect.name == "postgresql"):
+        dialect = self.database.dialect
+        if not (self.config.listen and dialect.capabilities.notifies):
             return None
-        return listen(self.database.url, notify_channel(queue.table.name), self._wake)
+        return dialect.listen(self.database.url, queue.table.name, self._wake)
 
     async def _lease_loop(self, settlement: Settlement, held: HeldMessages) -> None:
         config = self.config

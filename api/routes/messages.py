@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Query
 from fastapi.responses import Response
 
 from tablequeue import errors
-from tablequeue.models import MAX_ID, MAX_MESSAGE_ID_LENGTH
+from tablequeue.limits import MAX_ID, MAX_MESSAGE_ID_LENGTH
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
 from ..dependencies import ADMIN, READER, MessageIdArg, QueueArg

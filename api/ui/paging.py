@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tablequeue import Message, Queue, errors
-from tablequeue.models import MAX_ID
+from tablequeue.limits import MAX_ID
 
 PAGE_SIZE = 50
 

@@ -1,8 +1,8 @@
 r"""The bound: pgbench running tablequeue's own lease and complete statements, no Python between.
 
-`pair`: the lease is `Queue._lease_statement()` compiled for PostgreSQL (RETURNING every column,
+`pair`: the lease is `queries.lease()` compiled for PostgreSQL (RETURNING every column,
 as the worker's), wrapped as `WITH leased AS (...) SELECT json_agg(...)` so pgbench can keep the
-leased rows (`\gset`); then the complete is exactly `Queue._delete_done()`: one DELETE per batch
+leased rows (`\gset`); then the complete is exactly `queries.delete_done()`: one DELETE per batch
 reading the (id, version, correlation id) of every message from one JSON parameter. Two
 transactions per batch, as the worker's `settle_and_lease` does in one; that makes the bound
 cheaper than tablequeue's real work, so it stays a bound.
@@ -34,8 +34,9 @@ def pgbench_binary() -> str:
 def scripts(system: TableQueue, queue: str, batch: int) -> dict[str, str]:
     q = system.db.queue(queue)
     dialect = postgresql.psycopg.dialect()  # type: ignore[attr-defined]
-    lease = str(q._lease_statement().compile(dialect=dialect))
-    done = str(q._delete_done()[0].compile(dialect=dialect))
+    queries = q.database.queries(q.table)
+    lease = str(queries.lease().compile(dialect=dialect))
+    done = str(queries.delete_done()[0].compile(dialect=dialect))
     values = {"attempts_1": "1", "b_lease": "1800", "b_n": str(batch)}
     values |= {"b_owner": ":owner", "b_cid": ":cid", "b_rows": ":rows"}
     lease = re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], lease)

@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 from tablequeue import Database
 from tablequeue.errors import Conflict, QueueNotFound
-from tablequeue.schema import SCHEMA_VERSION
 from tablequeue.spec import QueueResource
+from tablequeue.storage.schema import SCHEMA_VERSION
 
 from .helpers import MakeQueue, lease_all
 
