@@ -36,7 +36,7 @@ def draw_chart(report: Report, path: str | Path) -> list[str]:
         labels += [f"{name} finished", f"{name} errors"]
     top.set_title("Throughput per hour (UTC)")
     top.set_ylabel("messages finished")
-    top.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
+    top.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))  # type: ignore[no-untyped-call]
     if labels:
         top.legend(fontsize="small")
 

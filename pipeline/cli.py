@@ -6,6 +6,7 @@ is an extra (`pip install 'tablequeue[pipeline]'`).
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -215,22 +216,18 @@ def archive(
         _fail("--older-than forever archives nothing")
     names = queues or _all_queues(db_url)
     spark = _session(master, confs)
-    results = [
-        _run(
-            lambda name=name: archive_queue(
-                spark,
-                db_url,
-                name,
-                root,
-                retention,
-                statuses or DEFAULT_STATUSES,
-                read_partitions=read_partitions,
-                delete_batch=delete_batch,
-                tell=_tell,
-            )
-        )
-        for name in names
-    ]
+    job = functools.partial(
+        archive_queue,
+        spark,
+        db_url,
+        root=root,
+        older_than=retention,
+        statuses=statuses or DEFAULT_STATUSES,
+        read_partitions=read_partitions,
+        delete_batch=delete_batch,
+        tell=_tell,
+    )
+    results = [_run(functools.partial(job, queue_name=name)) for name in names]
     if as_json:
         click.echo(json.dumps([result.to_json() for result in results]))
         return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -127,11 +127,11 @@ def _partition_writer(
     columns: MessageColumns,
     batch_size: int,
     counters: dict[str, Accumulator[int]],
-) -> Callable[[Iterator[Row]], Iterator[tuple[Any, ...]]]:
+) -> Callable[[Iterable[Row]], Iterator[tuple[Any, ...]]]:
     """The function each partition runs on an executor: one connection, bounded batches;
     yields the rejected rows with their reason."""
 
-    def write(rows: Iterator[Row]) -> Iterator[tuple[Any, ...]]:
+    def write(rows: Iterable[Row]) -> Iterator[tuple[Any, ...]]:
         batch: list[NewMessage] = []
         rejected = 0
         with connect(database_url) as database:

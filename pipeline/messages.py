@@ -42,7 +42,8 @@ class MessageColumns:
     The body is `json_column` (JSON text, taken as is) or an object of `body_columns` (every
     column when empty). `id_column` is the messageId (every row then needs one), `schedule_column`
     a time (timestamp or text with an offset) before which it is not processed, `header_columns`
-    go into the headers object, `priority_column` (or the fixed `priority`) orders leasing.
+    go into the headers object, `priority_column` (`priority` where it is empty) orders leasing.
+    A value that is not a time or not a number rejects the row.
     """
 
     body_columns: tuple[str, ...] = ()
@@ -66,7 +67,7 @@ class MessageColumns:
             BODY: body,
             MESSAGE_ID: _text_or_null(self.id_column),
             AT: (
-                F.date_format(F.col(self.schedule_column).cast("timestamp"), _ISO_UTC)
+                F.date_format(F.col(self.schedule_column).try_cast("timestamp"), _ISO_UTC)
                 if self.schedule_column
                 else F.lit(None).cast("string")
             ),
@@ -79,7 +80,9 @@ class MessageColumns:
                 else F.lit(None).cast("string")
             ),
             PRIORITY: (
-                F.col(self.priority_column).cast("int")
+                F.when(F.col(self.priority_column).isNull(), F.lit(self.priority)).otherwise(
+                    F.col(self.priority_column).try_cast("int")
+                )
                 if self.priority_column
                 else F.lit(self.priority)
             ),

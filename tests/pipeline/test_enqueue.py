@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from click.testing import CliRunner
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablequeue import Queue
+from tablequeue import Queue, connect
+from tablequeue.pipeline.cli import pipeline
 from tablequeue.pipeline.enqueue import enqueue_frame
 from tablequeue.pipeline.messages import MessageColumns
 from tablequeue.pipeline.sources import read_source
+from tablequeue.spec import QueueResource
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -98,7 +102,7 @@ def test_catalogue_enqueue_rerun_update_and_rejects(
 
     t = queue.table
     with queue.database.transaction() as connection:
-        versions = dict(
+        versions: dict[int, int] = dict(
             connection.execute(sa.select(t.c.version, sa.func.count()).group_by(t.c.version)).all()
         )
         statuses = {s for (s,) in connection.execute(sa.select(t.c.status).distinct())}
@@ -126,3 +130,52 @@ def test_catalogue_enqueue_rerun_update_and_rejects(
     assert reasons[1:] == ["messageId (column 'sku') is empty"] * 2
     assert {entry.get("messageId") for entry in rejected} == {"BAD-1", "", None}
     assert {entry["body"] for entry in rejected} >= {'{"Sku": "BAD-1", "Name": '}
+
+
+def test_cli_enqueue_from_csv_with_schedule_priority_and_body_columns(
+    spark: SparkSession, sqlite_url: str, tmp_path: Path
+) -> None:
+    """The click command end to end: CSV source, chosen body columns, a schedule column, a
+    priority column; a row whose schedule is not a time is rejected."""
+    with connect(sqlite_url) as database:
+        database.apply(QueueResource.from_name("mail"))
+    later = (datetime.now(UTC) + timedelta(hours=2)).isoformat()
+    csv = tmp_path / "mail.csv"
+    csv.write_text(
+        "OrderId,Email,SendAt,Urgency,Note\n"
+        f"A-1,a@example.com,{later},5,x\n"
+        "A-2,b@example.com,,0,y\n"
+        "A-3,c@example.com,not a time,1,z\n"
+    )
+    result = CliRunner().invoke(
+        pipeline,
+        [
+            "enqueue",
+            "mail",
+            str(csv),
+            "--db",
+            sqlite_url,
+            "--id-column",
+            "OrderId",
+            "--body",
+            "OrderId,Email",
+            "--schedule-column",
+            "SendAt",
+            "--priority-column",
+            "Urgency",
+            "--rejects",
+            str(tmp_path / "rejects"),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    counts = json.loads(result.output.strip().splitlines()[-1])
+    assert (counts["inserted"], counts["rejected"]) == (2, 1)
+    with connect(sqlite_url) as database:
+        messages = {m.message_id: m for m in database.queue("mail").messages(limit=10)}
+    assert messages["A-1"].message == {"OrderId": "A-1", "Email": "a@example.com"}
+    assert (messages["A-1"].status, messages["A-1"].priority) == ("Sleeping", 5)
+    assert (messages["A-2"].status, messages["A-2"].priority) == ("Pending", 0)
+    assert "A-3" not in messages
+    rejects = "".join(p.read_text() for p in (tmp_path / "rejects").glob("part-*.json"))
+    assert "schedule (column 'SendAt') is not a time" in rejects

@@ -47,7 +47,7 @@ def sql_figures(queue: Queue) -> dict[str, Any]:
             ).one()
             return {"p50": float(row[0]), "p90": float(row[1]), "p99": float(row[2])}
 
-        counts = dict(
+        counts: dict[str, int] = dict(
             connection.execute(sa.select(t.c.status, sa.func.count()).group_by(t.c.status)).all()
         )
         hour = sa.func.date_trunc("hour", sa.func.timezone("UTC", finished_at))
@@ -62,7 +62,7 @@ def sql_figures(queue: Queue) -> dict[str, Any]:
             .order_by(hour)
         ).all()
         first_line = sa.func.trim(sa.func.split_part(t.c.last_error, "\n", 1))
-        texts = dict(
+        texts: dict[str, int] = dict(
             connection.execute(
                 sa.select(first_line, sa.func.count())
                 .where(t.c.status == "Error")
