@@ -114,7 +114,7 @@ def pipeline() -> None:
 @click.option(
     "--partitions",
     type=click.IntRange(1),
-    help="Partitions writing at once, one connection each (default: Spark's parallelism).",
+    help="Partitions that write, one connection each (default: the source's partitions).",
 )
 @spark_options
 def enqueue(

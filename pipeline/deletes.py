@@ -26,7 +26,10 @@ def delete_unchanged(queue: Queue, keys: Sequence[Key]) -> int:
     if not keys:
         return 0
     t = queue.table
-    statement = sa.delete(t).where(sa.tuple_(t.c.id, t.c.version, t.c.status).in_(list(keys)))
+    statement = sa.delete(t).where(
+        t.c.id.in_([key[0] for key in keys]),  # the primary key finds the rows; the tuples check
+        sa.tuple_(t.c.id, t.c.version, t.c.status).in_(list(keys)),
+    )
     with queue.database.transaction() as connection:
         return int(connection.execute(statement).rowcount)
 

@@ -104,7 +104,9 @@ def enqueue_frame(
     rejects = spark.createDataFrame(prepared.rdd.mapPartitions(writer), REJECTS_SCHEMA)
     path = rejects_path or f"tablequeue-rejects/{queue_name}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     with Progress(spark, f"enqueue {queue_name}", counters, tell, progress_every):
-        # The write is the one action: it runs every partition's enqueue exactly once.
+        # The write is the one action: it runs every partition's enqueue once. A task Spark
+        # retries runs its partition again (and counts it again): with messageIds on an
+        # idempotent queue the second run changes nothing.
         rejects.write.mode("overwrite").json(path)
     rejected = counters["rejected"].value
     if rejected == 0 and rejects_path is None:
