@@ -5,8 +5,10 @@ Python handlers are `pkg.module:function`, sync or async, taking the message (an
 raising `PermanentFailure` sends the message straight to Error.
 """
 
+from tablequeue.errors import PermanentFailure
+
 from .config import WorkerConfig
-from .handlers import HandlerContext, Outcome, PermanentFailure
+from .handlers import HandlerContext, Outcome
 from .loop import Worker
 
 __all__ = ["HandlerContext", "Outcome", "PermanentFailure", "Worker", "WorkerConfig"]

@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 
 from tablequeue.database import Database
-from tablequeue.errors import InvalidInput
+from tablequeue.errors import InvalidInput, PermanentFailure
 from tablequeue.models import Message, check_json
 from tablequeue.queue import Queue
 
@@ -41,10 +41,6 @@ class Outcome:
     process_again_at: datetime | None = None
     result: Any = None
     progress: Any = None
-
-
-class PermanentFailure(Exception):
-    """Raise from a handler when retrying cannot help: the message goes to Error at once."""
 
 
 class HandlerFailed(Exception):
