@@ -263,6 +263,18 @@ def write_results(
         f"{s['vsCopy']:.2f} |"
         for s in steps
     ]
+    lines += [
+        "",
+        "How to read it: everything shares the 2 cores: Spark's JVM, its Python workers and",
+        "PostgreSQL. The pipeline and the CLI both go through `Queue.enqueue_many` (validation of",
+        "every message, an upsert on the messageId with `RETURNING`, the idempotent comparison);",
+        "the bounds skip all of that and only load rows. The pipeline's lead over the CLI comes",
+        "from two partitions writing at once and from bounded batches (the CLI sends the whole",
+        "file as one batch in one transaction). The re-run discards every message as unchanged",
+        "(the comparison runs in the upsert, nothing is written). Archive: one JDBC read per id",
+        "range, Parquet written, then the archived keys read back and deleted 1,000 per",
+        "transaction by primary key, each guarded by its version and status.",
+    ]
     lines += ["", "Machine:", ""]
     lines += [f"- {key}: {value}" for key, value in about.items()]
     (RESULTS / f"pipeline-{day}.md").write_text("\n".join(lines) + "\n")

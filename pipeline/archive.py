@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from tablequeue import connect, names
+from tablequeue.errors import InvalidInput
 
 from .deletes import DELETE_BATCH, partition_deleter
 from .jdbc import read_queue_table
@@ -74,7 +75,7 @@ def archive_queue(
     started = time.monotonic()
     for status in statuses:
         if names.status(status) == names.LEASED:
-            raise ValueError("leased messages are being processed: they cannot be archived")
+            raise InvalidInput("leased messages are being processed: they cannot be archived")
     with connect(database_url) as database:
         table = database.queue(queue_name).table
         with database.transaction() as connection:
