@@ -63,11 +63,18 @@ def spark_options(function: F) -> F:
 
 
 def _session(master: str | None, confs: Sequence[str]) -> SparkSession:
-    try:
-        from .spark import session
-    except ImportError as error:  # pragma: no cover - depends on the installation
-        _fail(f"the pipeline needs pyspark: pip install 'tablequeue[pipeline]' ({error})")
+    from .spark import session
+
     return session(master, _pairs(confs, "--conf"))
+
+
+def _needs_extra() -> None:
+    """One clear line, not a traceback, when the pipeline extra is not installed."""
+    try:
+        import matplotlib  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError as error:
+        _fail(f"the pipeline needs its extra: pip install 'tablequeue[pipeline]' ({error})")
 
 
 def _fail(message: str) -> None:
@@ -140,6 +147,7 @@ def enqueue(
     confs: tuple[str, ...],
 ) -> None:
     """Enqueue every row of SOURCE (a path, or a database URL with --format jdbc) into QUEUE."""
+    _needs_extra()
     from .enqueue import enqueue_frame
     from .messages import MessageColumns
     from .sources import read_source
@@ -209,6 +217,7 @@ def archive(
     confs: tuple[str, ...],
 ) -> None:
     """Move finished messages of QUEUES (default: all) older than the retention to Parquet."""
+    _needs_extra()
     from .archive import DEFAULT_STATUSES, archive_queue
 
     retention = _run(lambda: parse_duration(older_than))
@@ -274,6 +283,7 @@ def report(
     confs: tuple[str, ...],
 ) -> None:
     """Latency percentiles, throughput per hour and error rates of QUEUES (default: all)."""
+    _needs_extra()
     from .chart import draw_chart
     from .report import as_table, build_report, messages_frame
 

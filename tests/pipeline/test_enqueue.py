@@ -23,7 +23,7 @@ from tablequeue.spec import QueueResource
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ROWS = {"postgresql": 100_000, "sqlite": 20_000}
+ROWS = {"postgresql": 100_000, "sqlite": 10_000}
 """SQLite writes one row per statement in-process: a smaller catalogue keeps the test short."""
 COLUMNS = MessageColumns(json_column="doc", id_column="sku", header_columns=("source",))
 
