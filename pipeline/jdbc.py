@@ -20,9 +20,11 @@ DRIVERS = {
     "postgresql": "org.postgresql.Driver",
     "sqlite": "org.sqlite.JDBC",
     "mariadb": "org.mariadb.jdbc.Driver",
-    "mysql": "org.mariadb.jdbc.Driver",
-    "mssql": "com.microsoft.sqlserver.jdbc.SQLServerDriver",
+    "sqlserver": "com.microsoft.sqlserver.jdbc.SQLServerDriver",
 }
+"""Driver classes by JDBC subprotocol (`jdbc:<subprotocol>:...`)."""
+SUBPROTOCOLS = {"postgresql": "postgresql", "mariadb": "mariadb", "mysql": "mariadb"}
+"""SQLAlchemy backend -> JDBC subprotocol, for URLs of the form //host:port/database."""
 TIMESTAMP_COLUMNS = (
     "process_after",
     "expires_at",
@@ -36,47 +38,49 @@ JSON_COLUMNS = ("message", "previous_message", "headers", "result", "progress")
 
 @dataclass(frozen=True)
 class JdbcTarget:
-    """A JDBC URL with its driver class and connection properties."""
+    """A JDBC URL with its driver class (None: Spark asks DriverManager) and properties."""
 
     url: str
-    driver: str
+    driver: str | None
     properties: dict[str, str] = field(default_factory=dict)
     backend: str = ""
 
     def options(self) -> dict[str, str]:
-        return {"url": self.url, "driver": self.driver, **self.properties}
+        driver = {"driver": self.driver} if self.driver else {}
+        return {"url": self.url, **driver, **self.properties}
 
 
 def jdbc_target(database_url: str) -> JdbcTarget:
-    """The JDBC form of a tablequeue (SQLAlchemy-style) database URL; `jdbc:...` is kept."""
+    """The JDBC form of a tablequeue (SQLAlchemy-style) database URL; a `jdbc:...` URL is kept
+    (with `--option driver=...` for a driver not named here)."""
     if database_url.startswith("jdbc:"):
-        backend = database_url.split(":")[1]
-        driver = DRIVERS.get(backend)
-        if driver is None:
-            raise InvalidInput(f"no known JDBC driver for {backend!r}: give --jdbc-driver")
-        return JdbcTarget(database_url, driver, backend=backend)
+        subprotocol = database_url.split(":")[1]
+        return JdbcTarget(database_url, DRIVERS.get(subprotocol), backend=subprotocol)
     url = sa.make_url(database_url)
     backend = url.get_backend_name()
-    if backend == "sqlite":
-        if not url.database:
-            raise InvalidInput("a SQLite URL needs a file: sqlite:///path/to/file.db")
-        return JdbcTarget(
-            f"jdbc:sqlite:{Path(url.database).resolve()}", DRIVERS["sqlite"], {}, backend
-        )
-    if backend not in DRIVERS:
-        raise InvalidInput(f"no JDBC driver known for {backend!r} URLs")
-    host = url.host or "localhost"
-    port = f":{url.port}" if url.port else ""
-    query = "&".join(f"{key}={value}" for key, value in url.query.items() if isinstance(value, str))
-    jdbc_url = f"jdbc:{backend}://{host}{port}/{url.database or ''}" + (
-        f"?{query}" if query else ""
-    )
     properties = {}
     if url.username:
         properties["user"] = url.username
     if url.password is not None:
         properties["password"] = str(url.password)
-    return JdbcTarget(jdbc_url, DRIVERS[backend], properties, backend)
+    host = url.host or "localhost"
+    port = f":{url.port}" if url.port else ""
+    if backend == "sqlite":
+        if not url.database:
+            raise InvalidInput("a SQLite URL needs a file: sqlite:///path/to/file.db")
+        path = Path(url.database).resolve()
+        return JdbcTarget(f"jdbc:sqlite:{path}", DRIVERS["sqlite"], {}, backend)
+    if backend == "mssql":
+        jdbc_url = f"jdbc:sqlserver://{host}{port};databaseName={url.database or ''}"
+        return JdbcTarget(jdbc_url, DRIVERS["sqlserver"], properties, backend)
+    subprotocol = SUBPROTOCOLS.get(backend)
+    if subprotocol is None:
+        raise InvalidInput(f"no JDBC driver known for {backend!r} URLs: give a jdbc: URL")
+    query = "&".join(f"{k}={v}" for k, v in url.query.items() if isinstance(v, str))
+    jdbc_url = f"jdbc:{subprotocol}://{host}{port}/{url.database or ''}"
+    return JdbcTarget(
+        jdbc_url + (f"?{query}" if query else ""), DRIVERS[subprotocol], properties, backend
+    )
 
 
 def quoted_table(database_url: str, table: str) -> str:
