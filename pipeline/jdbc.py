@@ -73,9 +73,9 @@ def jdbc_target(database_url: str) -> JdbcTarget:
     if backend == "mssql":
         jdbc_url = f"jdbc:sqlserver://{host}{port};databaseName={url.database or ''}"
         return JdbcTarget(jdbc_url, DRIVERS["sqlserver"], properties, backend)
-    subprotocol = SUBPROTOCOLS.get(backend)
-    if subprotocol is None:
+    if backend not in SUBPROTOCOLS:
         raise InvalidInput(f"no JDBC driver known for {backend!r} URLs: give a jdbc: URL")
+    subprotocol = SUBPROTOCOLS[backend]
     query = "&".join(f"{k}={v}" for k, v in url.query.items() if isinstance(v, str))
     jdbc_url = f"jdbc:{subprotocol}://{host}{port}/{url.database or ''}"
     return JdbcTarget(
