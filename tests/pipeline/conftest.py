@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from pyspark.sql import SparkSession
 
-pyspark = pytest.importorskip("pyspark", reason="the pipeline extra is not installed")
-
-from pyspark.sql import SparkSession  # noqa: E402
-
-from tablequeue.pipeline.spark import session  # noqa: E402
+from tablequeue.pipeline.spark import session
 
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "4",
@@ -18,11 +15,6 @@ TEST_CONF = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "1g",
 }
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "spark: starts a local Spark session (tablequeue.pipeline)")
-    config.addinivalue_line("markers", "slow: takes tens of seconds")
 
 
 @pytest.fixture(scope="module")
