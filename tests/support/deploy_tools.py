@@ -1,0 +1,131 @@
+"""Where the deployment tests' tools are: helm, ct, kubeconform, prometheus-adapter (built by
+scripts/build-deploy-tools into the user's cache folder), Debian's prometheus and promtool, the
+container tools, the third-party CRDs and kubeconform's schemas.
+
+A missing tool fails the test that needs it, naming the script that installs it: nothing is
+skipped. The fixture `deploy_tools` (session scope) is imported by the conftest of each folder
+that uses it:
+
+    from tests.support.deploy_tools import deploy_tools
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO / "scripts" / "build-deploy-tools"
+SETUP_SCRIPT = REPO / "scripts" / "setup-deploy"
+SCHEMA_SCRIPT = REPO / "tools" / "deploy" / "kubeconform_schemas.py"
+CHART = REPO / "charts" / "tablequeue"
+ADAPTER_RULES = CHART / "files" / "adapter-rules.yaml"
+"""prometheus-adapter's rules for the external metric tablequeue_backlog (its config file)."""
+
+
+class DeployToolMissing(AssertionError):
+    """A tool the deployment tests need is not installed; the message says how to install it."""
+
+
+@dataclass(frozen=True)
+class DeployTools:
+    root: Path
+    """The cache folder of scripts/build-deploy-tools (bin/, etc/, crds/, schemas/)."""
+
+    @property
+    def helm(self) -> Path:
+        return self.root / "bin" / "helm"
+
+    @property
+    def ct(self) -> Path:
+        return self.root / "bin" / "ct"
+
+    @property
+    def ct_config(self) -> Path:
+        """ct's chart_schema.yaml and lintconf.yaml (ct looks for them next to its binary's
+        etc/, in ~/.ct or /etc/ct: pass `--chart-yaml-schema` and `--lint-conf` from here)."""
+        return self.root / "etc"
+
+    @property
+    def kubeconform(self) -> Path:
+        return self.root / "bin" / "kubeconform"
+
+    @property
+    def prometheus_adapter(self) -> Path:
+        return self.root / "bin" / "prometheus-adapter"
+
+    @property
+    def crds(self) -> Path:
+        """keda/*.yaml (KEDA's CRDs) and prometheus-operator/*.yaml (ServiceMonitor, PodMonitor,
+        PrometheusRule), from their Go modules."""
+        return self.root / "crds"
+
+    @property
+    def keda_crds(self) -> list[Path]:
+        return sorted((self.crds / "keda").glob("*.yaml"))
+
+    @property
+    def prometheus_operator_crds(self) -> list[Path]:
+        return sorted((self.crds / "prometheus-operator").glob("*.yaml"))
+
+    @property
+    def schemas(self) -> Path:
+        """kubeconform's strict schemas of every Kubernetes kind and the third-party CRDs."""
+        return self.root / "schemas"
+
+    @property
+    def prometheus(self) -> Path:
+        return system_tool("prometheus")
+
+    @property
+    def promtool(self) -> Path:
+        return system_tool("promtool")
+
+    def kubeconform_schema_location(self, folder: Path) -> str:
+        """A `-schema-location` for kubeconform that finds the schemas in `folder`."""
+        return str(folder / "{{ .ResourceKind }}{{ .KindSuffix }}.json")
+
+    def crd_schemas(self, out: Path, *crds: Path) -> Path:
+        """kubeconform schemas of more CRDs (e.g. crds/queue.yaml) in `out`, made now."""
+        subprocess.run(
+            [str(REPO / ".venv" / "bin" / "python"), str(SCHEMA_SCRIPT), "--out", str(out)]
+            + [str(crd) for crd in crds],
+            check=True,
+            capture_output=True,
+            cwd="/",
+        )
+        return out
+
+
+def system_tool(name: str) -> Path:
+    """A program installed by scripts/setup-deploy (Debian's prometheus, promtool, podman, ...)."""
+    found = shutil.which(name)
+    if found is None:
+        raise DeployToolMissing(f"{name} is not installed: run {SETUP_SCRIPT}")
+    return Path(found)
+
+
+@functools.cache
+def find_deploy_tools() -> DeployTools:
+    """The built tools; DeployToolMissing (naming the script to run) if any is missing."""
+    result = subprocess.run(
+        [str(BUILD_SCRIPT), "--check"], capture_output=True, text=True, check=False
+    )
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise DeployToolMissing(
+            f"{result.stderr.strip()}\nrun {SETUP_SCRIPT} (or {BUILD_SCRIPT}) to build them"
+        )
+    return DeployTools(Path(lines[-1]))
+
+
+@pytest.fixture(scope="session")
+def deploy_tools() -> DeployTools:
+    """helm, ct, kubeconform, prometheus-adapter, promtool, prometheus, CRDs and schemas; a test
+    that takes it fails, saying which script to run, when they are not installed."""
+    return find_deploy_tools()
