@@ -7,6 +7,7 @@ none of uvicorn, kopf or the worker.
 from __future__ import annotations
 
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import click
@@ -87,7 +88,7 @@ def dev(folder: str, host: str, port: int) -> None:
 @click.option(
     "--worker-image",
     envvar="TABLEQUEUE_WORKER_IMAGE",
-    default="tablequeue/worker:latest",
+    default=f"tablequeue/worker:{version('tablequeue')}",  # Dockerfile.worker's, the chart's
     show_default=True,
     help="Image of the worker sidecar when a Queue names none.",
 )

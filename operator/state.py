@@ -7,6 +7,7 @@ Kubernetes client and the cleanup handler releases the client and the databases.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib.metadata import version
 
 from tablequeue import Database
 from tablequeue.spec import QueueResource
@@ -21,7 +22,8 @@ from .kube import Kube
 class Settings:
     """What the command line sets."""
 
-    worker_image: str = "tablequeue/worker:latest"
+    worker_image: str = f"tablequeue/worker:{version('tablequeue')}"
+    """The worker image of this release, as Dockerfile.worker and the Helm chart name it."""
     interval: float = 10.0
     """Seconds between status updates and scaling decisions of each Queue."""
 
