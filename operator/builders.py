@@ -17,6 +17,8 @@ WORKER_CONTAINER = "tablequeue-worker"
 WORKER_PORT = 9090
 QUEUE_LABEL = "tablequeue.dev/queue"
 BACKLOG_METRIC = "tablequeue_backlog"
+HPA_FLOOR_REASON = "HPA mode: an HPA cannot scale from zero"
+"""Why the operator raised a worker Deployment from 0 in HPA mode (in its Scaled Events)."""
 
 
 def labels(name: str) -> dict[str, str]:
@@ -137,7 +139,7 @@ def deployment(
     default_image: str,
     replicas: int | None,
 ) -> dict[str, Any]:
-    """The worker Deployment; `replicas` None leaves the count to an HPA or KEDA."""
+    """The worker Deployment; `replicas` None leaves the count out (the API server's default 1)."""
     body: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -151,6 +153,26 @@ def deployment(
     if replicas is not None:
         body["spec"]["replicas"] = replicas
     return body
+
+
+def hpa_min_replicas(spec: QueueSpec) -> int:
+    """An HPA cannot scale to zero (nor from it, without the HPAScaleToZero alpha gate): in HPA
+    mode `minReplicas: 0` means 1. Scale to zero is KEDA's or the operator's."""
+    return max(spec.workers.autoscaling.min_replicas, 1)
+
+
+def workers_replicas(spec: QueueSpec, current: int | None) -> int:
+    """The replica count to write into the worker Deployment outside Operator-mode scaling;
+    `current` None: the Deployment does not exist yet.
+
+    A new Deployment starts at minReplicas. An existing one keeps what its scaler set, except
+    that in HPA mode it never stays at 0: the HPA controller reads a target at 0 replicas as
+    "autoscaling disabled" and leaves it there for good, so the operator hands it over at the
+    HPA's minReplicas (at least 1), and puts it back there if anything scales it to 0.
+    """
+    if spec.workers.autoscaling.mode == "HPA":
+        return current or hpa_min_replicas(spec)
+    return spec.workers.autoscaling.min_replicas if current is None else current
 
 
 def horizontal_pod_autoscaler(
@@ -168,8 +190,7 @@ def horizontal_pod_autoscaler(
                 "kind": "Deployment",
                 "name": deployment_name(name),
             },
-            # An HPA cannot scale to zero; KEDA can.
-            "minReplicas": max(scaling.min_replicas, 1),
+            "minReplicas": hpa_min_replicas(spec),
             "maxReplicas": scaling.max_replicas,
             "metrics": [
                 {

@@ -54,6 +54,15 @@ def structural(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
 
 # Rules across fields that pydantic checks in validators, as CEL rules the API server enforces.
 CROSS_FIELD_RULES: dict[tuple[str, ...], list[dict[str, str]]] = {
+    (): [
+        {
+            "rule": "!has(self.workers) || !has(self.workers.autoscaling)"
+            " || self.workers.autoscaling.mode != 'KEDA' || !has(self.database)"
+            " || !has(self.database.dialect) || self.database.dialect == 'postgresql'",
+            "message": "autoscaling mode KEDA reads the backlog with KEDA's postgresql scaler:"
+            " database.dialect must be postgresql",
+        }
+    ],
     ("workers", "handler"): [
         {
             "rule": "has(self.http) != has(self.python)",

@@ -1,5 +1,5 @@
 """The operator's Kubernetes client: read the database Secret, read and write the worker
-Deployment and its HorizontalPodAutoscaler, scale the Deployment.
+Deployment, its HorizontalPodAutoscaler or KEDA objects, scale the Deployment.
 
 Bodies are the plain dicts of `builders`; reads return the client's objects, or None when the
 object does not exist.
@@ -14,6 +14,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from . import keda
 from .conditions import NotReady
 
 
@@ -40,6 +41,7 @@ class Kube:
         self.core = kubernetes.client.CoreV1Api(client)
         self.apps = kubernetes.client.AppsV1Api(client)
         self.autoscaling = kubernetes.client.AutoscalingV2Api(client)
+        self.custom = kubernetes.client.CustomObjectsApi(client)
 
     @classmethod
     def from_environment(cls, connections: int) -> Kube:
@@ -107,4 +109,38 @@ class Kube:
     def scale_deployment(self, name: str, namespace: str, replicas: int) -> None:
         self.apps.patch_namespaced_deployment_scale(
             name, namespace, {"spec": {"replicas": replicas}}
+        )
+
+    # KEDA's objects (keda.sh/v1alpha1), as plain dicts.
+
+    def keda_object(self, plural: str, name: str, namespace: str) -> dict[str, Any] | None:
+        """A ScaledObject or TriggerAuthentication; None also when KEDA's CRDs are not installed
+        (then there is nothing to delete either)."""
+        found: dict[str, Any] | None = _read(
+            lambda n, ns: self.custom.get_namespaced_custom_object(
+                keda.GROUP, keda.VERSION, ns, plural, n
+            ),
+            name,
+            namespace,
+        )
+        return found
+
+    def put_keda_object(
+        self, plural: str, wanted: dict[str, Any], existing: dict[str, Any] | None
+    ) -> None:
+        """Create it, or replace `existing` (a conflict if it changed since it was read)."""
+        namespace, name = wanted["metadata"]["namespace"], wanted["metadata"]["name"]
+        if existing is None:
+            self.custom.create_namespaced_custom_object(
+                keda.GROUP, keda.VERSION, namespace, plural, wanted
+            )
+            return
+        wanted["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+        self.custom.replace_namespaced_custom_object(
+            keda.GROUP, keda.VERSION, namespace, plural, name, wanted
+        )
+
+    def delete_keda_object(self, plural: str, name: str, namespace: str) -> None:
+        self.custom.delete_namespaced_custom_object(
+            keda.GROUP, keda.VERSION, namespace, plural, name
         )

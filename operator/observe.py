@@ -1,5 +1,5 @@
 """Observing a Queue on the timer: read its counts, export the queue gauges, patch `status`, and
-in `Operator` mode scale its worker Deployment."""
+in `Operator` mode scale its worker Deployment (in HPA mode, keep it off zero)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def observe_queue(
     except QueueNotFound:
         return  # reconcile has not created it yet
     state.gauges.export((namespace, name), stats)
-    replicas = _scale(state.kube, resource, namespace, body, stats.backlog, stats.leased, status)
+    scaled = _scale(state.kube, resource, namespace, body, stats.backlog, stats.leased, status)
+    replicas = scaled or {"desired": 0, "ready": 0}
     metrics.operator_desired_replicas.labels(**labels).set(replicas["desired"])
     gone = {kind: None for kind in status.get("counts") or {} if kind not in stats.counts}
     patch.status.update(
@@ -61,20 +62,18 @@ def observe_queue(
             "replicas": replicas,
         }
     )
-    ready = replicas["ready"] >= replicas["desired"]
-    patch.status["conditions"] = merge(
-        status.get("conditions"),
-        [
-            condition("DatabaseReachable", True, "Connected", database.shown_url),
+    updates = [condition("DatabaseReachable", True, "Connected", database.shown_url)]
+    if scaled is not None:  # without a Deployment, reconcile makes it or says why not
+        ready = scaled["ready"] >= scaled["desired"]
+        updates.append(
             condition(
                 "WorkersReady",
                 ready,
                 "WorkersReady" if ready else "WorkersStarting",
-                f"{replicas['ready']} of {replicas['desired']} worker replicas ready",
-            ),
-        ],
-        generation,
-    )
+                f"{scaled['ready']} of {scaled['desired']} worker replicas ready",
+            )
+        )
+    patch.status["conditions"] = merge(status.get("conditions"), updates, generation)
 
 
 def _trouble(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, problem: NotReady) -> None:
@@ -98,17 +97,24 @@ def _scale(
     backlog: int,
     leased: int,
     status: kopf.Status,
-) -> dict[str, Any]:
-    """The replicas for `status.replicas`; in Operator mode, scaled to the load first."""
+) -> dict[str, Any] | None:
+    """The replicas for `status.replicas` and the desired-replicas gauge, None without a
+    Deployment: in Operator mode scaled to the load first; in other modes what their scaler
+    set (the HPA's floor applied)."""
     name = builders.deployment_name(resource.name)
     existing = kube.deployment(name, namespace)
     if existing is None:
-        return {"desired": 0, "ready": 0}
+        return None
     current = existing.spec.replicas or 0
     ready = (existing.status.ready_replicas or 0) if existing.status else 0
-    result: dict[str, Any] = {"desired": current, "ready": ready}
     if resource.spec.workers.autoscaling.mode != "Operator":
-        return result
+        # Another scaler owns the count; in HPA mode the operator keeps it off zero.
+        wanted = builders.workers_replicas(resource.spec, current)
+        if wanted != current:
+            kube.scale_deployment(name, namespace, wanted)
+            message = f"workers {current} -> {wanted} ({builders.HPA_FLOOR_REASON})"
+            kopf.info(body, reason="Scaled", message=message)
+        return {"desired": wanted, "ready": ready}
     previous = (status.get("replicas") or {}).get("lastBusy", 0.0)
     decision = builders.scale(resource.spec, backlog, leased, current, previous, time.time())
     if decision.replicas != current:

@@ -1,12 +1,14 @@
 """Reconciling a Queue: its table and registry row (with the default status), its worker
-Deployment and, in HPA mode, its HorizontalPodAutoscaler; on deletion, its table as the
-deletion policy says.
+Deployment and what scales it (an HPA in HPA mode, KEDA's ScaledObject and TriggerAuthentication
+in KEDA mode); on deletion, its table as the deletion policy says.
 
 A bad spec is `Ready=False` with a reason and an Event, never a crash loop; an unreachable
 database is `DatabaseReachable=False` and a temporary error retried with back-off.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import kopf
 from kubernetes.client.exceptions import ApiException
@@ -16,14 +18,16 @@ from tablequeue.backoff import Backoff
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, SpecError, TableQueueError
 from tablequeue.spec import QueueResource
 
-from . import builders
+from . import builders, keda
 from .conditions import NotReady, condition, merge
 from .kube import Kube
-from .state import OperatorState
+from .state import OperatorState, Settings
 
 RETRY_BACKOFF = Backoff(first=5, cap=300, jitter=False)
 """The delay before kopf retries a handler that hit a temporary problem."""
 CONFLICT_RETRIES = 5
+KEDA_AUTHENTICATIONS = "triggerauthentications"
+KEDA_SCALED_OBJECTS = "scaledobjects"
 
 
 def invalid_spec(
@@ -62,7 +66,12 @@ def apply_queue(
         raise _fail(body, patch, status, problem, retry) from None
     if outcome != "unchanged":
         kopf.info(body, reason="Table", message=f"table {resource.table} {outcome}")
-    apply_workers(state.kube, resource, body, state.settings.worker_image)
+    url = state.databases.last_url((namespace, resource.name))
+    assert url is not None, "state.database remembers it"
+    try:
+        apply_workers(state.kube, resource, body, state.settings, url)
+    except NotReady as problem:
+        raise _fail(body, patch, status, problem, retry) from None
     patch.status["observedGeneration"] = generation
     patch.status["effectiveDefaultStatus"] = database.default_status_of(resource.name)
     patch.status["conditions"] = merge(
@@ -87,13 +96,20 @@ def _fail(
     return kopf.TemporaryError(problem.message, delay=RETRY_BACKOFF.delay(retry))
 
 
-def apply_workers(kube: Kube, resource: QueueResource, body: kopf.Body, worker_image: str) -> None:
-    """The Deployment and, in HPA mode, its HPA. A conflict (the timer or an HPA changed the
-    object between our read and our write) is retried at once with a fresh read, not left to
-    kopf's one-minute back-off."""
+def apply_workers(
+    kube: Kube, resource: QueueResource, body: kopf.Body, settings: Settings, url: str
+) -> None:
+    """The Deployment and what scales it in the Queue's mode: an HPA, or KEDA's ScaledObject
+    and TriggerAuthentication; those of other modes are deleted. A conflict (the timer or an
+    autoscaler changed the object between our read and our write) is retried at once with a
+    fresh read, not left to kopf's one-minute back-off."""
+    if resource.spec.workers.autoscaling.mode == "KEDA":
+        problem = keda.connection_problem(url)
+        if problem is not None:
+            raise NotReady("WorkersReady", "KEDAUnsupportedDatabase", problem)
     for attempt in range(1, CONFLICT_RETRIES + 1):
         try:
-            _apply_workers_once(kube, resource, body, worker_image)
+            _apply_workers_once(kube, resource, body, settings)
             return
         except ApiException as error:
             if error.status != 409 or attempt == CONFLICT_RETRIES:
@@ -101,33 +117,84 @@ def apply_workers(kube: Kube, resource: QueueResource, body: kopf.Body, worker_i
 
 
 def _apply_workers_once(
-    kube: Kube, resource: QueueResource, body: kopf.Body, worker_image: str
+    kube: Kube, resource: QueueResource, body: kopf.Body, settings: Settings
 ) -> None:
-    name, namespace = resource.name, body["metadata"]["namespace"]
+    name, namespace, spec = resource.name, body["metadata"]["namespace"], resource.spec
     objects_name = builders.deployment_name(name)
     owner = builders.owner_reference(dict(body))
-    mode = resource.spec.workers.autoscaling.mode
+    mode = spec.workers.autoscaling.mode
     existing = kube.deployment(objects_name, namespace)
-    replicas: int | None
-    if existing is not None:
-        replicas = existing.spec.replicas
-    else:
-        replicas = resource.spec.workers.autoscaling.min_replicas if mode != "HPA" else None
-    wanted = builders.deployment(name, namespace, resource.spec, owner, worker_image, replicas)
+    current = None if existing is None else (existing.spec.replicas or 0)
+    replicas = builders.workers_replicas(spec, current)
+    wanted = builders.deployment(name, namespace, spec, owner, settings.worker_image, replicas)
     kube.put_deployment(wanted, existing)
     if existing is None:
         kopf.info(body, reason="Workers", message=f"created Deployment {objects_name}")
+    elif current != replicas:
+        message = f"workers {current} -> {replicas} ({builders.HPA_FLOOR_REASON})"
+        kopf.info(body, reason="Scaled", message=message)
+    # The scaler of the previous mode goes first: two scalers on one Deployment fight (and
+    # KEDA refuses to make its HPA while another HPA targets the Deployment).
+    if mode == "KEDA":
+        _apply_hpa(kube, resource, body, namespace, owner)
+        _apply_keda(kube, resource, body, namespace, owner, settings.interval)
+    else:
+        _apply_keda(kube, resource, body, namespace, owner, settings.interval)
+        _apply_hpa(kube, resource, body, namespace, owner)
+
+
+def _apply_hpa(
+    kube: Kube, resource: QueueResource, body: kopf.Body, namespace: str, owner: dict[str, Any]
+) -> None:
+    objects_name = builders.deployment_name(resource.name)
     hpa = kube.horizontal_pod_autoscaler(objects_name, namespace)
-    if mode == "HPA":
-        wanted_hpa = builders.horizontal_pod_autoscaler(name, namespace, resource.spec, owner)
-        kube.put_horizontal_pod_autoscaler(wanted_hpa, hpa)
+    if resource.spec.workers.autoscaling.mode == "HPA":
+        wanted = builders.horizontal_pod_autoscaler(resource.name, namespace, resource.spec, owner)
+        kube.put_horizontal_pod_autoscaler(wanted, hpa)
         if hpa is None:
-            message = f"created HorizontalPodAutoscaler {objects_name}"
-            kopf.info(body, reason="Autoscaling", message=message)
+            _note(body, f"created HorizontalPodAutoscaler {objects_name}")
     elif hpa is not None:
         kube.delete_horizontal_pod_autoscaler(objects_name, namespace)
-        message = f"deleted HorizontalPodAutoscaler {objects_name}"
-        kopf.info(body, reason="Autoscaling", message=message)
+        _note(body, f"deleted HorizontalPodAutoscaler {objects_name}")
+
+
+def _apply_keda(
+    kube: Kube,
+    resource: QueueResource,
+    body: kopf.Body,
+    namespace: str,
+    owner: dict[str, Any],
+    interval: float,
+) -> None:
+    name = resource.name
+    objects_name = builders.deployment_name(name)
+    wanted = {
+        KEDA_AUTHENTICATIONS: keda.trigger_authentication(name, namespace, resource.spec, owner),
+        KEDA_SCALED_OBJECTS: keda.scaled_object(name, namespace, resource.spec, owner, interval),
+    }
+    keep = resource.spec.workers.autoscaling.mode == "KEDA"
+    # Created authentication first, deleted scaled object first: never a trigger without it.
+    for plural in wanted if keep else reversed(wanted):
+        existing = kube.keda_object(plural, objects_name, namespace)
+        kind = wanted[plural]["kind"]
+        if keep:
+            try:
+                kube.put_keda_object(plural, wanted[plural], existing)
+            except ApiException as error:
+                if error.status == 404:  # the resource type, not the object: no KEDA CRDs
+                    raise NotReady(
+                        "WorkersReady", "KEDANotInstalled", f"KEDA's {kind} CRD is not installed"
+                    ) from None
+                raise
+            if existing is None:
+                _note(body, f"created {kind} {objects_name}")
+        elif existing is not None:
+            kube.delete_keda_object(plural, objects_name, namespace)
+            _note(body, f"deleted {kind} {objects_name}")
+
+
+def _note(body: kopf.Body, message: str) -> None:
+    kopf.info(body, reason="Autoscaling", message=message)
 
 
 def delete_queue(

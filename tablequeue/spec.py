@@ -200,8 +200,13 @@ class PollInterval(_Model):
 
 
 class Autoscaling(_Model):
-    mode: AutoscalingMode = Field("Operator", description="Who scales the workers")
-    min_replicas: int = Field(0, ge=0, description="Fewest workers; 0 scales to zero")
+    mode: AutoscalingMode = Field(
+        "Operator",
+        description="Who scales the workers: the operator, an HPA, KEDA (PostgreSQL), or no one",
+    )
+    min_replicas: int = Field(
+        0, ge=0, description="Fewest workers; 0 scales to zero (an HPA keeps at least 1)"
+    )
     max_replicas: int = Field(10, ge=1, description="Most workers")
     messages_per_replica: int = Field(100, ge=1, description="Backlog per worker")
     cooldown_seconds: float = Field(60.0, ge=0, description="Wait before scaling down")
@@ -254,6 +259,16 @@ class QueueSpec(_Model):
         None, json_schema_extra=_FREE_FORM, description="Prefilled in the admin UI"
     )
     workers: WorkerSpec = Field(default_factory=WorkerSpec, description="Worker Deployment")
+
+    @model_validator(mode="after")
+    def _scalable(self) -> QueueSpec:
+        dialect = self.database.dialect if self.database else None
+        if self.workers.autoscaling.mode == "KEDA" and dialect not in (None, "postgresql"):
+            raise ValueError(
+                f"workers.autoscaling.mode KEDA reads the backlog with KEDA's postgresql scaler: "
+                f"database.dialect {dialect} cannot be scaled by it (use Operator or HPA)"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -1,5 +1,6 @@
 """Scaling the workers: Operator mode follows the backlog and keeps workers for leased
-messages; HPA mode hands the count to a HorizontalPodAutoscaler; the default status."""
+messages; HPA mode hands the count to a HorizontalPodAutoscaler, never at zero replicas; the
+default status."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ from tests.support.kube.fixtures import (
 # The first test may build the control plane (minutes on a cold machine); later runs start it in
 # seconds from the user's cache folder.
 pytestmark = pytest.mark.timeout(600)
+
+
+HANDED_TO_HPA = "workers 0 -> 1 (HPA mode: an HPA cannot scale from zero)"
 
 
 def scaled_events(kube: ControlPlane, namespace: str, name: str) -> list[str]:
@@ -127,13 +131,23 @@ def test_default_status_change_and_switching_to_hpa_and_back(
         assert metric["external"]["target"] == {"type": "AverageValue", "averageValue": "100"}
         assert hpa["metadata"]["ownerReferences"][0]["kind"] == "Queue"
 
-        # A backlog that would mean 3 replicas: in HPA mode the operator leaves them alone (and
-        # the HPA controller leaves a Deployment at 0 replicas alone too).
+        # Scale from zero: the HPA controller leaves a Deployment at 0 replicas alone for good
+        # ("autoscaling disabled"), so the operator hands it over at the HPA's minReplicas.
+        wait(lambda: replicas_of(kube, "mail", namespace) == 1)
+        assert HANDED_TO_HPA in scaled_events(kube, namespace, "mail")
+        # ... and puts it back there if anything scales it to 0.
+        kube.kubectl("scale", "deployment", "mail-workers", "-n", namespace, "--replicas=0")
+        wait(lambda: replicas_of(kube, "mail", namespace) == 0)
+        wait(lambda: replicas_of(kube, "mail", namespace) == 1)
+        wait(lambda: status_of(kube, "mail", namespace)["replicas"]["desired"] == 1)
+
+        # A backlog that would mean 3 replicas: in HPA mode the operator leaves the count to the
+        # HPA (which has no metrics API in this control plane: tests/deploy runs one).
         scaled_before = scaled_events(kube, namespace, "mail")
         assert mail.set_status("Pending", from_status="Paused") == 300
         wait(lambda: status_of(kube, "mail", namespace).get("backlog") == 300)
         wait_ticks(operator, "mail", 3)
-        assert replicas_of(kube, "mail", namespace) == 0
+        assert replicas_of(kube, "mail", namespace) == 1
         assert scaled_events(kube, namespace, "mail") == scaled_before
 
         patch(kube, "mail", namespace, {"workers": {"autoscaling": {"mode": "Operator"}}})

@@ -1,0 +1,85 @@
+"""Scaling decisions as pure functions, without a cluster: the replicas the operator writes in
+each mode (HPA mode never left at zero), the HPA's floor, and the mode/database combinations the
+spec and the CRD refuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tablequeue.errors import SpecError
+from tablequeue.operator import builders
+from tablequeue.operator.crd import custom_resource_definition
+from tablequeue.spec import QueueResource, QueueSpec
+
+OWNER = {"apiVersion": "tablequeue.dev/v1", "kind": "Queue", "name": "orders", "uid": "u-1"}
+
+
+def spec(mode: str, min_replicas: int = 0, **database: Any) -> QueueSpec:
+    return QueueResource.from_name(
+        "orders",
+        database={"secret_ref": {"name": "orders-db"}} | database,
+        workers={"autoscaling": {"mode": mode, "min_replicas": min_replicas, "max_replicas": 9}},
+    ).spec
+
+
+@pytest.mark.parametrize(
+    ("mode", "min_replicas", "current", "replicas"),
+    [
+        # A new Deployment starts at minReplicas; an HPA's at its floor of 1.
+        ("Operator", 0, None, 0),
+        ("None", 2, None, 2),
+        ("KEDA", 0, None, 0),
+        ("HPA", 0, None, 1),
+        ("HPA", 3, None, 3),
+        # An existing one keeps what its scaler set ...
+        ("Operator", 0, 4, 4),
+        ("None", 0, 0, 0),
+        ("KEDA", 0, 0, 0),
+        ("HPA", 0, 6, 6),
+        # ... except an HPA's target at 0, which the HPA controller would never touch again.
+        ("HPA", 0, 0, 1),
+        ("HPA", 2, 0, 2),
+    ],
+)
+def test_workers_replicas_per_mode(
+    mode: str, min_replicas: int, current: int | None, replicas: int
+) -> None:
+    assert builders.workers_replicas(spec(mode, min_replicas), current) == replicas
+
+
+@pytest.mark.parametrize(("min_replicas", "floor"), [(0, 1), (1, 1), (4, 4)])
+def test_hpa_min_replicas_is_at_least_one(min_replicas: int, floor: int) -> None:
+    queue = spec("HPA", min_replicas)
+    assert builders.hpa_min_replicas(queue) == floor
+    hpa = builders.horizontal_pod_autoscaler("orders", "shop", queue, OWNER)
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (floor, 9)
+
+
+def test_hpa_scales_down_after_the_cooldown() -> None:
+    queue = QueueResource.from_name(
+        "orders",
+        database={"secret_ref": {"name": "orders-db"}},
+        workers={"autoscaling": {"mode": "HPA", "cooldown_seconds": 12.5}},
+    ).spec
+    hpa = builders.horizontal_pod_autoscaler("orders", "shop", queue, OWNER)
+    assert hpa["spec"]["behavior"] == {"scaleDown": {"stabilizationWindowSeconds": 13}}
+
+
+def test_keda_mode_refuses_a_database_keda_cannot_read() -> None:
+    assert spec("KEDA", dialect="postgresql").workers.autoscaling.mode == "KEDA"
+    assert spec("KEDA").workers.autoscaling.mode == "KEDA"  # dialect from the URL: checked live
+    with pytest.raises(SpecError, match=r"KEDA.s postgresql scaler: database\.dialect sqlite"):
+        spec("KEDA", dialect="sqlite")
+    assert spec("HPA", dialect="sqlite").workers.autoscaling.mode == "HPA"
+
+
+def test_the_crd_refuses_the_same_combination() -> None:
+    [version] = custom_resource_definition()["spec"]["versions"]
+    rules = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
+    assert any(
+        "self.workers.autoscaling.mode != 'KEDA'" in rule["rule"]
+        and "self.database.dialect == 'postgresql'" in rule["rule"]
+        for rule in rules
+    )
