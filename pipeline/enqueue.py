@@ -79,7 +79,7 @@ def enqueue_frame(
 ) -> EnqueueResult:
     """Enqueue every row of `frame` into `queue_name`; rows that cannot be messages go to
     `rejects_path` as JSON lines (`reason` and the message fields), by default
-    `tablequeue-rejects/<queue>-<UTC time>`.
+    `tablequeue-rejects-<queue>-<UTC time>`.
 
     One pass over the data: each partition validates its rows, enqueues the valid ones and
     hands the rejected ones to Spark's JSON writer. `partitions` coalesces (or spreads) the
@@ -102,7 +102,7 @@ def enqueue_frame(
     counters = {name: spark.sparkContext.accumulator(0) for name in COUNTERS}
     writer = _partition_writer(database_url, queue_name, columns, batch_size, counters)
     rejects = spark.createDataFrame(prepared.rdd.mapPartitions(writer), REJECTS_SCHEMA)
-    path = rejects_path or f"tablequeue-rejects/{queue_name}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    path = rejects_path or f"tablequeue-rejects-{queue_name}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     with Progress(spark, f"enqueue {queue_name}", counters, tell, progress_every):
         # The write is the one action: it runs every partition's enqueue once. A task Spark
         # retries runs its partition again (and counts it again): with messageIds on an
