@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -156,3 +158,30 @@ def test_report_matches_sql_before_and_after_archiving(
     assert data["queues"] == json.loads(json.dumps(before.queues))
     assert png.stat().st_size > 10_000
     database.close()
+
+
+def test_report_on_sqlite_matches_the_rows(spark: SparkSession, sqlite_url: str) -> None:
+    """SQLite keeps times as text: the report parses them as UTC. Figures computed from the
+    rows the core reads (SQLite has no percentile function)."""
+    with connect(sqlite_url) as database:
+        database.apply(QueueResource.from_name("emails"))
+        queue = database.queue("emails")
+        fill_history(queue, 600)
+        t = queue.table
+        with database.transaction() as connection:
+            rows = connection.execute(
+                sa.select(t.c.status, t.c.created_at, t.c.process_after, t.c.processed_at)
+            ).all()
+    report = build_report(messages_frame(spark, sqlite_url, ["emails"], None))
+    processed = [r for r in rows if r.status == "Processed"]
+
+    def cuts(values: list[float]) -> dict[str, float]:
+        quantiles = statistics.quantiles(values, n=100, method="inclusive")
+        return {"p50": quantiles[49], "p90": quantiles[89], "p99": quantiles[98]}
+
+    figures = report.queues["emails"]
+    assert figures["counts"] == dict(Counter(r.status for r in rows))
+    latency = [(r.processed_at - r.process_after).total_seconds() for r in processed]
+    in_queue = [(r.processed_at - r.created_at).total_seconds() for r in processed]
+    assert figures["latencySeconds"] == pytest.approx(cuts(latency), abs=1e-6)
+    assert figures["timeInQueueSeconds"] == pytest.approx(cuts(in_queue), abs=1e-6)
