@@ -102,7 +102,8 @@ def archive_queue(
     run = f"r{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{secrets.token_hex(3)}"
     cutoff = datetime.now(UTC) - older_than
     journal.mark(run, STARTED)
-    rows = read_queue_table(spark, database_url, table.name, _read_options(bounds, read_partitions))
+    ranges = read_partitions or spark.sparkContext.defaultParallelism
+    rows = read_queue_table(spark, database_url, table.name, _read_options(bounds, ranges))
     finished_at = F.coalesce(F.col("processed_at"), F.col("updated_at"))
     selected = rows.where(F.col("status").isin(list(statuses)) & (finished_at < F.lit(cutoff)))
     selected = selected.withColumns(
@@ -126,9 +127,9 @@ def archive_queue(
     )
 
 
-def _read_options(bounds: tuple[int, int] | None, partitions: int | None) -> dict[str, str]:
+def _read_options(bounds: tuple[int, int] | None, partitions: int) -> dict[str, str]:
     """Read the table in parallel by id ranges (one connection per range)."""
-    if bounds is None or not partitions or partitions < 2:
+    if bounds is None or partitions < 2:
         return {}
     return {
         "partitionColumn": "id",

@@ -201,7 +201,11 @@ def enqueue(
     multiple=True,
     help="Statuses to archive (default Processed, Error, Cancelled, Expired).",
 )
-@click.option("--read-partitions", type=click.IntRange(1), help="Parallel JDBC reads by id.")
+@click.option(
+    "--read-partitions",
+    type=click.IntRange(1),
+    help="JDBC reads by id range, one connection each (default: Spark's parallelism).",
+)
 @click.option("--delete-batch", type=click.IntRange(1, 10_000), default=1000, show_default=True)
 @spark_options
 def archive(
