@@ -11,11 +11,12 @@ from importlib.metadata import version
 from pathlib import Path
 
 import click
+import pydantic
 
 from tablequeue.worker_settings import WorkerSettings, env_name
 
 from .model_options import model_options
-from .options import db_option, friendly_errors
+from .options import db_option, fail, friendly_errors, validation_line
 
 
 @click.command()
@@ -26,8 +27,12 @@ def worker(**options: object) -> None:
     from tablequeue.worker.main import run
 
     # click has read the flags and the TABLEQUEUE_* variables; the model fills in the rest.
-    given = {name: value for name, value in options.items() if value is not None}
-    sys.exit(run(WorkerSettings.model_validate(given)))
+    given = {name: value for name, value in options.items() if value not in (None, "")}
+    try:
+        settings = WorkerSettings.model_validate(given)
+    except pydantic.ValidationError as error:
+        fail(f"invalid worker option: {validation_line(error)}")
+    sys.exit(run(settings))
 
 
 @click.command()

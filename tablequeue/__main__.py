@@ -1,10 +1,6 @@
-"""`python -m tablequeue`: the `tablequeue` command.
+"""`python -m tablequeue`: the `tablequeue` command. Not part of the core library: it stands on
+the top floor with `tablequeue.cli` (see pyproject's import contracts)."""
 
-The command is built above the core (`tablequeue.cli`), which the core never imports: it is
-found as the console script the distribution installs.
-"""
+from tablequeue.cli import main
 
-from importlib.metadata import entry_points
-
-[command] = entry_points(group="console_scripts", name="tablequeue")
-command.load()()
+main()

@@ -19,8 +19,10 @@ class Backoff:
         self.attempt = 0
 
     def delay(self, attempt: int) -> float:
-        """The wait before retry number `attempt` (0 is the first retry)."""
-        ceiling = min(self.cap, self.first * 2.0 ** min(attempt, 64))
+        """The wait before retry number `attempt` (0 is the first retry): `first * 2**attempt`
+        without jitter; with jitter, drawn between `first` and twice that, capped either way."""
+        exponent = min(attempt, 64) + (1 if self.jitter else 0)
+        ceiling = min(self.cap, self.first * 2.0**exponent)
         return random.uniform(self.first, ceiling) if self.jitter else ceiling
 
     def next(self) -> float:

@@ -11,8 +11,6 @@ import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Connection
-
 from . import names
 from .errors import InvalidInput, MessageNotFound, QueueNotFound
 from .models import Message
@@ -68,9 +66,6 @@ class Database(Storage):
             with contextlib.suppress(MessageNotFound):
                 return queue, queue.get_by_tracking_id(tracking_id)
         raise MessageNotFound(f"no message with tracking id {tracking_id} in any queue")
-
-    def default_status(self, connection: Connection, name: str) -> str:
-        return registry.default_status(self, connection, name)
 
     def default_status_of(self, name: str) -> str:
         """The status new messages of this queue get now (it may be changed at runtime)."""

@@ -6,6 +6,7 @@ import json
 import math
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -209,16 +210,25 @@ class Message:
         """From a result row's mapping (`row._mapping`)."""
         return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict with camelCase keys, as the CLI and the HTTP API show it."""
-        out: dict[str, Any] = {}
-        for key, value in asdict(self).items():
-            if isinstance(value, datetime):
-                value = value.isoformat()
-            elif isinstance(value, uuid.UUID):
-                value = str(value)
-            out[to_camel(key)] = value
-        return out
+    def to_json(self, keys: Iterable[str] | None = None) -> dict[str, Any]:
+        """JSON-ready dict with camelCase keys, as the CLI and the HTTP API show it; only the
+        given camelCase `keys` (in their order) when asked, e.g. for an HTTP handler's body."""
+        return {
+            key: _json_ready(getattr(self, MESSAGE_ATTRIBUTES[key]))
+            for key in (keys if keys is not None else MESSAGE_ATTRIBUTES)
+        }
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+MESSAGE_ATTRIBUTES = {to_camel(f.name): f.name for f in fields(Message)}
+"""camelCase JSON key -> Message attribute, in table order."""
 
 
 def message_columns() -> list[tuple[str, ColumnSpec]]:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .limits import MAX_LEASE_BATCH
+
 if TYPE_CHECKING:
     from .queue import Queue
 
@@ -42,7 +44,7 @@ class WorkerSettings(BaseSettings):
         "python:package.module:function."
     )
     handler_timeout: float = Field(30.0, description="HTTP handler: seconds to wait for an answer.")
-    batch_size: int | None = Field(None, ge=1, le=10_000)
+    batch_size: int | None = Field(None, ge=1, le=MAX_LEASE_BATCH)
     concurrency: int | None = Field(None, ge=1, le=10_000)
     lease_seconds: float | None = Field(None, ge=0.1)
     execution_timeout: float | None = Field(

@@ -84,8 +84,7 @@ HTTP_PAYLOAD_FIELDS = (
 
 
 def payload(message: Message) -> dict[str, Any]:
-    shown = message.to_json()
-    return {field: shown[field] for field in HTTP_PAYLOAD_FIELDS}
+    return message.to_json(HTTP_PAYLOAD_FIELDS)
 
 
 def outcome_from(data: Any) -> Outcome | None:

@@ -35,9 +35,11 @@ class Running:
     """The stop is the message's failure (time limit, grace period), not a lost lease."""
 
     def stop(self, reason: str, *, fails: bool) -> None:
-        """Cancel the handler; `fails`: record the reason as the message's failure."""
-        self.stop_reason = reason
-        self.stop_fails = fails
+        """Cancel the handler; `fails`: record the reason as the message's failure. The first
+        stop decides (a time limit that fired is the failure even if the lease is lost next)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self.stop_fails = fails
         self.task.cancel()
 
 

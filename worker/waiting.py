@@ -18,5 +18,8 @@ async def wait_any(*events: asyncio.Event) -> None:
 
 async def sleep_unless(seconds: float, *events: asyncio.Event) -> None:
     """Sleep `seconds`, or less if one of the events is set meanwhile."""
+    if not events:
+        await asyncio.sleep(seconds)
+        return
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(wait_any(*events), timeout=seconds)

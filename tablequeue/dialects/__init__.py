@@ -1,8 +1,8 @@
 """One protocol for every database engine (`base.Dialect`), one module per engine.
 
 Adding an engine means one module with a `SqlDialect` subclass (overriding whole operations
-where its SQL differs), registered in `DIALECTS`, plus a test fixture branch and its golden
-SQL; the conformance suite runs unchanged.
+where its SQL differs), registered in `DIALECTS`, plus an entry in tests/conftest.py's
+`ENGINES` with its URL fixture, and its golden SQL; the conformance suite runs unchanged.
 """
 
 from . import postgresql, sqlite

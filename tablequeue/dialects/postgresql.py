@@ -16,7 +16,6 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from .base import Capabilities, JsonKind, JsonPath, notify_channel
-from .postgresql_listener import listen
 from .queries import Queries
 from .sql import SqlDialect
 
@@ -189,6 +188,9 @@ class PostgresDialect(SqlDialect):
         return [notify.scalar_subquery().label("notified")]
 
     async def listen(self, url: sa.URL, table_name: str, wake: asyncio.Event) -> None:
+        # Imported here: psycopg's libpq loads only for a process that listens.
+        from .postgresql_listener import listen
+
         await listen(url, notify_channel(table_name), wake)
 
     def count_by_status(

@@ -1,5 +1,5 @@
 """What people and tools do to a queue's messages: set status, edit, delete, cancel, report
-progress; and housekeeping: sweep lapsed leases and expired messages, vacuum, purge."""
+progress; and housekeeping: sweep lapsed leases and expired messages, purge."""
 
 from __future__ import annotations
 
@@ -85,9 +85,7 @@ def edit(
     if not force:
         condition = sa.and_(condition, t.c.status != literal_status(names.LEASED))
     with queue.storage.transaction() as connection:
-        row = connection.execute(
-            sa.update(t).where(condition).values(**values).returning(*t.c)
-        ).first()
+        row = d.update_one(connection, t, condition, values)
         if row is None:
             current = read.get(queue, connection, message_id)
             raise Conflict(
@@ -138,17 +136,13 @@ def report_progress(queue: QueueContext, message_id: int, progress: Any) -> None
 def cancel(queue: QueueContext, tracking_id: uuid.UUID | str) -> Message:
     tracking = read.tracking_uuid(tracking_id)
     t, d = queue.table, queue.dialect
-    statement = (
-        sa.update(t)
-        .where(
-            t.c.tracking_id == tracking,
-            t.c.status.not_in([literal_status(s) for s in names.FINAL]),
-        )
-        .values(status=literal_status(names.CANCELLED), lease_expires_at=None, updated_at=d.now())
-        .returning(*t.c)
+    unfinished = sa.and_(
+        t.c.tracking_id == tracking,
+        t.c.status.not_in([literal_status(s) for s in names.FINAL]),
     )
+    values = {"status": literal_status(names.CANCELLED), "lease_expires_at": None}
     with queue.storage.transaction() as connection:
-        row = connection.execute(statement).first()
+        row = d.update_one(connection, t, unfinished, values | {"updated_at": d.now()})
         if row is None:
             current = read.by_tracking_id(queue, connection, tracking)
             raise Conflict(
@@ -192,8 +186,7 @@ def purge(queue: QueueContext, statuses: Sequence[str] | None, older_than: timed
         condition = sa.and_(
             condition, age < d.seconds_from_now(sa.literal(-older_than.total_seconds()))
         )
-    batch = sa.select(t.c.id).where(condition).limit(PURGE_BATCH).scalar_subquery()
-    statement = sa.delete(t).where(t.c.id.in_(batch))
+    statement = d.delete_some(t, condition, PURGE_BATCH)
     total = 0
     while True:
         with queue.storage.transaction() as connection:

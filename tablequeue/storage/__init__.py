@@ -2,6 +2,5 @@
 layout with its migrations. The queue operations (`tablequeue.queue`) sit on top of it."""
 
 from .engine import Storage
-from .urls import parse_url
 
-__all__ = ["Storage", "parse_url"]
+__all__ = ["Storage"]

@@ -8,11 +8,6 @@ from ..dialects import DIALECTS, Dialect, for_url_scheme
 from ..errors import InvalidInput
 
 
-def parse_url(url: str) -> sa.URL:
-    """Validate a database URL and pick the driver tablequeue uses for it."""
-    return dialect_for_url(url)[1]
-
-
 def dialect_for_url(url: str) -> tuple[Dialect, sa.URL]:
     """The dialect serving a URL, and the URL with the driver tablequeue connects with."""
     try:
