@@ -19,11 +19,17 @@ from tablequeue import Database, Queue, connect
 from tablequeue.dialects import Capabilities
 from tablequeue.spec import QueueResource
 from tests.support.kube import ControlPlane, control_plane
+from tests.support.mariadb_server import MariaDbServer, mariadb_server
 from tests.support.postgres_server import PostgresServer, postgres_server
 from tests.support.waiting import wait_until
 
 pytest_plugins = ["tests.support.markers"]
-ENGINES = {"postgresql": "postgres_url", "sqlite": "sqlite_url"}
+ENGINES = {
+    "postgresql": "postgres_url",
+    "sqlite": "sqlite_url",
+    "mariadb": "mariadb_url",
+    "mariadb-odbc": "mariadb_odbc_url",
+}
 """Every engine the conformance suite runs on, with the fixture giving a fresh database URL."""
 ROOT = Path(__file__).resolve().parent.parent
 _database_numbers = itertools.count()
@@ -39,6 +45,26 @@ def postgres() -> Iterator[PostgresServer]:
 @pytest.fixture
 def postgres_url(postgres: PostgresServer) -> str:
     return postgres.create_database(f"test_{next(_database_numbers)}")
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[MariaDbServer]:
+    with mariadb_server() as server:
+        yield server
+
+
+@pytest.fixture
+def mariadb_url(mariadb: MariaDbServer) -> str:
+    """MariaDB through PyMySQL."""
+    return mariadb.create_database(f"test_{next(_database_numbers)}")
+
+
+@pytest.fixture
+def mariadb_odbc_url(mariadb: MariaDbServer) -> str:
+    """MariaDB through pyodbc and MariaDB's ODBC driver (a DSN-less mysql+pyodbc URL)."""
+    name = f"test_{next(_database_numbers)}"
+    mariadb.create_database(name)
+    return mariadb.odbc_url(name)
 
 
 @pytest.fixture

@@ -5,11 +5,15 @@ where its SQL differs), registered in `DIALECTS`, plus an entry in tests/conftes
 `ENGINES` with its URL fixture, and its golden SQL; the conformance suite runs unchanged.
 """
 
-from . import postgresql, sqlite
+from . import mysql, postgresql, sqlite
 from .base import Capabilities, Dialect, JsonKind, JsonPath, notify_channel
 from .sql import SqlDialect
 
-DIALECTS: dict[str, Dialect] = {"postgresql": postgresql.DIALECT, "sqlite": sqlite.DIALECT}
+DIALECTS: dict[str, Dialect] = {
+    "postgresql": postgresql.DIALECT,
+    "sqlite": sqlite.DIALECT,
+    "mariadb": mysql.DIALECT,
+}
 """Every engine, by SQLAlchemy backend name."""
 
 __all__ = [

@@ -24,6 +24,8 @@ from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
 JsonKind = Literal["string", "number", "boolean"]
 JsonPath = Sequence[str | int]
 Rows = Sequence[sa.Row[*tuple[Any, ...]]]
+LeasedRows = Sequence[Sequence[Any]]
+"""Every column of each leased row, in table order (`Message(*row)`)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,9 @@ class Capabilities:
     """Stats may estimate the count of a huge finished status from table statistics."""
     vacuums: bool
     """`vacuum_if_bloated` can reclaim dead rows' space (else the engine reuses it itself)."""
+    first_schema_version: int = 1
+    """The oldest table layout (`storage.schema.SCHEMA_VERSION`) this engine ever had: tables
+    of older versions, to migrate, exist only on engines supported back then."""
 
 
 class Dialect(Protocol):
@@ -66,6 +71,9 @@ class Dialect(Protocol):
 
     def partial_index_options(self, where: sa.ColumnElement[bool]) -> dict[str, Any]:
         """Keyword arguments that make an index partial (`sa.Index(..., **options)`)."""
+
+    def lease_index(self, table: sa.Table, name: str) -> sa.Index:
+        """The index the lease statement reads due messages in lease order from."""
 
     def configure_engine(self, engine: Engine) -> None:
         """Install per-connection settings (pragmas, transaction mode)."""
@@ -109,7 +117,7 @@ class Dialect(Protocol):
         batch_size: int,
         lease_seconds: float,
         correlation_id: str,
-    ) -> Rows:
+    ) -> LeasedRows:
         """Lease up to `batch_size` due messages; every column of each leased row."""
 
     def enqueue_round(
@@ -189,6 +197,19 @@ class Dialect(Protocol):
         self, connection: Connection, queries: Queries, *, owner: str, ids: Sequence[int]
     ) -> int:
         """Give back unstarted leases and wake listeners; the number released."""
+
+    def update_one(
+        self,
+        connection: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        values: dict[str, Any],
+    ) -> sa.Row[Any] | None:
+        """Update the one row `where` chooses (by id or tracking id); the row as updated, or
+        None when no row matched."""
+
+    def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
+        """A DELETE of at most `limit` rows matching `where` (bounded purges)."""
 
     def backlog(self, connection: Connection, queries: Queries) -> tuple[int, Any, Any]:
         """Due messages: their number, the oldest due time, the database's clock (raw)."""

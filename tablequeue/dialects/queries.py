@@ -131,15 +131,18 @@ class Queries:
         return self._once(("extend",), self._extend)
 
     def _extend(self) -> sa.Update:
-        t, d = self.table, self.dialect
+        return self.extend_leases().returning(self.table.c.id)
+
+    def extend_leases(self) -> sa.Update:
+        """`extend` without RETURNING, for engines that cannot return from an UPDATE."""
+        d = self.dialect
         return (
-            sa.update(t)
+            sa.update(self.table)
             .where(self._held_among_ids())
             .values(
                 lease_expires_at=d.seconds_from_now(_bind("b_lease", sa.Float())),
                 updated_at=d.now(),
             )
-            .returning(t.c.id)
         )
 
     def held(self) -> Select[int]:
@@ -412,6 +415,13 @@ class Queries:
         return self._once(key, lambda: self._sweep_lapsed_leases(policy, max_attempts))
 
     def _sweep_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:
+        lapsed, values = self.lapsed_lease_changes(policy, max_attempts)
+        return sa.update(self.table).where(lapsed).values(**values).returning(self.table.c.status)
+
+    def lapsed_lease_changes(
+        self, policy: LeaseExpiredPolicy, max_attempts: int
+    ) -> tuple[sa.ColumnElement[bool], dict[str, Any]]:
+        """Which leases lapsed, and the values that settle them (status first)."""
         t, d = self.table, self.dialect
         now = d.now()
         lapsed = sa.and_(self.leased, t.c.lease_expires_at < now)
@@ -433,25 +443,29 @@ class Queries:
                 (untried_new_version, literal_status(names.PENDING)),
                 else_=literal_status(names.ABANDONED),
             )
-        return (
-            sa.update(t)
-            .where(lapsed)
-            .values(status=new_status, last_error=note, lease_expires_at=None, updated_at=now)
-            .returning(t.c.status)
-        )
+        values = {
+            "status": new_status,
+            "last_error": note,
+            "lease_expires_at": None,
+            "updated_at": now,
+        }
+        return lapsed, values
 
     def expire(self) -> sa.Update:
         """Messages past their expiry that no worker took: Expired."""
         return self._once(("expire",), self._expire)
 
     def _expire(self) -> sa.Update:
+        return self.expire_messages().returning(self.table.c.id)
+
+    def expire_messages(self) -> sa.Update:
+        """`expire` without RETURNING, for engines that cannot return from an UPDATE."""
         t, d = self.table, self.dialect
         now = d.now()
         return (
             sa.update(t)
             .where(self.leasable, t.c.expires_at <= now)
             .values(status=literal_status(names.EXPIRED), updated_at=now)
-            .returning(t.c.id)
         )
 
     # --- stats ------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from .base import Capabilities, JsonKind, JsonPath, Rows
+from .. import names
+from .base import Capabilities, JsonKind, JsonPath, LeasedRows, Rows
 from .per_row import PerRow
 from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
 
@@ -42,6 +43,16 @@ class SqlDialect(abc.ABC):
 
     def partial_index_options(self, where: sa.ColumnElement[bool]) -> dict[str, Any]:
         return {f"{self.name}_where": where}
+
+    def lease_index(self, table: sa.Table, name: str) -> sa.Index:
+        leasable = table.c.status.in_(names.LEASABLE)
+        return sa.Index(
+            name,
+            table.c.priority.desc(),
+            table.c.process_after,
+            table.c.id,
+            **self.partial_index_options(leasable),
+        )
 
     def configure_engine(self, engine: Engine) -> None:
         return None  # SQLAlchemy's defaults
@@ -107,7 +118,7 @@ class SqlDialect(abc.ABC):
         batch_size: int,
         lease_seconds: float,
         correlation_id: str,
-    ) -> Rows:
+    ) -> LeasedRows:
         parameters = {
             "b_n": batch_size,
             "b_lease": lease_seconds,
@@ -211,6 +222,20 @@ class SqlDialect(abc.ABC):
         if released:
             self.notify(connection, queries.table.name)
         return released
+
+    def update_one(
+        self,
+        connection: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        values: dict[str, Any],
+    ) -> sa.Row[Any] | None:
+        statement = sa.update(table).where(where).values(**values).returning(*table.c)
+        return connection.execute(statement).first()
+
+    def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
+        chosen = sa.select(table.c.id).where(where).limit(limit).scalar_subquery()
+        return sa.delete(table).where(table.c.id.in_(chosen))
 
     def backlog(self, connection: Connection, queries: Queries) -> tuple[int, Any, Any]:
         waiting, oldest, now = connection.execute(queries.backlog()).one()

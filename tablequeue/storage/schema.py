@@ -30,14 +30,7 @@ def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.
             sa.Column(name, type_, nullable=spec.nullable, server_default=spec.server_default)
         )
     table = sa.Table(table_name, metadata, *columns, **dialect.table_options())
-    leasable = table.c.status.in_(names.LEASABLE)
-    sa.Index(
-        names.lease_index_name(table_name),
-        table.c.priority.desc(),
-        table.c.process_after,
-        table.c.id,
-        **dialect.partial_index_options(leasable),
-    )
+    dialect.lease_index(table, names.lease_index_name(table_name))
     sa.Index(
         names.index_name(table_name, "message_id"),
         table.c.message_id,

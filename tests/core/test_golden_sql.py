@@ -75,6 +75,9 @@ def render(engine: str) -> dict[str, str]:
             statements[f"create_index_{index.name}"] = sa.schema.CreateIndex(index)
         for name, build in QUERIES.items():
             statements[name] = build(queries)
+        extra_statements = getattr(queries, "extra_statements", None)  # an engine's own
+        if extra_statements is not None:
+            statements.update(extra_statements())
         sql_dialect = storage.engine.dialect
         return {
             name: str(statement.compile(dialect=sql_dialect)).strip() + ";\n"

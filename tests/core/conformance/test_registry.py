@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue import Database
+from tablequeue.dialects import Capabilities
 from tablequeue.errors import Conflict, QueueNotFound
 from tablequeue.spec import QueueResource
 from tablequeue.storage.schema import SCHEMA_VERSION
@@ -29,7 +30,11 @@ def test_apply_is_idempotent_and_records_the_queue(database: Database) -> None:
     assert sa.inspect(database.engine).has_table("send_order_confirmation")
 
 
-def test_apply_migrates_a_version_1_table_and_keeps_its_messages(database: Database) -> None:
+def test_apply_migrates_a_version_1_table_and_keeps_its_messages(
+    database: Database, capabilities: Capabilities
+) -> None:
+    if capabilities.first_schema_version > 1:
+        pytest.skip("this engine never had version 1 tables")
     resource = QueueResource.from_name("old")
     database.apply(resource)
     queue = database.queue("old")

@@ -1,0 +1,390 @@
+"""MariaDB (10.11; 10.6 at least) through PyMySQL, or through pyodbc and MariaDB's ODBC driver.
+
+- The lease is a locking read (`FOR UPDATE SKIP LOCKED`) and an UPDATE by id in the same
+  transaction (MariaDB has no UPDATE ... RETURNING): two round trips, see `mysql_queries.py`.
+- Enqueues are INSERT ... SELECT FROM JSON_TABLE(...) ON DUPLICATE KEY UPDATE ... RETURNING:
+  one round trip per batch; outcomes are multi-table UPDATEs and DELETEs joined to JSON_TABLE.
+- Sessions run READ COMMITTED (no gap locks: a lease never blocks enqueues), with a binary
+  connection collation; queue tables use `utf8mb4_nopad_bin`, so identities and statuses
+  compare exactly (case and trailing spaces count), as on PostgreSQL and SQLite.
+- Timestamps are DATETIME(6) in UTC (`UTC_TIMESTAMP(6)`); JSON is MariaDB's JSON (LONGTEXT
+  with a JSON_VALID check). No notifications: workers poll.
+
+MySQL itself is not supported: it lacks INSERT ... RETURNING (SQLAlchemy's `mariadb` dialect
+refuses a MySQL server with a clear error when it connects).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects.mysql.base import MySQLTypeCompiler
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.selectable import Select
+
+from ..sqltypes import UtcDateTime
+from .base import Capabilities, JsonKind, JsonPath, LeasedRows
+from .mysql_queries import NOW_LABEL, MariaDbQueries
+from .queries import LeaseExpiredPolicy, Queries
+from .sql import SqlDialect
+
+COLLATION = "utf8mb4_nopad_bin"
+PER_ROW_PARAMETER = "b_rows"
+_JSON_TYPES: dict[JsonKind, tuple[str, ...]] = {
+    "string": ("STRING",),
+    "number": ("INTEGER", "DOUBLE"),
+    "boolean": ("BOOLEAN",),
+}
+_DDL_LOCK_TIMEOUT_SECONDS = 60
+
+
+def _path_text(path: JsonPath) -> str:
+    return "$" + "".join(
+        f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment)
+        for segment in path
+    )
+
+
+def _extract(column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[Any]:
+    value, steps = column, list[str | int]()
+    for segment in path:
+        if isinstance(segment, str) and segment.startswith("-"):
+            value = _member(_extract_path(value, steps), segment)
+            steps = []
+        else:
+            steps.append(segment)
+    return _extract_path(value, steps)
+
+
+def _extract_path(value: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[Any]:
+    if not path:
+        return value
+    return sa.func.json_extract(value, sa.bindparam(None, _path_text(path), type_=sa.Text))
+
+
+def _member(value: sa.ColumnElement[Any], key: str) -> sa.ColumnElement[Any]:
+    """`value[key]` without a path: MariaDB's path parser never matches a key that begins
+    with '-' (`$."-1"`). The key's position among JSON_KEYS picks the member from `$.*`."""
+    pattern = key.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    position = sa.func.json_search(
+        sa.func.json_keys(value),
+        sa.literal_column("'one'"),
+        sa.bindparam(None, pattern, type_=sa.Text),
+        sa.literal_column("'!'"),
+    )
+    members = sa.func.json_extract(value, sa.literal_column("'$.*'"))
+    return sa.func.json_extract(members, sa.func.json_unquote(position))
+
+
+def _arrays_on_the_way(column: sa.ColumnElement[Any], path: JsonPath) -> list[Any]:
+    """MariaDB reads `$.a[0]` of an object as the object itself: an index step must find an
+    array (as in SQLite's and PostgreSQL's strict paths)."""
+    return [
+        sa.func.coalesce(sa.func.json_type(_extract(column, path[:i])), "") == "ARRAY"
+        for i, segment in enumerate(path)
+        if isinstance(segment, int)
+    ]
+
+
+class _TypeCompiler(MySQLTypeCompiler):
+    """DATETIME keeps microseconds (MariaDB's plain DATETIME rounds to whole seconds)."""
+
+    def visit_DATETIME(self, type_: Any, **kw: Any) -> str:
+        return super().visit_DATETIME(type_, **kw) if getattr(type_, "fsp", None) else "DATETIME(6)"
+
+
+def _json_table_type(type_: sa.types.TypeEngine[Any]) -> str:
+    if isinstance(type_, sa.JSON):
+        return "JSON"
+    if isinstance(type_, sa.Boolean):
+        return "BOOLEAN"
+    if isinstance(type_, sa.Integer):
+        return "BIGINT"
+    if isinstance(type_, sa.Float):
+        return "DOUBLE"
+    if isinstance(type_, UtcDateTime | sa.DateTime):
+        return "DATETIME(6)"
+    if isinstance(type_, sa.Uuid):
+        return "CHAR(36)"
+    if isinstance(type_, sa.String) and type_.length and not isinstance(type_, sa.Text):
+        return f"VARCHAR({type_.length})"
+    return "LONGTEXT"
+
+
+def _per_row_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: tablequeue needs timezone-aware times")
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
+
+
+class MariaDbDialect(SqlDialect):
+    name = "mariadb"
+    url_schemes = {
+        "mariadb": "mariadb+pymysql",
+        "mariadb+pymysql": "mariadb+pymysql",
+        "mysql": "mariadb+pymysql",
+        "mysql+pymysql": "mariadb+pymysql",
+        "mariadb+pyodbc": "mariadb+pyodbc",
+        "mysql+pyodbc": "mariadb+pyodbc",
+    }
+    url_hint = "mariadb://"
+    capabilities = Capabilities(
+        notifies=False, estimates_counts=False, vacuums=False, first_schema_version=2
+    )
+    json_type: sa.types.TypeEngine[Any] = mysql.JSON()
+
+    # --- connecting and tables --------------------------------------------------------------
+
+    def id_column(self) -> sa.Column[int]:
+        return sa.Column("id", sa.BigInteger(), primary_key=True, autoincrement=True)
+
+    def table_options(self) -> dict[str, Any]:
+        return {
+            "mariadb_engine": "InnoDB",
+            "mariadb_charset": "utf8mb4",
+            "mariadb_collate": COLLATION,
+        }
+
+    def partial_index_options(self, where: sa.ColumnElement[bool]) -> dict[str, Any]:
+        return {}  # no partial indexes: a UNIQUE index admits any number of NULLs anyway
+
+    def lease_index(self, table: sa.Table, name: str) -> sa.Index:
+        # Led by status: each leasable status is read in lease order (mysql_queries.py).
+        c = table.c
+        return sa.Index(name, c.status, c.priority.desc(), c.process_after, c.id)
+
+    def configure_engine(self, engine: Engine) -> None:
+        engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            cursor.execute(f"SET SESSION collation_connection = '{COLLATION}'")
+            cursor.close()
+
+    def lock_for_ddl(self, connection: Connection, key: str) -> None:
+        """A named lock held until the transaction ends (MariaDB's DDL commits implicitly, so
+        it cannot be a row lock)."""
+        name = f"tablequeue:{key}"
+        got = connection.execute(
+            sa.select(sa.func.get_lock(name, _DDL_LOCK_TIMEOUT_SECONDS))
+        ).scalar()
+        if got != 1:
+            raise TimeoutError(f"waited {_DDL_LOCK_TIMEOUT_SECONDS}s for the lock {name!r}")
+
+        def release(conn: Connection) -> None:
+            conn.execute(sa.select(sa.func.release_lock(name)))
+
+        event.listen(connection, "commit", release, once=True)
+        event.listen(connection, "rollback", release, once=True)
+
+    # --- SQL parts --------------------------------------------------------------------------
+
+    def now(self) -> sa.ColumnElement[datetime]:
+        return sa.func.utc_timestamp(sa.literal_column("6"), type_=sa.DateTime())
+
+    def seconds_from_now(self, seconds: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
+        # INTERVAL n SECOND would round a fraction to whole seconds: add microseconds instead.
+        micros = sa.cast(sa.func.round(seconds * sa.literal_column("1000000")), sa.BigInteger)
+        return sa.func.timestampadd(
+            sa.literal_column("MICROSECOND"), micros, self.now(), type_=sa.DateTime()
+        )
+
+    def json_scalar(
+        self, column: sa.ColumnElement[Any], path: JsonPath, kind: JsonKind
+    ) -> sa.ColumnElement[Any]:
+        value = _extract(column, path)
+        found = sa.and_(
+            sa.func.json_type(value).in_(_JSON_TYPES[kind]), *_arrays_on_the_way(column, path)
+        )
+        scalar: sa.ColumnElement[Any]
+        if kind == "string":
+            # Bytes compare as code points, with no padding and no case folding.
+            scalar = sa.cast(sa.func.json_unquote(value), sa.LargeBinary)
+        elif kind == "number":
+            scalar = value + sa.literal_column("0e0")  # DOUBLE
+        else:
+            scalar = value == sa.literal_column("'true'")
+        return sa.case((found, scalar), else_=sa.null())
+
+    def json_is_null(self, column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[bool]:
+        value_type = sa.func.coalesce(sa.func.json_type(_extract(column, path)), "NULL")
+        arrays = _arrays_on_the_way(column, path)
+        if not arrays:
+            return value_type == "NULL"
+        return sa.or_(value_type == "NULL", sa.not_(sa.and_(*arrays)))
+
+    def insert(self, table: sa.Table) -> Insert:
+        return mysql.insert(table)
+
+    def excluded(self, insert: Insert) -> Any:
+        assert isinstance(insert, mysql.Insert)
+        return insert.inserted
+
+    def on_conflict_message_id(
+        self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
+    ) -> Insert:
+        """ON DUPLICATE KEY UPDATE has no WHERE: with one, every assignment keeps the old value
+        unless `where` holds. Assignments see the columns assigned before them, so `message`
+        (which `where` compares) is assigned last."""
+        assert isinstance(insert, mysql.Insert)
+        table = insert.table
+        assert isinstance(table, sa.Table)
+        ordered = [(k, v) for k, v in set_.items() if k != "message"]
+        ordered.append(("message", set_["message"]))
+        if where is not None:
+            ordered = [(k, sa.case((where, v), else_=table.c[k])) for k, v in ordered]
+        return insert.on_duplicate_key_update(ordered)
+
+    def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
+        return select.with_for_update(skip_locked=True)  # unused: `lease` is overridden
+
+    def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
+        definitions = ", ".join(
+            f"{c.name} {_json_table_type(c.type)} PATH '$.{c.name}'" for c in columns
+        )
+        rows = sa.bindparam(PER_ROW_PARAMETER, type_=sa.Text)
+        shape: sa.ColumnElement[Any] = sa.literal_column(f"'$[*]' COLUMNS ({definitions})")
+        return sa.func.json_table(rows, shape).table_valued(*columns).alias("b")
+
+    def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        # None is left out: a missing path is SQL NULL, where a JSON column reads `null` as
+        # JSON null. The bodies' text is as canonical_json writes it: JSON_TABLE keeps it.
+        present = [{k: v for k, v in row.items() if v is not None} for row in rows]
+        text = json.dumps(
+            present, default=_per_row_value, sort_keys=True, separators=(",", ":"), allow_nan=False
+        )
+        return {PER_ROW_PARAMETER: text}
+
+    # --- whole operations -------------------------------------------------------------------
+
+    def queries(self, table: sa.Table, registry: sa.Table) -> Queries:
+        return MariaDbQueries(self, table, registry)
+
+    def lease(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        batch_size: int,
+        lease_seconds: float,
+        correlation_id: str,
+    ) -> LeasedRows:
+        assert isinstance(queries, MariaDbQueries)
+        candidates = connection.execute(queries.lease(), {"b_n": batch_size}).all()
+        if not candidates:
+            return []
+        in_lease_order = sorted(candidates, key=lambda r: (-r.priority, r.process_after, r.id))
+        chosen = in_lease_order[:batch_size]
+        now = chosen[0]._mapping[NOW_LABEL].replace(tzinfo=UTC)
+        expires = now + timedelta(seconds=lease_seconds)
+        connection.execute(
+            queries.mark_leased(),
+            {
+                "b_ids": [row.id for row in chosen],
+                "b_expires": expires,
+                "b_owner": owner,
+                "b_cid": correlation_id,
+                "b_now": now,
+            },
+        )
+        leased = {
+            "status": "Leased",
+            "lease_expires_at": expires,
+            "lease_owner": owner,
+            "correlation_id": correlation_id,
+            "updated_at": now,
+        }
+        columns = [c.name for c in queries.table.c]
+        return [
+            tuple(
+                leased.get(name, row.attempts + 1 if name == "attempts" else row._mapping[name])
+                for name in columns
+            )
+            for row in chosen
+        ]
+
+    def enqueue_round(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        queue: str,
+        rows: Sequence[dict[str, Any]],
+        upsert: bool,
+        idempotent: bool,
+    ) -> Any:
+        written = super().enqueue_round(
+            connection, queries, queue=queue, rows=rows, upsert=upsert, idempotent=idempotent
+        )
+        if upsert and idempotent:
+            return [row for row in written if row.written]
+        return written
+
+    def sweep(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        on_lease_expired: LeaseExpiredPolicy,
+        max_attempts: int,
+    ) -> tuple[list[str], int]:
+        assert isinstance(queries, MariaDbQueries)
+        lapsed = connection.execute(queries.sweep_lapsed_leases(on_lease_expired, max_attempts))
+        swept: dict[int, str] = {row[0]: row[1] for row in lapsed}
+        if swept:
+            settle = queries.settle_lapsed_leases(on_lease_expired, max_attempts)
+            connection.execute(settle, {"b_ids": list(swept)})
+        expired = int(connection.execute(queries.expire()).rowcount)
+        return list(swept.values()), expired
+
+    def extend(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        ids: Sequence[int],
+        lease_seconds: float,
+    ) -> set[int]:
+        parameters = {"b_ids": list(ids), "b_owner": owner, "b_lease": lease_seconds}
+        extended = connection.execute(queries.extend(), parameters).rowcount
+        if extended == len(set(ids)):
+            return set(ids)
+        # Some were lost: the rows this transaction updated are exactly those still held.
+        return self.held(connection, queries, owner=owner, ids=ids)
+
+    def update_one(
+        self,
+        connection: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        values: dict[str, Any],
+    ) -> sa.Row[Any] | None:
+        chosen = connection.execute(sa.select(table.c.id).where(where).with_for_update()).first()
+        if chosen is None:
+            return None
+        by_id = table.c.id == chosen.id
+        connection.execute(sa.update(table).where(by_id).values(**values))
+        return connection.execute(sa.select(table).where(by_id)).first()
+
+    def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
+        # MariaDB refuses LIMIT in an IN (subquery) and a subquery on the table it deletes from.
+        return sa.delete(table).where(where).with_dialect_options(mariadb_limit=limit)
+
+
+DIALECT = MariaDbDialect()

@@ -1,0 +1,112 @@
+"""The statements MariaDB runs where the shared ones return rows from an UPDATE (MariaDB has
+INSERT ... RETURNING but no UPDATE ... RETURNING): a locking read, then an update by id.
+
+The lease reads each leasable status on its own, in lease order, `FOR UPDATE SKIP LOCKED`:
+with the lease index led by `status` (MariaDB has no partial indexes) each part reads the index
+in order and stops after :b_n rows, where `status IN (...)` would sort every due message and
+lock them all. The two parts lock at most 2 * :b_n rows; the batch is the first :b_n of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.sql.selectable import CompoundSelect, Select
+
+from .. import names
+from ..sqltypes import UtcDateTime
+from .queries import LeaseExpiredPolicy, Queries, literal_status
+
+NOW_LABEL = "b_now"
+"""The database clock, selected with the lease candidates."""
+
+
+class MariaDbQueries(Queries):
+    def lease(self) -> CompoundSelect[Any]:  # type: ignore[override]
+        """Due messages in lease order per leasable status, locked, with the clock."""
+        return self._once(("lease",), self._lease_candidates)
+
+    def _lease_candidates(self) -> CompoundSelect[Any]:
+        t, d = self.table, self.dialect
+        parts = []
+        for status in names.LEASABLE:
+            now = d.now()
+            parts.append(
+                sa.select(*t.c, now.label(NOW_LABEL))
+                .where(
+                    t.c.status == literal_status(status),
+                    t.c.process_after <= now,
+                    sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
+                )
+                .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)
+                .limit(sa.bindparam("b_n", type_=sa.Integer()))
+                .with_for_update(skip_locked=True)
+            )
+        return sa.union_all(*parts)
+
+    def mark_leased(self) -> sa.Update:
+        """Lease the chosen candidates :b_ids until :b_expires (the clock read + the lease)."""
+        return self._once(("mark_leased",), self._mark_leased)
+
+    def _mark_leased(self) -> sa.Update:
+        t = self.table
+        return (
+            sa.update(t)
+            .where(t.c.id.in_(sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())))
+            .values(
+                status=literal_status(names.LEASED),
+                attempts=t.c.attempts + 1,
+                lease_expires_at=sa.bindparam("b_expires", type_=UtcDateTime()),
+                lease_owner=sa.bindparam("b_owner", type_=sa.String()),
+                correlation_id=sa.bindparam("b_cid", type_=sa.String()),
+                updated_at=sa.bindparam("b_now", type_=UtcDateTime()),
+            )
+        )
+
+    def extend(self) -> sa.Update:
+        return self._once(("extend",), self.extend_leases)
+
+    def expire(self) -> sa.Update:
+        return self._once(("expire",), self.expire_messages)
+
+    def sweep_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> Select[Any]:  # type: ignore[override]
+        """Lapsed leases, locked, with the status each gets (`settle_lapsed_leases`)."""
+        key = ("sweep", policy, max_attempts)
+        return self._once(key, lambda: self._lapsed_leases(policy, max_attempts))
+
+    def _lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> Select[Any]:
+        lapsed, values = self.lapsed_lease_changes(policy, max_attempts)
+        return sa.select(self.table.c.id, values["status"]).where(lapsed).with_for_update()
+
+    def settle_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:
+        """Settle the lapsed leases :b_ids that `sweep_lapsed_leases` locked."""
+        key = ("settle_lapsed", policy, max_attempts)
+        return self._once(key, lambda: self._settle_lapsed(policy, max_attempts))
+
+    def _settle_lapsed(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:
+        t = self.table
+        _, values = self.lapsed_lease_changes(policy, max_attempts)
+        ids = sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())
+        return sa.update(t).where(t.c.id.in_(ids)).values(**values)
+
+    def upsert_by_message_id(self, idempotent: bool) -> tuple[sa.Insert, Any]:
+        """As shared; an idempotent queue's statement also returns whether the row was
+        written (`written`): a discarded message keeps its old `updated_at`, a written one
+        gets the statement's clock."""
+        return self._once(("upsert", idempotent), lambda: self._upsert(idempotent))
+
+    def _upsert(self, idempotent: bool) -> tuple[sa.Insert, Any]:
+        statement, per_row = self._enqueue(True, idempotent)
+        if idempotent:
+            written = self.table.c.updated_at == self.dialect.now()
+            statement = statement.returning(written.label("written"))
+        return statement, per_row
+
+    def extra_statements(self) -> dict[str, Any]:
+        """This engine's statements beyond the shared names (for the golden SQL)."""
+        return {
+            "mark_leased": self.mark_leased(),
+            "settle_lapsed_leases_abandon": self.settle_lapsed_leases("Abandon", 3),
+            "settle_lapsed_leases_retry": self.settle_lapsed_leases("Retry", 3),
+        }

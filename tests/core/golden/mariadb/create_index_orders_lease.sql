@@ -1,0 +1,1 @@
+CREATE INDEX orders_lease ON orders (status, priority DESC, process_after, id);

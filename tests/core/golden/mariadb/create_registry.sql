@@ -1,0 +1,12 @@
+CREATE TABLE tablequeue_queues (
+	name VARCHAR(63) NOT NULL, 
+	table_name VARCHAR(63) NOT NULL, 
+	category VARCHAR(100) NOT NULL, 
+	default_status VARCHAR(64) NOT NULL, 
+	settings JSON NOT NULL, 
+	schema_version INTEGER NOT NULL, 
+	created_at DATETIME(6) NOT NULL, 
+	updated_at DATETIME(6) NOT NULL, 
+	PRIMARY KEY (name), 
+	UNIQUE (table_name)
+);

@@ -1,0 +1,1 @@
+DELETE FROM orders USING orders, json_table(%(b_rows)s, '$[*]' COLUMNS (b_id BIGINT PATH '$.b_id', b_version BIGINT PATH '$.b_version', b_cid LONGTEXT PATH '$.b_cid')) AS b WHERE orders.id = b.b_id AND orders.version = b.b_version AND orders.lease_owner = %(b_owner)s AND orders.correlation_id = b.b_cid AND orders.status = 'Leased';
