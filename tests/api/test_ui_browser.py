@@ -45,8 +45,10 @@ needs_browser = pytest.mark.skipif(
 # --- fixtures ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Module-scoped: Playwright's sync API keeps an event loop running in this thread while it
+    lives, and tests of other modules call asyncio.run()."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
