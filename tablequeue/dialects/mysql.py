@@ -17,6 +17,7 @@ refuses a MySQL server with a clear error when it connects).
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -44,6 +45,7 @@ _JSON_TYPES: dict[JsonKind, tuple[str, ...]] = {
     "boolean": ("BOOLEAN",),
 }
 _DDL_LOCK_TIMEOUT_SECONDS = 60
+_ODBC_SERVER_PORT = re.compile(r"\bServer=([^;,]+),(\d+)", re.IGNORECASE)
 
 
 def _path_text(path: JsonPath) -> str:
@@ -167,6 +169,13 @@ class MariaDbDialect(SqlDialect):
 
     def configure_engine(self, engine: Engine) -> None:
         engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
+        if engine.dialect.driver == "pyodbc":
+
+            @event.listens_for(engine, "do_connect")
+            def _odbc_port(_dialect: Any, _record: Any, cargs: list[Any], _params: Any) -> None:
+                # SQLAlchemy writes SQL Server's `Server=host,port`; MariaDB's driver wants Port.
+                if cargs and isinstance(cargs[0], str):
+                    cargs[0] = _ODBC_SERVER_PORT.sub(r"Server=\1;Port=\2", cargs[0])
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -174,6 +183,10 @@ class MariaDbDialect(SqlDialect):
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
             cursor.execute(f"SET SESSION collation_connection = '{COLLATION}'")
             cursor.close()
+            if engine.dialect.driver == "pyodbc":
+                # pyodbc sends a uuid.UUID as a 16-byte GUID, which never equals a stored UUID:
+                # bind text, as SQLAlchemy does for the MariaDB drivers it knows to need it.
+                engine.dialect._allows_uuid_binds = False  # type: ignore[attr-defined]
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         """A named lock held until the transaction ends (MariaDB's DDL commits implicitly, so
