@@ -10,8 +10,9 @@ pytest:
 
 Everything is on loopback, on free ports, with state in one temporary folder: certificates made
 with the `openssl` command (a CA, the apiserver's serving certificate, a client certificate in
-the group system:masters, the service-account signing key), etcd's data (no fsync), the component
-logs and the kubeconfig. There is no scheduler and no kubelet: Pods stay Pending.
+the group system:masters, the aggregation layer's front-proxy client certificate, the
+service-account signing key), etcd's data (no fsync), the component logs and the kubeconfig.
+There is no scheduler and no kubelet: Pods stay Pending.
 """
 
 from __future__ import annotations
@@ -150,6 +151,8 @@ def _make_certificates(pki: Path) -> None:
         " DNS:kubernetes.default, DNS:kubernetes.default.svc\n",
     )
     leaf("admin", "CN = tablequeue-admin, O = system:masters", "extendedKeyUsage = clientAuth\n")
+    # The aggregation layer's client: the apiserver proxies to an APIService's server with it.
+    leaf("front-proxy-client", "CN = front-proxy-client", "extendedKeyUsage = clientAuth\n")
     key("service-account")
     _openssl(pki, "pkey -in service-account.key -pubout -out service-account.pub")
 
@@ -270,6 +273,16 @@ class ControlPlane:
             f"--service-account-signing-key-file={pki / 'service-account.key'}",
             f"--service-account-issuer={self.server}/",
             "--authorization-mode=RBAC",
+            # The aggregation layer (an APIService such as external.metrics.k8s.io): requests
+            # are proxied with the front-proxy client certificate, naming the user in headers
+            # that the extension server trusts from that certificate only.
+            f"--requestheader-client-ca-file={pki / 'ca.crt'}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
         ]
 
     def _controller_manager_args(self) -> list[str]:
@@ -287,6 +300,8 @@ class ControlPlane:
             f"--cluster-signing-key-file={pki / 'ca.key'}",
             "--bind-address=127.0.0.1",
             "--secure-port=0",  # no health endpoint needed: readiness is seen through the API
+            # HPAs act within a second or two in tests (default: every 15 s).
+            "--horizontal-pod-autoscaler-sync-period=1s",
         ]
 
     def _write_kubeconfig(self) -> None:

@@ -1,0 +1,155 @@
+"""KEDA mode against KEDA's real CRDs in the real API server: the operator keeps a ScaledObject
+and a TriggerAuthentication per Queue (the API server checks them against KEDA's schemas), owned
+by the Queue, and deletes them when the mode changes; a database KEDA cannot read is a Warning.
+
+KEDA's operator itself does not run here (see tests/deploy/test_autoscaling_keda.py): the
+Deployment's count stays where the operator created it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tablequeue import connect
+from tablequeue.operator import keda
+from tests.operator.conftest import messages, patch, replicas_of, status_of, wait, wait_ticks
+from tests.support.deploy_tools import DeployTools, deploy_tools
+from tests.support.kube import ControlPlane
+from tests.support.kube.fixtures import (
+    Operator,
+    apply,
+    condition_is,
+    events,
+    get,
+    queue,
+    secret,
+    wait_ready,
+)
+from tests.support.waiting import wait_until
+
+__all__ = ["deploy_tools"]  # a fixture, for this module
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="session")
+def keda_crds(kube: ControlPlane, deploy_tools: DeployTools) -> Iterator[None]:
+    """KEDA's CRDs (from its Go module, by scripts/build-deploy-tools), installed for real."""
+    crds = deploy_tools.keda_crds
+    assert crds, f"no KEDA CRDs in {deploy_tools.crds}"
+    for crd in crds:
+        kube.kubectl("apply", "--server-side", "-f", str(crd))
+    kube.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    wait_until(lambda: kube.kubectl("get", "scaledobjects", "-A", check=False).returncode == 0)
+    yield
+
+
+def keda_objects(kube: ControlPlane, name: str, namespace: str) -> dict[str, Any]:
+    found = {
+        kind: get(kube, kind, f"{name}-workers", namespace)
+        for kind in ("scaledobject", "triggerauthentication", "hpa")
+    }
+    return {kind: body for kind, body in found.items() if body is not None}
+
+
+def test_keda_mode_keeps_a_scaled_object_and_deletes_it_when_the_mode_changes(
+    kube: ControlPlane, keda_crds: None, namespace: str, operator: Operator, postgres_url: str
+) -> None:
+    autoscaling = {
+        "mode": "KEDA",
+        "maxReplicas": 6,
+        "messagesPerReplica": 50,
+        "cooldownSeconds": 20,
+    }
+    apply(
+        kube,
+        secret("db", namespace, postgres_url),
+        queue("jobs", namespace, workers={"autoscaling": autoscaling}),
+    )
+    wait_ready(kube, "jobs", namespace)
+    found = wait(lambda: (o := keda_objects(kube, "jobs", namespace)) and len(o) == 2 and o)
+    scaled, authentication = found["scaledobject"], found["triggerauthentication"]
+    assert scaled["metadata"]["ownerReferences"][0]["kind"] == "Queue"
+    assert scaled["spec"]["scaleTargetRef"]["name"] == "jobs-workers"
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (0, 6)
+    assert (scaled["spec"]["cooldownPeriod"], scaled["spec"]["pollingInterval"]) == (20, 1)
+    [trigger] = scaled["spec"]["triggers"]
+    assert trigger["type"] == "postgresql"
+    assert trigger["metadata"] == {
+        "query": keda.load_query("jobs"),
+        "targetQueryValue": "50",
+        "activationTargetQueryValue": "0",
+    }
+    assert trigger["authenticationRef"] == {"name": "jobs-workers"}
+    assert authentication["spec"]["secretTargetRef"] == [
+        {"parameter": "connection", "name": "db", "key": "url"}
+    ]
+    assert authentication["metadata"]["ownerReferences"][0]["kind"] == "Queue"
+
+    # The count is KEDA's: the operator created the Deployment at minReplicas and leaves it.
+    db = connect(postgres_url)
+    try:
+        db.queue("jobs").enqueue_many(messages(300))
+        wait(lambda: status_of(kube, "jobs", namespace).get("backlog") == 300)
+        wait_ticks(operator, "jobs", 3)
+        assert replicas_of(kube, "jobs", namespace) == 0
+        assert status_of(kube, "jobs", namespace)["replicas"]["desired"] == 0
+    finally:
+        db.close()
+
+    # HPA mode: KEDA's objects go, the HPA comes, the Deployment is handed over at 1.
+    patch(kube, "jobs", namespace, {"workers": {"autoscaling": {"mode": "HPA"}}})
+    wait(lambda: set(keda_objects(kube, "jobs", namespace)) == {"hpa"})
+    wait(lambda: replicas_of(kube, "jobs", namespace) == 1)
+
+    # Back to KEDA: the HPA goes, the ScaledObject and its authentication come back.
+    patch(kube, "jobs", namespace, {"workers": {"autoscaling": {"mode": "KEDA"}}})
+    wait(
+        lambda: (
+            set(keda_objects(kube, "jobs", namespace)) == {"scaledobject", "triggerauthentication"}
+        )
+    )
+
+    # Operator mode: nothing of KEDA's is left, the operator scales by itself (300 / 50).
+    patch(kube, "jobs", namespace, {"workers": {"autoscaling": {"mode": "Operator"}}})
+    wait(lambda: not keda_objects(kube, "jobs", namespace))
+    wait(lambda: replicas_of(kube, "jobs", namespace) == 6)
+    # (Events are ordered to the second only.)
+    notes = [e["message"] for e in events(kube, namespace, "jobs") if e["reason"] == "Autoscaling"]
+    assert sorted(notes) == sorted(
+        [
+            "created TriggerAuthentication jobs-workers",
+            "created ScaledObject jobs-workers",
+            "deleted ScaledObject jobs-workers",
+            "deleted TriggerAuthentication jobs-workers",
+            "created HorizontalPodAutoscaler jobs-workers",
+            "deleted HorizontalPodAutoscaler jobs-workers",
+            "created TriggerAuthentication jobs-workers",
+            "created ScaledObject jobs-workers",
+            "deleted ScaledObject jobs-workers",
+            "deleted TriggerAuthentication jobs-workers",
+        ]
+    )
+
+
+def test_keda_mode_with_a_url_keda_cannot_read_is_a_warning(
+    kube: ControlPlane, keda_crds: None, namespace: str, operator: Operator, postgres_url: str
+) -> None:
+    sqlalchemy_url = postgres_url.replace("postgresql://", "postgresql+psycopg://", 1)
+    apply(
+        kube,
+        secret("db", namespace, sqlalchemy_url),
+        queue("mail", namespace, workers={"autoscaling": {"mode": "KEDA"}}),
+    )
+    reason = "KEDAUnsupportedDatabase"
+    found = wait(condition_is(kube, "mail", namespace, "WorkersReady", "False", reason))
+    message = found["status"]["conditions"]
+    assert "write it as postgresql://..., not postgresql+psycopg://" in str(message)
+    warned = [e for e in events(kube, namespace, "mail") if e["type"] == "Warning"]
+    assert warned and warned[0]["reason"] == reason
+    assert not keda_objects(kube, "mail", namespace)
+
+    # The Secret fixed: the next retry makes KEDA's objects.
+    apply(kube, secret("db", namespace, postgres_url))
+    wait(lambda: len(keda_objects(kube, "mail", namespace)) == 2, timeout=60)
