@@ -36,7 +36,8 @@ API_VERSION: Final = "tablequeue.dev/v1"
 KIND: Final = "Queue"
 FOREVER = "forever"
 
-Dialect = Literal["postgresql", "sqlite", "mssql", "mysql"]
+Dialect = Literal["postgresql", "sqlite", "mssql", "mysql", "mariadb"]
+"""`mysql` and `mariadb` both name the MariaDB engine; checked against the URL at apply."""
 LeaseExpiredPolicy = Literal["Abandon", "Retry"]
 Backoff = Literal["fixed", "exponential"]
 HealthLevel = Literal["Healthy", "Degraded", "Unhealthy"]
@@ -143,7 +144,9 @@ class SecretKeyRef(_Model):
 
 class DatabaseRef(_Model):
     secret_ref: SecretKeyRef = Field(description="Secret with the database URL")
-    dialect: Dialect | None = Field(None, description="Database kind; default: from the URL")
+    dialect: Dialect | None = Field(
+        None, description="Database kind, checked against the URL; default: from the URL"
+    )
 
 
 class RetryPolicy(_Model):

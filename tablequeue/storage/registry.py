@@ -13,6 +13,7 @@ from .. import names
 from ..errors import Conflict, QueueNotFound, SchemaTooNew
 from .engine import Storage
 from .schema import SCHEMA_VERSION, migrate
+from .urls import check_declared_dialect
 
 if TYPE_CHECKING:
     from ..spec import QueueResource, QueueSpec
@@ -22,6 +23,8 @@ def apply(storage: Storage, resource: QueueResource) -> str:
     """Create or migrate the table and registry row: created, updated or unchanged."""
     name = names.queue_name(resource.name)
     spec = resource.spec
+    declared = spec.database.dialect if spec.database is not None else None
+    check_declared_dialect(declared, storage.dialect, storage.shown_url)
     table_name = spec.table_for(name)
     settings = spec_settings(spec)
     registry = storage.registry

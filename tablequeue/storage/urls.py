@@ -33,3 +33,17 @@ def dialect_for_url(url: str) -> tuple[Dialect, sa.URL]:
 def shown_url(url: str) -> str:
     """The URL as messages show it: without its password."""
     return sa.make_url(url).render_as_string(hide_password=True)
+
+
+DECLARED_DIALECTS = {"mysql": "mariadb"}
+"""`spec.database.dialect` values that name an engine differently from its dialect module."""
+
+
+def check_declared_dialect(declared: str | None, dialect: Dialect, url: str) -> None:
+    """Refuse a Queue whose `spec.database.dialect` is not the engine its URL connects to."""
+    if declared is None or DECLARED_DIALECTS.get(declared, declared) == dialect.name:
+        return
+    raise InvalidInput(
+        f"spec.database.dialect is {declared!r} but the database URL {shown_url(url)} is "
+        f"{dialect.name}: correct the dialect or leave it out (it defaults to the URL's)"
+    )

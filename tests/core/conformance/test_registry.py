@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from tablequeue import Database
 from tablequeue.dialects import Capabilities
-from tablequeue.errors import Conflict, QueueNotFound
+from tablequeue.errors import Conflict, InvalidInput, QueueNotFound
 from tablequeue.spec import QueueResource
 from tablequeue.storage.schema import SCHEMA_VERSION
 
@@ -97,3 +97,16 @@ def test_queues_with_the_longest_table_names_work(make_queue: MakeQueue) -> None
     assert len(queue.table.name) == 63
     assert queue.enqueue({"n": 1}).outcome == "inserted"
     assert lease_all(queue) != []
+
+
+def test_a_declared_dialect_must_be_the_one_of_the_url(database: Database) -> None:
+    def declaring(dialect: str) -> QueueResource:
+        reference = {"secretRef": {"name": "db"}, "dialect": dialect}
+        return QueueResource.from_name("declared", database=reference)
+
+    engine = database.dialect.name
+    other = "sqlite" if engine != "sqlite" else "postgresql"
+    with pytest.raises(InvalidInput, match=f"spec.database.dialect is '{other}' but the database"):
+        database.apply(declaring(other))
+    assert database.queues() == []
+    assert database.apply(declaring({"mariadb": "mysql"}.get(engine, engine))) == "created"
