@@ -1,0 +1,9 @@
+"""Fixtures of the deployment tests: the tools (tests/support/deploy_tools.py) and helm against
+the session's control plane."""
+
+from __future__ import annotations
+
+from tests.support.deploy_tools import deploy_tools
+from tests.support.kube.fixtures import operator_kubeconfig
+
+__all__ = ["deploy_tools", "operator_kubeconfig"]  # fixtures, for this folder

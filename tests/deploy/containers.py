@@ -1,0 +1,182 @@
+"""Building and running the images with podman, as this machine allows it.
+
+- runc, not crun (crun fails on this cgroup setup), and lowered ulimits: `podman --runtime runc`
+  with `--ulimit nofile=1024:1024 --ulimit nproc=1024:1024`;
+- no image registry: the base is a local Debian made by `debootstrap --variant=minbase` with
+  python3 and `podman import`ed (its root file system cached as a tarball in
+  ~/.cache/tablequeue/images/, the image tagged by the recipe's hash);
+- pip reaches PyPI with `--network host` and the machine's pip configuration and CA certificate
+  mounted into the build steps (never into the image);
+- image builds are cached by content: the tag is a hash of the base image, the Dockerfile and
+  every file the build copies, so a warm machine builds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.support.deploy_tools import SETUP_SCRIPT, system_tool
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tablequeue" / "images"
+ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
+BASE_SUITE = "bookworm"
+BASE_MIRROR = "http://deb.debian.org/debian"
+BASE_PACKAGES = ["python3", "python3-venv", "ca-certificates"]
+BASE_RECIPE = 1
+"""Bump when the base image's recipe changes in a way the lines above do not show."""
+BUILD_CONTEXT = [
+    "requirements/runtime.lock",
+    "requirements/worker.lock",
+    "pyproject.toml",
+    "README.md",
+    "tablequeue",
+    "worker",
+    "api",
+    "operator",
+    "pipeline",
+    "cli",
+]
+"""What Dockerfile.worker and Dockerfile.operator copy (the .containerignore allows just these)."""
+BUILD_OPTIONS = ["--format=docker", "--network=host", "--pull=never"]
+"""docker format: the OCI image config has no HEALTHCHECK (podman drops it there)."""
+PIP_CONFIG = Path("/etc/pip.conf")
+CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def podman(
+    *args: str, check: bool = True, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    command = [str(system_tool("podman")), "--runtime", str(system_tool("runc")), *args]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, check=False, cwd=REPO
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(command)} exited {result.returncode}:\n{result.stdout[-4000:]}\n"
+            f"{result.stderr[-6000:]}"
+        )
+    return result
+
+
+def image_exists(tag: str) -> bool:
+    return podman("image", "exists", tag, check=False).returncode == 0
+
+
+def _hash(*parts: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()[:16]
+
+
+def base_image() -> str:
+    """The local Debian base (python3 3.11, as python:3.11-slim-bookworm has): built once per
+    machine, about a minute; the root file system tarball is kept in the cache folder, so a
+    machine whose podman storage was wiped only imports it again."""
+    recipe = f"{BASE_SUITE} {BASE_MIRROR} {' '.join(BASE_PACKAGES)} {BASE_RECIPE}"
+    key = _hash(recipe.encode())
+    tag = f"localhost/tablequeue-test-base:{key}"
+    if image_exists(tag):
+        return tag
+    tarball = CACHE / f"debian-{BASE_SUITE}-python3-{key}.tar"
+    if not tarball.exists():
+        _debootstrap(tarball)
+    podman("import", "--change", "CMD=/bin/bash", str(tarball), tag)
+    return tag
+
+
+def _debootstrap(tarball: Path) -> None:
+    debootstrap = system_tool("debootstrap")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tablequeue-rootfs-", dir=CACHE) as folder:
+        root = Path(folder) / "root"
+        subprocess.run(
+            [
+                str(debootstrap),
+                "--variant=minbase",
+                f"--include={','.join(BASE_PACKAGES)}",
+                BASE_SUITE,
+                str(root),
+                BASE_MIRROR,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
+        # What the slim images leave out too: apt's lists and caches, documentation.
+        for junk in ("var/lib/apt/lists", "var/cache/apt", "usr/share/doc", "usr/share/man"):
+            shutil.rmtree(root / junk, ignore_errors=True)
+        partial = tarball.with_suffix(".partial")
+        subprocess.run(
+            ["tar", "--numeric-owner", "-C", str(root), "-cf", str(partial), "."],
+            check=True,
+            capture_output=True,
+        )
+        partial.rename(tarball)
+
+
+def _context_files() -> Iterator[Path]:
+    for name in BUILD_CONTEXT:
+        path = REPO / name
+        if path.is_file():
+            yield path
+        else:
+            yield from sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+            )
+
+
+def content_key(dockerfile: Path, base: str) -> str:
+    """A hash of what the image is built from: base, Dockerfile, ignore file, the copied files."""
+    parts = [base.encode(), " ".join(BUILD_OPTIONS).encode(), dockerfile.read_bytes()]
+    parts.append((REPO / ".containerignore").read_bytes())
+    for path in _context_files():
+        parts += [str(path.relative_to(REPO)).encode(), path.read_bytes()]
+    return _hash(*parts)
+
+
+def build_image(dockerfile: str, name: str) -> str:
+    """Build Dockerfile.* from the local base, unless an image of the same content exists."""
+    base = base_image()
+    path = REPO / dockerfile
+    tag = f"localhost/{name}:test-{content_key(path, base)}"
+    if image_exists(tag):
+        return tag
+    if not PIP_CONFIG.exists() or not CA_BUNDLE.exists():
+        raise AssertionError(f"{PIP_CONFIG} or {CA_BUNDLE} is missing: run {SETUP_SCRIPT}")
+    podman(
+        "build",
+        *ULIMITS,
+        *BUILD_OPTIONS,
+        "--volume",
+        f"{PIP_CONFIG}:/etc/pip.conf:ro",
+        "--volume",
+        f"{CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
+        "--build-arg",
+        f"BASE_IMAGE={base}",
+        "--file",
+        str(path),
+        "--tag",
+        tag,
+        str(REPO),
+    )
+    return tag
+
+
+def image_size(tag: str) -> int:
+    """The image's size in bytes, as podman reports it."""
+    return int(podman("image", "inspect", "--format", "{{.Size}}", tag).stdout.strip())
+
+
+def image_config(tag: str, template: str) -> str:
+    return podman("image", "inspect", "--format", template, tag).stdout.strip()

@@ -1,0 +1,201 @@
+"""Dockerfile.worker and Dockerfile.operator, built with podman for real and run: the worker image
+drains a queue of a throwaway PostgreSQL and answers /readyz, the operator image answers its
+liveness and reconciles a Queue in the test control plane, both as a non-root user on a read-only
+root file system (as the chart and the operator run them).
+
+The builds start from a local Debian base (tests/deploy/containers.py: no image registry here)
+and are cached by content: a warm machine builds nothing. Marked slow.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tablequeue import NewMessage, connect
+from tablequeue.spec import QueueResource
+from tests.support.kube import ControlPlane
+from tests.support.kube.control_plane import free_port
+from tests.support.kube.fixtures import apply, get, queue, secret, wait_ready
+from tests.support.waiting import wait_until
+
+from .containers import ULIMITS, build_image, image_config, image_size, podman
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # a cold machine builds both images
+
+MAX_IMAGE_MIB = {"worker": 300, "operator": 450}
+"""Guards against bloat, above their sizes on the local Debian base (about 230 and 360 MiB, of
+which 153 MiB are the base; the operator's kubernetes client alone is 128 MiB installed)."""
+
+
+@pytest.fixture(scope="module")
+def worker_image() -> str:
+    return build_image("Dockerfile.worker", "tablequeue-worker")
+
+
+@pytest.fixture(scope="module")
+def operator_image() -> str:
+    return build_image("Dockerfile.operator", "tablequeue-operator")
+
+
+class Container:
+    """A detached container; its log goes into the assertion message of a failed wait."""
+
+    def __init__(self, image: str, *args: str, env: dict[str, str], volumes: list[str]) -> None:
+        options = [f"--env={key}={value}" for key, value in env.items()]
+        options += [f"--volume={volume}" for volume in volumes]
+        self.id = podman(
+            "run",
+            "--detach",
+            "--network=host",
+            "--read-only",
+            *ULIMITS,
+            *options,
+            image,
+            *args,
+        ).stdout.strip()
+
+    def logs(self) -> str:
+        result = podman("logs", self.id, check=False)
+        return (result.stdout + result.stderr)[-6000:]
+
+    def running(self) -> bool:
+        state = podman("inspect", "--format", "{{.State.Running}}", self.id, check=False)
+        return state.stdout.strip() == "true"
+
+    def stop(self) -> int:
+        """SIGTERM (as Kubernetes stops a pod), then the exit code."""
+        podman("stop", "--time=20", self.id, check=False)
+        code = podman("inspect", "--format", "{{.State.ExitCode}}", self.id).stdout.strip()
+        return int(code)
+
+    def remove(self) -> None:
+        podman("rm", "--force", self.id, check=False)
+
+
+def get_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except (urllib.error.URLError, OSError):
+        return 0
+
+
+@pytest.fixture
+def containers() -> Iterator[list[Container]]:
+    started: list[Container] = []
+    yield started
+    for container in started:
+        container.remove()
+
+
+def test_images_are_small_non_root_and_labelled(worker_image: str, operator_image: str) -> None:
+    for image, command in ((worker_image, "worker"), (operator_image, "operator")):
+        size = image_size(image) / 1024 / 1024
+        print(f"{image}: {size:.0f} MiB")
+        assert size < MAX_IMAGE_MIB[command]
+        assert image_config(image, "{{.Config.User}}") == "65532:65532"
+        assert json.loads(image_config(image, "{{json .Config.Entrypoint}}")) == ["tablequeue"]
+        assert json.loads(image_config(image, "{{json .Config.Cmd}}")) == [command]
+        labels = json.loads(image_config(image, "{{json .Config.Labels}}"))
+        assert labels["org.opencontainers.image.title"] == f"tablequeue-{command}"
+        assert labels["org.opencontainers.image.version"] == "0.1.0"
+        assert "CMD" in image_config(image, "{{json .Config.Healthcheck}}")
+
+
+def test_images_worker_drains_a_queue_and_answers_readyz(
+    worker_image: str, postgres_url: str, containers: list[Container]
+) -> None:
+    with connect(postgres_url) as db:
+        db.apply(QueueResource.from_name("image-orders"))
+        db.queue("image-orders").enqueue_many([NewMessage(message={"n": n}) for n in range(50)])
+    port = free_port()
+    worker = Container(
+        worker_image,
+        env={
+            "TABLEQUEUE_DB": postgres_url,
+            "TABLEQUEUE_QUEUE": "image-orders",
+            "TABLEQUEUE_HANDLER": "python:tablequeue.examples:noop",
+            "TABLEQUEUE_PORT": str(port),
+        },
+        volumes=[],
+    )
+    containers.append(worker)
+
+    def ready() -> bool:
+        assert worker.running(), f"the worker exited:\n{worker.logs()}"
+        return get_status(f"http://127.0.0.1:{port}/readyz") == 200
+
+    wait_until(ready, timeout=60)
+
+    def drained() -> bool:
+        with connect(postgres_url) as db:
+            stats = db.queue("image-orders").stats()
+        return stats.backlog == 0 and not stats.counts
+
+    wait_until(drained, timeout=60)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=3) as response:
+        metrics = response.read().decode()
+    assert 'tablequeue_worker_messages_total{outcome="processed",queue="image-orders"} 50.0' in (
+        metrics
+    )
+    assert worker.stop() == 0, worker.logs()  # SIGTERM: a clean stop
+
+
+@pytest.fixture
+def image_kubeconfig(operator_kubeconfig: Path, tmp_path: Path) -> Path:
+    """The operator's ServiceAccount kubeconfig with the CA inlined, readable by the image's
+    user (the control plane's files are root's, mode 0600)."""
+    config = json.loads(operator_kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    ca = Path(cluster.pop("certificate-authority")).read_bytes()
+    cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps(config))
+    path.chmod(0o644)
+    return path
+
+
+def test_images_operator_answers_liveness_and_reconciles(
+    operator_image: str,
+    image_kubeconfig: Path,
+    kube: ControlPlane,
+    namespace: str,
+    postgres_url: str,
+    containers: list[Container],
+) -> None:
+    liveness, metrics = free_port(), free_port()
+    operator = Container(
+        operator_image,
+        "operator",
+        f"--namespace={namespace}",
+        "--interval=1",
+        f"--liveness-port={liveness}",
+        f"--metrics-port={metrics}",
+        env={"KUBECONFIG": "/config/kubeconfig"},
+        volumes=[f"{image_kubeconfig}:/config/kubeconfig:ro"],
+    )
+    containers.append(operator)
+
+    def live() -> bool:
+        assert operator.running(), f"the operator exited:\n{operator.logs()}"
+        return get_status(f"http://127.0.0.1:{liveness}/healthz") == 200
+
+    wait_until(live, timeout=90)
+    apply(kube, secret("db", namespace, postgres_url))
+    apply(kube, queue("image-queue", namespace, "db"))
+    wait_ready(kube, "image-queue", namespace, timeout=60)
+    deployment = get(kube, "deployment", "image-queue-workers", namespace)
+    assert deployment is not None
+    [worker] = deployment["spec"]["template"]["spec"]["containers"]
+    assert worker["image"] == "tablequeue/worker:0.1.0"  # the chart's worker image by default
+    assert get_status(f"http://127.0.0.1:{metrics}/metrics") == 200
+    assert operator.stop() == 0, operator.logs()
