@@ -56,15 +56,34 @@ def _die_with_parent() -> None:
 def operator_kubeconfig(kube: ControlPlane) -> Path:
     """A kubeconfig of the ServiceAccount tablequeue-system/tablequeue-operator, bound to the
     ClusterRole of operator/rbac.yaml and to nothing else."""
+    # Applied, not created: conftests of several folders import this fixture, and each import
+    # is a fixture of its own, so one session may run it more than once.
     kube.kubectl("apply", "-f", str(RBAC_FILE))
-    kube.kubectl("create", "namespace", OPERATOR_NAMESPACE)
-    kube.kubectl("create", "serviceaccount", OPERATOR_ACCOUNT, "-n", OPERATOR_NAMESPACE)
-    kube.kubectl(
-        "create",
-        "clusterrolebinding",
-        OPERATOR_ACCOUNT,
-        "--clusterrole=tablequeue-operator",
-        f"--serviceaccount={OPERATOR_NAMESPACE}:{OPERATOR_ACCOUNT}",
+    apply(
+        kube,
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": OPERATOR_ACCOUNT, "namespace": OPERATOR_NAMESPACE},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": OPERATOR_ACCOUNT},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "tablequeue-operator",
+            },
+            "subjects": [
+                {
+                    "kind": "ServiceAccount",
+                    "name": OPERATOR_ACCOUNT,
+                    "namespace": OPERATOR_NAMESPACE,
+                }
+            ],
+        },
     )
     token = kube.kubectl(
         "create", "token", OPERATOR_ACCOUNT, "-n", OPERATOR_NAMESPACE, "--duration=2h"
