@@ -1,7 +1,7 @@
 """Dockerfile.worker and Dockerfile.operator, built with podman for real and run: the worker image
-drains a queue of a throwaway PostgreSQL and answers /readyz, the operator image answers its
-liveness and reconciles a Queue in the test control plane, both as a non-root user on a read-only
-root file system (as the chart and the operator run them).
+drains a queue of a throwaway PostgreSQL and answers /readyz, and serves the HTTP API and admin
+UI; the operator image answers its liveness and reconciles a Queue in the test control plane; all
+as a non-root user on a read-only root file system (as the chart and the operator run them).
 
 The builds start from a local Debian base (tests/deploy/containers.py: no image registry here)
 and are cached by content: a warm machine builds nothing. Marked slow.
@@ -148,6 +148,33 @@ def test_images_worker_drains_a_queue_and_answers_readyz(
         metrics
     )
     assert worker.stop() == 0, worker.logs()  # SIGTERM: a clean stop
+
+
+def test_images_worker_image_serves_the_api(
+    worker_image: str, postgres_url: str, containers: list[Container]
+) -> None:
+    """The chart runs `tablequeue api` from the worker image."""
+    with connect(postgres_url) as db:
+        db.apply(QueueResource.from_name("image-api"))
+    port = free_port()
+    api = Container(
+        worker_image,
+        "api",
+        "--host=127.0.0.1",
+        f"--port={port}",
+        env={"TABLEQUEUE_DB": postgres_url},
+        volumes=[],
+    )
+    containers.append(api)
+
+    def ready() -> bool:
+        assert api.running(), f"the API exited:\n{api.logs()}"
+        return get_status(f"http://127.0.0.1:{port}/readyz") == 200
+
+    wait_until(ready, timeout=60)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/queues/image-api", timeout=5) as answer:
+        assert json.loads(answer.read())["name"] == "image-api"
+    assert get_status(f"http://127.0.0.1:{port}/ui") == 200
 
 
 @pytest.fixture
