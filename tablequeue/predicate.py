@@ -383,7 +383,7 @@ def _comparison(
         assert value is not None
         left = dialect.json_scalar(column, path, kind)
         matched = _SQL_OPERATORS["==" if op == "!=" else op](left, _bind(value, kind))
-    two_valued = sa.type_coerce(sa.func.coalesce(matched, sa.false()), sa.Boolean())
+    two_valued = dialect.is_true(matched)
     return sa.not_(two_valued) if op == "!=" else two_valued
 
 

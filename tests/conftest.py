@@ -9,11 +9,13 @@ what an engine can do, never its name.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from tablequeue import Database, Queue, connect
 from tablequeue.dialects import Capabilities
@@ -29,6 +31,7 @@ ENGINES = {
     "sqlite": "sqlite_url",
     "mariadb": "mariadb_url",
     "mariadb-odbc": "mariadb_odbc_url",
+    "mssql": "mssql_url",
 }
 """Every engine the conformance suite runs on, with the fixture giving a fresh database URL."""
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +68,29 @@ def mariadb_odbc_url(mariadb: MariaDbServer) -> str:
     name = f"test_{next(_database_numbers)}"
     mariadb.create_database(name)
     return mariadb.odbc_url(name)
+
+
+@pytest.fixture
+def mssql_url() -> Iterator[str]:
+    """A fresh database on the SQL Server that TABLEQUEUE_TEST_MSSQL_URL names (an
+    `mssql+pyodbc://` URL of a login that may create databases); none runs here."""
+    server_url = os.environ.get("TABLEQUEUE_TEST_MSSQL_URL")
+    if not server_url:
+        pytest.skip("no SQL Server: set TABLEQUEUE_TEST_MSSQL_URL to run the suite against one")
+    name = f"tablequeue_test_{os.getpid()}_{next(_database_numbers)}"
+    server = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    quoted = server.dialect.identifier_preparer.quote(name)
+    with server.connect() as connection:
+        connection.exec_driver_sql(f"CREATE DATABASE {quoted}")
+    try:
+        yield sa.make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with server.connect() as connection:
+            connection.exec_driver_sql(
+                f"ALTER DATABASE {quoted} SET SINGLE_USER WITH ROLLBACK IMMEDIATE"
+            )
+            connection.exec_driver_sql(f"DROP DATABASE {quoted}")
+        server.dispose()
 
 
 @pytest.fixture

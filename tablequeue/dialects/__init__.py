@@ -5,7 +5,7 @@ where its SQL differs), registered in `DIALECTS`, plus an entry in tests/conftes
 `ENGINES` with its URL fixture, and its golden SQL; the conformance suite runs unchanged.
 """
 
-from . import mysql, postgresql, sqlite
+from . import mssql, mysql, postgresql, sqlite
 from .base import Capabilities, Dialect, JsonKind, JsonPath, notify_channel
 from .sql import SqlDialect
 
@@ -13,6 +13,7 @@ DIALECTS: dict[str, Dialect] = {
     "postgresql": postgresql.DIALECT,
     "sqlite": sqlite.DIALECT,
     "mariadb": mysql.DIALECT,
+    "mssql": mssql.DIALECT,
 }
 """Every engine, by SQLAlchemy backend name."""
 

@@ -103,6 +103,9 @@ class Dialect(Protocol):
     def json_is_null(self, column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[bool]:
         """True when the value at `path` is missing or JSON null."""
 
+    def is_true(self, condition: sa.ColumnElement[bool]) -> sa.ColumnElement[bool]:
+        """A condition that is never NULL: true exactly where `condition` is true."""
+
     # --- whole operations of the hot paths --------------------------------------------------
 
     def queries(self, table: sa.Table, registry: sa.Table) -> Queries:

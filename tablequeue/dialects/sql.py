@@ -81,6 +81,9 @@ class SqlDialect(abc.ABC):
         self, column: sa.ColumnElement[Any], path: JsonPath
     ) -> sa.ColumnElement[bool]: ...
 
+    def is_true(self, condition: sa.ColumnElement[bool]) -> sa.ColumnElement[bool]:
+        return sa.type_coerce(sa.func.coalesce(condition, sa.false()), sa.Boolean())
+
     @abc.abstractmethod
     def insert(self, table: sa.Table) -> Insert: ...
 

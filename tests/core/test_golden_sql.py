@@ -80,7 +80,7 @@ def render(engine: str) -> dict[str, str]:
             statements.update(extra_statements())
         sql_dialect = storage.engine.dialect
         return {
-            name: str(statement.compile(dialect=sql_dialect)).strip() + ";\n"
+            name: str(statement.compile(dialect=sql_dialect)).strip().removesuffix(";") + ";\n"
             for name, statement in statements.items()
         }
     finally:

@@ -1,0 +1,2 @@
+SELECT orders.status, count(*) AS count_1 
+FROM orders GROUP BY orders.status;

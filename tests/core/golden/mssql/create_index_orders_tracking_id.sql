@@ -1,0 +1,1 @@
+CREATE UNIQUE INDEX orders_tracking_id ON orders (tracking_id);

@@ -1,0 +1,12 @@
+CREATE TABLE tablequeue_queues (
+	name NVARCHAR(63) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL, 
+	table_name NVARCHAR(63) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL, 
+	category NVARCHAR(100) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL, 
+	default_status NVARCHAR(64) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL, 
+	settings NVARCHAR(max) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL CHECK (ISJSON(settings) = 1), 
+	schema_version INTEGER NOT NULL, 
+	created_at DATETIME2(6) NOT NULL, 
+	updated_at DATETIME2(6) NOT NULL, 
+	PRIMARY KEY (name), 
+	UNIQUE (table_name)
+);

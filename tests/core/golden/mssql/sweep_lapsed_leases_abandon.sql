@@ -1,0 +1,1 @@
+UPDATE orders SET status=CASE WHEN (orders.attempts = ?) THEN 'Pending' ELSE 'Abandoned' END, lease_expires_at=?, last_error=(? + coalesce(orders.lease_owner, ?) + ? + coalesce(orders.correlation_id, ?)), updated_at=sysutcdatetime() OUTPUT inserted.status WHERE orders.status = 'Leased' AND orders.lease_expires_at < sysutcdatetime();
