@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from tablequeue import Message
 from tablequeue.errors import InvalidInput
 
 DRIVERS = {
@@ -23,8 +24,6 @@ DRIVERS = {
     "sqlserver": "com.microsoft.sqlserver.jdbc.SQLServerDriver",
 }
 """Driver classes by JDBC subprotocol (`jdbc:<subprotocol>:...`)."""
-SUBPROTOCOLS = {"postgresql": "postgresql", "mariadb": "mariadb", "mysql": "mariadb"}
-"""SQLAlchemy backend -> JDBC subprotocol, for URLs of the form //host:port/database."""
 TIMESTAMP_COLUMNS = (
     "process_after",
     "expires_at",
@@ -34,6 +33,11 @@ TIMESTAMP_COLUMNS = (
     "processed_at",
 )
 JSON_COLUMNS = ("message", "previous_message", "headers", "result", "progress")
+CUSTOM_SCHEMAS = {
+    "sqlite": ", ".join(f"{name} STRING" for name in (*TIMESTAMP_COLUMNS, *JSON_COLUMNS))
+    + ", id LONG",
+}
+"""Columns whose type Spark cannot take from the engine's JDBC metadata, per engine."""
 
 
 @dataclass(frozen=True)
@@ -73,20 +77,36 @@ def jdbc_target(database_url: str) -> JdbcTarget:
     if backend == "mssql":
         jdbc_url = f"jdbc:sqlserver://{host}{port};databaseName={url.database or ''}"
         return JdbcTarget(jdbc_url, DRIVERS["sqlserver"], properties, backend)
-    if backend not in SUBPROTOCOLS:
-        raise InvalidInput(f"no JDBC driver known for {backend!r} URLs: give a jdbc: URL")
-    subprotocol = SUBPROTOCOLS[backend]
-    query = "&".join(f"{k}={v}" for k, v in url.query.items() if isinstance(v, str))
-    jdbc_url = f"jdbc:{subprotocol}://{host}{port}/{url.database or ''}"
-    return JdbcTarget(
-        jdbc_url + (f"?{query}" if query else ""), DRIVERS[subprotocol], properties, backend
-    )
+    database = url.database or ""
+    if backend == "postgresql":
+        # Its URL options (sslmode, ...) mean the same to the JDBC driver; other engines' query
+        # strings configure their Python driver (pyodbc's `driver=`, ...), not JDBC.
+        query = "&".join(f"{k}={v}" for k, v in url.query.items() if isinstance(v, str))
+        jdbc_url = f"jdbc:postgresql://{host}{port}/{database}" + (f"?{query}" if query else "")
+        return JdbcTarget(jdbc_url, DRIVERS["postgresql"], properties, backend)
+    if backend in ("mariadb", "mysql"):
+        # Spark's MySQL dialect (backtick quoting) takes jdbc:mysql URLs only; MariaDB's driver
+        # accepts them with permitMysqlScheme.
+        jdbc_url = f"jdbc:mysql://{host}{port}/{database}?permitMysqlScheme"
+        return JdbcTarget(jdbc_url, DRIVERS["mariadb"], properties, backend)
+    raise InvalidInput(f"no JDBC driver known for {backend!r} URLs: give a jdbc: URL")
 
 
-def quoted_table(database_url: str, table: str) -> str:
-    """The table name as the engine quotes it (names are validated by tablequeue first)."""
+def table_source(database_url: str, table: str) -> str:
+    """What Spark's `dbtable` option reads for a queue table: its name as the engine quotes it,
+    or on MariaDB a subquery that casts the uuid column (a type Spark does not know) to text.
+    Table names are validated by tablequeue; no value goes into this text."""
     dialect = sa.make_url(database_url).get_dialect()()
-    return str(dialect.identifier_preparer.quote(table))
+    if dialect.name not in ("mysql", "mariadb"):
+        return str(dialect.identifier_preparer.quote(table))
+    columns = [
+        sa.cast(sa.column(name), sa.String(36)).label(name)
+        if name == "tracking_id"
+        else sa.column(name)
+        for name in Message.__dataclass_fields__
+    ]
+    select = sa.select(*columns).select_from(sa.table(table))
+    return f"({select.compile(dialect=dialect)}) AS queue_rows"
 
 
 def read_queue_table(
@@ -100,16 +120,14 @@ def read_queue_table(
     SQLite keeps times as ISO text, which its JDBC driver cannot turn into timestamps: they are
     read as strings and parsed here (the session time zone is UTC, as the text is). Its JSON
     columns have numeric affinity, which Spark would read as decimals: they are read as text.
+    MariaDB's uuid column is cast to text by the query (see table_source).
     """
     target = jdbc_target(database_url)
     reader = spark.read.format("jdbc").options(**target.options())
-    reader = reader.option("dbtable", quoted_table(database_url, table)).options(**(options or {}))
-    if target.backend == "sqlite":
-        reader = reader.option(
-            "customSchema",
-            ", ".join(f"{name} STRING" for name in (*TIMESTAMP_COLUMNS, *JSON_COLUMNS))
-            + ", id LONG",
-        )
+    reader = reader.option("dbtable", table_source(database_url, table)).options(**(options or {}))
+    custom = CUSTOM_SCHEMAS.get(target.backend)
+    if custom:
+        reader = reader.option("customSchema", custom)
     frame = reader.load()
     converted: dict[str, Column] = {"id": F.col("id").cast("long")}
     for name in TIMESTAMP_COLUMNS:

@@ -80,7 +80,7 @@ def test_crash_between_write_and_delete_then_rerun(
         text=True,
         timeout=300,
     )
-    assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr[-3000:]
+    assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr[-6000:]
     journal = Journal(spark, str(root), "jobs")
     crashed_runs = journal.runs(WRITTEN)
     assert len(crashed_runs) == 1

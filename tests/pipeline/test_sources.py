@@ -32,7 +32,11 @@ def test_jdbc_targets_from_tablequeue_urls(tmp_path: Path) -> None:
     assert "driver" not in jdbc_target("jdbc:oracle:thin:@db:1521/x").options()
     sql_server = jdbc_target("mssql+pyodbc://sa:pw@sql.example:1433/dw")
     assert sql_server.url == "jdbc:sqlserver://sql.example:1433;databaseName=dw"
-    assert jdbc_target("mysql://app@maria/q").url == "jdbc:mariadb://maria/q"
+    maria = jdbc_target("mysql+pyodbc://app@maria:3307/q?driver=MariaDB+ODBC")
+    assert (maria.url, maria.driver) == (
+        "jdbc:mysql://maria:3307/q?permitMysqlScheme",
+        "org.mariadb.jdbc.Driver",
+    )
     with pytest.raises(InvalidInput):
         jdbc_target("oracle://db/x")
 
