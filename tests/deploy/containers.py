@@ -170,7 +170,17 @@ def build_image(dockerfile: str, name: str) -> str:
         tag,
         str(REPO),
     )
+    _remove_older(name, tag)
     return tag
+
+
+def _remove_older(name: str, keep: str) -> None:
+    """Untag this image's builds of other contents (their unchanged layers stay, shared, as the
+    build cache); one in use by a running container stays."""
+    listed = podman("images", "--format", "{{.Repository}}:{{.Tag}}", f"localhost/{name}")
+    for reference in listed.stdout.split():
+        if reference != keep and ":test-" in reference:
+            podman("rmi", reference, check=False)
 
 
 def image_size(tag: str) -> int:
