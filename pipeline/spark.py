@@ -30,7 +30,7 @@ def driver_jars(cache: Path = JAR_CACHE) -> list[str]:
     `TABLEQUEUE_JARS` (comma-separated paths) adds more."""
     newest: dict[str, tuple[tuple[int | str, ...], Path]] = {}
     for jar in cache.glob("*/*.jar") if cache.is_dir() else []:
-        match = _JAR_NAME.match(jar.name)
+        match = _JAR_NAME.fullmatch(jar.name)
         if match is None:
             continue
         key = _version_key(match["version"])

@@ -23,7 +23,7 @@ from tablequeue.spec import QueueResource
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ROWS = {"postgresql": 100_000, "sqlite": 10_000, "mariadb": 10_000}
+ROWS = {"postgresql": 100_000}
 """100,000 on PostgreSQL; the other engines write row by row: a smaller catalogue keeps the
 test short."""
 COLUMNS = MessageColumns(json_column="doc", id_column="sku", header_columns=("source",))
@@ -66,7 +66,7 @@ def test_catalogue_enqueue_rerun_update_and_rejects(
     tmp_path: Path,
 ) -> None:
     queue = make_queue("catalogue", idempotent=True)
-    rows = ROWS[queue.database.dialect.name]
+    rows = ROWS.get(queue.database.dialect.name, 10_000)
     source = tmp_path / "catalogue.parquet"
     catalogue(spark, rows).write.parquet(str(source))
     lines: list[str] = []
