@@ -8,7 +8,8 @@
 - pip reaches PyPI with `--network host` and the machine's pip configuration and CA certificate
   mounted into the build steps (never into the image);
 - image builds are cached by content: the tag is a hash of the base image, the Dockerfile and
-  every file the build copies, so a warm machine builds nothing.
+  every file the build copies, so a warm machine builds nothing; the dependency stage is tagged
+  by the lock files' hash, so a change of the sources reinstalls nothing.
 """
 
 from __future__ import annotations
@@ -146,7 +147,10 @@ def content_key(dockerfile: Path, base: str) -> str:
 
 
 def build_image(dockerfile: str, name: str) -> str:
-    """Build Dockerfile.* from the local base, unless an image of the same content exists."""
+    """Build Dockerfile.* from the local base, unless an image of the same content exists.
+
+    Its `deps` stage (the locked dependencies) is tagged too, so that removing what older builds
+    left behind keeps it as the build cache: a change of the sources reinstalls nothing."""
     base = base_image()
     path = REPO / dockerfile
     tag = f"localhost/{name}:test-{content_key(path, base)}"
@@ -154,29 +158,30 @@ def build_image(dockerfile: str, name: str) -> str:
         return tag
     if not PIP_CONFIG.exists() or not CA_BUNDLE.exists():
         raise AssertionError(f"{PIP_CONFIG} or {CA_BUNDLE} is missing: run {SETUP_SCRIPT}")
-    podman(
-        "build",
+    options = [
         *ULIMITS,
         *BUILD_OPTIONS,
-        "--volume",
-        f"{PIP_CONFIG}:/etc/pip.conf:ro",
-        "--volume",
-        f"{CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
-        "--build-arg",
-        f"BASE_IMAGE={base}",
-        "--file",
-        str(path),
-        "--tag",
-        tag,
-        str(REPO),
-    )
+        f"--volume={PIP_CONFIG}:/etc/pip.conf:ro",
+        f"--volume={CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
+        f"--build-arg=BASE_IMAGE={base}",
+        f"--file={path}",
+    ]
+    deps = f"localhost/{name}-deps:test-{_hash(base.encode(), path.read_bytes(), *_locks())}"
+    if not image_exists(deps):
+        podman("build", *options, "--target=deps", f"--tag={deps}", str(REPO))
+    podman("build", *options, f"--tag={tag}", str(REPO))
     _remove_older(name, tag)
+    _remove_older(f"{name}-deps", deps)
+    podman("image", "prune", "--force", check=False)  # untagged: older builds, build stages
     return tag
 
 
+def _locks() -> list[bytes]:
+    return [path.read_bytes() for path in sorted((REPO / "requirements").glob("*.lock"))]
+
+
 def _remove_older(name: str, keep: str) -> None:
-    """Untag this image's builds of other contents (their unchanged layers stay, shared, as the
-    build cache); one in use by a running container stays."""
+    """Untag this image's builds of other contents (one in use by a container stays)."""
     listed = podman("images", "--format", "{{.Repository}}:{{.Tag}}", f"localhost/{name}")
     for reference in listed.stdout.split():
         if reference != keep and ":test-" in reference:
