@@ -103,6 +103,36 @@ class _TypeCompiler(MySQLTypeCompiler):
         return super().visit_DATETIME(type_, **kw) if getattr(type_, "fsp", None) else "DATETIME(6)"
 
 
+def _per_row_first(compiler: type[Any]) -> type[Any]:
+    """Outcome statements join their per-row source to the queue table: read the source first
+    (`JSON_TABLE(...) AS b STRAIGHT_JOIN orders`, each row found by primary key). Left to
+    itself, with few Leased rows the optimizer reads them all through the status index first,
+    locking other workers' rows: outcomes of concurrent workers then deadlock."""
+
+    class PerRowFirst(compiler):  # type: ignore[misc, valid-type]
+        def update_tables_clause(
+            self, update_stmt: Any, from_table: Any, extra_froms: list[Any], **kw: Any
+        ) -> str:
+            return self._straight_join(from_table, extra_froms, **kw)
+
+        def delete_extra_from_clause(
+            self,
+            delete_stmt: Any,
+            from_table: Any,
+            extra_froms: list[Any],
+            from_hints: Any,
+            **kw: Any,
+        ) -> str:
+            return "USING " + self._straight_join(from_table, extra_froms, **kw)
+
+        def _straight_join(self, table: Any, extra_froms: list[Any], **kw: Any) -> str:
+            kw["asfrom"] = True
+            froms = [*extra_froms, table]  # dispatched in text order: positional parameters
+            return " STRAIGHT_JOIN ".join(str(f._compiler_dispatch(self, **kw)) for f in froms)
+
+    return PerRowFirst
+
+
 def _json_table_type(type_: sa.types.TypeEngine[Any]) -> str:
     if isinstance(type_, sa.JSON):
         return "JSON"
@@ -169,6 +199,7 @@ class MariaDbDialect(SqlDialect):
 
     def configure_engine(self, engine: Engine) -> None:
         engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
+        engine.dialect.statement_compiler = _per_row_first(engine.dialect.statement_compiler)
         if engine.dialect.driver == "pyodbc":
 
             @event.listens_for(engine, "do_connect")
