@@ -82,7 +82,8 @@ def test_chart_installs_upgrades_and_uninstalls_keeping_the_crd(
     kube: ControlPlane, deploy_tools: DeployTools, monitoring_crds: None, tmp_path: Path
 ) -> None:
     release = make_release(kube, deploy_tools, tmp_path, "tq-install")
-    release.install()
+    notes = release.install()
+    assert "kubectl get tq" in notes and "port-forward svc/tq-install-tablequeue-api" in notes
     full = "tq-install-tablequeue"
     assert release.names(NAMESPACED_KINDS) == {
         ("Deployment", f"{full}-operator"),
