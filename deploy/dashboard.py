@@ -192,9 +192,10 @@ def _variable(name: str, label: str, query: str) -> dashboard.QueryVariable:
 
 
 def _panel(spec: PanelSpec) -> timeseries.Panel | statetimeline.Panel:
+    # Two panels a row, each half the grid's 24 columns wide.
     panel: timeseries.Panel | statetimeline.Panel
     if spec.kind == "state":
-        panel = statetimeline.Panel().height(6).span(24)
+        panel = statetimeline.Panel().height(8).span(12)
     else:
         panel = timeseries.Panel().height(8).span(12)
     panel = panel.title(spec.title).description(spec.description).unit(spec.unit)

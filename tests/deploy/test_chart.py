@@ -222,3 +222,16 @@ def test_chart_dashboard_is_the_generated_one() -> None:
 
     shipped = (CHART / "files" / "dashboards" / "tablequeue.json").read_text()
     assert shipped == dashboard_json()
+
+
+def test_chart_dashboard_panels_fit_the_grid_without_overlapping() -> None:
+    board = json.loads((CHART / "files" / "dashboards" / "tablequeue.json").read_text())
+    cells: dict[tuple[int, int], str] = {}
+    for panel in board["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in cells, f"{panel['title']} overlaps {cells[x, y]}"
+                cells[x, y] = panel["title"]
+        assert panel["targets"] and all(t["expr"] for t in panel["targets"]), panel["title"]
