@@ -215,7 +215,7 @@ def test_chart_rbac_is_operator_rbac(deploy_tools: DeployTools, tmp_path: Path) 
     assert role["rules"] == expected["rules"]
 
 
-def test_chart_dashboard_is_the_generated_one() -> None:
+def test_chart_dashboard_is_the_generated_one(deploy_tools: DeployTools) -> None:
     """files/dashboards/tablequeue.json is deploy/dashboard.py's output:
     `.venv/bin/python deploy/dashboard.py > charts/tablequeue/files/dashboards/tablequeue.json`."""
     from deploy.dashboard import dashboard_json

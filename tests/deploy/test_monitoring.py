@@ -83,7 +83,7 @@ def watched_series(expr: str) -> str:
     return re.sub(r"(==|!=|>=|<=|>|<)\s*(?=[0-9.])", r"\1 bool ", expr)
 
 
-def test_monitoring_watched_series_keeps_the_expression() -> None:
+def test_monitoring_watched_series_keeps_the_expression() -> None:  # the helper itself
     assert watched_series('a > 0 and b{x=~"y"} == 0') == 'a > bool 0 and b{x=~"y"} == bool 0'
 
 

@@ -12,6 +12,7 @@ that uses it:
 from __future__ import annotations
 
 import functools
+import importlib.util
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ SETUP_SCRIPT = REPO / "scripts" / "setup-deploy"
 SCHEMA_SCRIPT = REPO / "tools" / "deploy" / "kubeconform_schemas.py"
 CHART = REPO / "charts" / "tablequeue"
 ADAPTER_RULES = CHART / "files" / "adapter-rules.yaml"
+PYTHON_TOOLS = {"grafana_foundation_sdk": "deploy/dashboard.py", "yamllint": "ct", "yamale": "ct"}
+"""Modules of requirements/deploy-dev.txt, and who needs them."""
 """prometheus-adapter's rules for the external metric tablequeue_backlog (its config file)."""
 
 
@@ -113,6 +116,9 @@ def system_tool(name: str) -> Path:
 @functools.cache
 def find_deploy_tools() -> DeployTools:
     """The built tools; DeployToolMissing (naming the script to run) if any is missing."""
+    for module, user in PYTHON_TOOLS.items():
+        if importlib.util.find_spec(module) is None:
+            raise DeployToolMissing(f"{module} (for {user}) is not installed: run {SETUP_SCRIPT}")
     result = subprocess.run(
         [str(BUILD_SCRIPT), "--check"], capture_output=True, text=True, check=False
     )
