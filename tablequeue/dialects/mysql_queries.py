@@ -77,7 +77,10 @@ class MariaDbQueries(Queries):
 
     def _lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> Select[Any]:
         lapsed, values = self.lapsed_lease_changes(policy, max_attempts)
-        return sa.select(self.table.c.id, values["status"]).where(lapsed).with_for_update()
+        # A lapsed lease whose worker is recording its outcome right now is left to that
+        # worker (skipped, not waited for): no lock wait, so no deadlock with it.
+        locked = sa.select(self.table.c.id, values["status"]).where(lapsed)
+        return locked.with_for_update(skip_locked=True)
 
     def settle_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:
         """Settle the lapsed leases :b_ids that `sweep_lapsed_leases` locked."""

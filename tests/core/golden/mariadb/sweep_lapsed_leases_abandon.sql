@@ -1,3 +1,3 @@
 SELECT orders.id, CASE WHEN (orders.attempts = %(attempts_1)s) THEN 'Pending' ELSE 'Abandoned' END AS anon_1 
 FROM orders 
-WHERE orders.status = 'Leased' AND orders.lease_expires_at < utc_timestamp(6) FOR UPDATE;
+WHERE orders.status = 'Leased' AND orders.lease_expires_at < utc_timestamp(6) FOR UPDATE SKIP LOCKED;
