@@ -14,7 +14,8 @@ runs, in one process and one run, each workload for tablequeue and each peer:
    latency (handler start minus the moment the enqueue call returned), p50 and p99;
 4. the stats query (`stats`): `Queue.stats()` on 1,000,000 and 10,000,000 rows, 1% Pending;
 5. bloat (`bloat`): table and index size and dead tuples while 1,000,000 messages flow through;
-and workloads 1 and 2 on SQLite (`sqlite`). Workloads 1-3 repeat (`--repeats`, the repeat loop
+and workloads 1 and 2 for tablequeue on SQLite (`sqlite`) and on a throwaway MariaDB
+(`mariadb`, tests/support/mariadb_server.py). Workloads 1-3 repeat (`--repeats`, the repeat loop
 outermost); 4 and 5 run once (4 times the query 20 times). Writes
 bench/results/peers-<date>[-quick].{md,json}. Benchmarks only: nothing here is a test.
 """
@@ -50,9 +51,10 @@ from bench.systems.pgqueuer_peer import Pgqueuer
 from bench.systems.procrastinate_peer import Procrastinate
 from bench.systems.tq import TableQueue, TableQueueWorker
 from bench.worker import ROOT, processes
+from tests.support.mariadb_server import mariadb_server
 from tests.support.postgres_server import postgres_server
 
-WORKLOADS = ("enqueue", "drain", "latency", "stats", "bloat", "sqlite")
+WORKLOADS = ("enqueue", "drain", "latency", "stats", "bloat", "sqlite", "mariadb")
 PEERS = ("pgmq", "pgqueuer", "procrastinate", "asyncpg", "psycopg", "sqlalchemy")
 LOAD_LIMIT = 2.5
 PRODUCERS = 4  # latency workload: threads, each with its own connection
@@ -610,15 +612,20 @@ def machine(pg_url: str, sqlite_url: str) -> Row:
 
 
 def plan(
-    pg: dict[str, System], sqlite: dict[str, System], size: Sizes, tmp: Path
+    pg: dict[str, System],
+    sqlite: dict[str, System],
+    size: Sizes,
+    tmp: Path,
+    mariadb: dict[str, System],
 ) -> list[tuple[Row, Callable[[], Row]]]:
     items: list[tuple[Row, Callable[[], Row]]] = []
 
     def add(key: Row, measure: Callable[[], Row]) -> None:
         items.append((key, measure))
 
-    for engine, systems in (("postgresql", pg), ("sqlite", sqlite)):
-        workload = "sqlite" if engine == "sqlite" else "enqueue"
+    engines = (("postgresql", pg), ("sqlite", sqlite), ("mariadb", mariadb))
+    for engine, systems in engines:
+        workload = engine if engine != "postgresql" else "enqueue"
         for name in ("tq", "pgmq", "pgqueuer", "procrastinate"):
             if name not in systems:
                 continue
@@ -631,8 +638,8 @@ def plan(
                         s, mode, size.messages, size.one_box, size.batch_box
                     ),
                 )
-    for engine, systems in (("postgresql", pg), ("sqlite", sqlite)):
-        workload = "sqlite" if engine == "sqlite" else "drain"
+    for engine, systems in engines:
+        workload = engine if engine != "postgresql" else "drain"
         names = ("tq", "worker", "pgmq", "pgqueuer", "procrastinate", "pgbench", "pgbench1")
         for name in names:
             if name not in systems:
@@ -686,9 +693,14 @@ def main() -> None:
     while os.getloadavg()[0] >= LOAD_LIMIT and time.monotonic() - waited < args.wait_for_load:
         time.sleep(15)
     tmp = Path(tempfile.mkdtemp(prefix="tablequeue-peers-"))
-    with postgres_server() as server:
+    with postgres_server() as server, mariadb_server() as maria:
         sqlite_url = f"sqlite:///{tmp / 'bench.db'}"
+        maria_url = maria.create_database("bench")
         about = machine(server.url, sqlite_url)
+        about["mariadb"] = (
+            f"{maria.version()} (throwaway server from tests/support/mariadb_server.py, same "
+            "machine: no binary log, innodb_flush_log_at_trx_commit=0, no doublewrite), PyMySQL"
+        )
         load = os.getloadavg()[0]
         if load >= LOAD_LIMIT:
             about["load warning"] = (
@@ -713,9 +725,13 @@ def main() -> None:
             "tq": TableQueue(sqlite_url),
             "worker": TableQueueWorker(sqlite_url),
         }
+        maria_systems: dict[str, System] = {
+            "tq": TableQueue(maria_url),
+            "worker": TableQueueWorker(maria_url),
+        }
         items = [
             (k, m)
-            for k, m in plan(pg, lite, size, tmp)
+            for k, m in plan(pg, lite, size, tmp, maria_systems)
             if not args.only or args.only in (k["group"], k["system"])
         ]
         runs: list[list[Row]] = [[] for _ in items]
@@ -746,7 +762,7 @@ def main() -> None:
                 except Exception as error:
                     results.append(key | {"runs": [], "errors": [repr(error)[:300]]})
                 print(results[-1], flush=True)
-        for s in [*pg.values(), *lite.values()]:
+        for s in [*pg.values(), *lite.values(), *maria_systems.values()]:
             s.close()
         about["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
         about["sizes"] = vars(size)

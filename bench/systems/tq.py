@@ -25,6 +25,12 @@ from tablequeue.spec import QueueResource
 from tests.support.postgres_server import free_port
 
 _names = itertools.count()
+BODY_SQL_MARIADB = (
+    "json_object('OrderId', concat('A-', lpad(i, 8, '0')),"
+    " 'Email', concat('customer', i % 997, '@example.com'), 'Currency', 'NOK', 'Total', 39.8,"
+    " 'Items', json_array(json_object('Sku', 'SKU-000123', 'Qty', 2, 'Price', 19.9)),"
+    " 'Note', 'door')"
+)
 
 
 class TableQueue(System):
@@ -72,6 +78,10 @@ class TableQueue(System):
             seq = seq.union_all(sa.select(seq.c.i + 1).where(seq.c.i < n))
             source: sa.FromClause = seq
             body, tracking = BODY_SQL_SQLITE, "lower(hex(randomblob(16)))"
+        elif self.engine == "mariadb":  # MariaDB's Sequence engine: a table seq_1_to_<n>
+            numbers = sa.table(f"seq_1_to_{int(n)}", sa.column("seq"))
+            source = sa.select(numbers.c.seq.label("i")).subquery("g")
+            body, tracking = BODY_SQL_MARIADB, "uuid()"
         else:
             source = sa.func.generate_series(1, n).table_valued("i").render_derived("g")
             body, tracking = BODY_SQL_PG, "gen_random_uuid()"
