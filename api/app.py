@@ -9,14 +9,17 @@ synchronous core belongs. Every user mistake maps to a 4xx JSON body
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from starlette.exceptions import HTTPException
 
 from tablequeue import Database, errors
 
 from . import ui
 from .auth import Auth
-from .http_errors import ERROR_RESPONSES, core_error_response, invalid_request
+from .dependencies import auth_refusal
+from .http_errors import ERROR_RESPONSES, core_error_response, error_response, invalid_request
 from .limits import MAX_BODY_BYTES, BodySizeLimit
 from .routes import ROUTERS
 
@@ -34,7 +37,8 @@ def create_app(
     app.state.auth = auth or Auth()
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
     app.exception_handler(errors.TableQueueError)(core_error)
-    app.exception_handler(RequestValidationError)(invalid_request)
+    app.exception_handler(RequestValidationError)(invalid_request_after_auth)
+    app.exception_handler(HTTPException)(http_error)
     for router in ROUTERS:
         app.include_router(router)
     ui.mount(app)
@@ -46,3 +50,22 @@ async def core_error(request: Request, error: errors.TableQueueError) -> Respons
     if ui.is_page(request):
         return ui.error_page(request, error)
     return core_error_response(error)
+
+
+async def http_error(request: Request, error: HTTPException) -> Response:
+    """401/403 from the token rules, 404/405 for unknown routes: the JSON error body.
+
+    UI pages keep Starlette's answer (their sign-in redirect is a 303 with a Location header).
+    """
+    if ui.is_page(request):
+        return await http_exception_handler(request, error)
+    response = error_response(error.status_code, str(error.detail))
+    response.headers.update(error.headers or {})
+    return response
+
+
+async def invalid_request_after_auth(request: Request, error: RequestValidationError) -> Response:
+    """A request the token rules refuse gets 401/403 even when its body is broken too."""
+    if (refused := auth_refusal(request)) is not None:
+        return await http_error(request, refused)
+    return await invalid_request(request, error)

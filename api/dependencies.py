@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, HTTPException, Path, Request
 from fastapi.params import Depends as DependsParam
 
 from tablequeue import Database, Queue
@@ -53,3 +53,19 @@ READER: list[DependsParam] = [Depends(require_reader)]
 """Route dependencies for reads: either token, or none when no token is configured."""
 ADMIN: list[DependsParam] = [Depends(require_admin)]
 """Route dependencies for changes: the admin token, or none when no token is configured."""
+
+
+def auth_refusal(request: Request) -> HTTPException | None:
+    """The 401/403 the matched route's token rule gives this request, if any.
+
+    FastAPI parses a JSON body before it runs route dependencies; the handler of a broken body
+    asks this first, so a request without a valid token learns nothing about the body's checks.
+    """
+    route = request.scope.get("route")
+    for dependency in getattr(route, "dependencies", ()):
+        if dependency.dependency in (require_reader, require_admin):
+            try:
+                dependency.dependency(request, get_auth(request))
+            except HTTPException as refused:
+                return refused
+    return None

@@ -47,7 +47,9 @@ def error_response(status: int, message: str, detail: list[str] | None = None) -
 
 
 def core_error_response(error: errors.TableQueueError) -> JSONResponse:
-    return error_response(status_of(error), str(error))
+    """The error's message; for a missing queue without the database's location."""
+    shown = error.public if isinstance(error, errors.QueueNotFound) else str(error)
+    return error_response(status_of(error), shown)
 
 
 async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:

@@ -51,6 +51,12 @@ def _parse_json(text: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise InvalidInput(f"invalid JSON {where}: {error.msg} at column {error.colno}") from None
+    except RecursionError:
+        raise InvalidInput(f"invalid JSON {where}: nested too deeply") from None
+    except ValueError:  # Python's limit on the digits of an integer
+        raise InvalidInput(
+            f"invalid JSON {where}: a number has more than {sys.get_int_max_str_digits()} digits"
+        ) from None
 
 
 def _bodies(message: str | None, path: str | None) -> Iterator[tuple[Any, str]]:
@@ -62,9 +68,15 @@ def _bodies(message: str | None, path: str | None) -> Iterator[tuple[Any, str]]:
     assert path is not None
     source = sys.stdin if path == "-" else _open(path)
     with source:
-        for number, line in enumerate(source, start=1):
-            if line.strip():
-                yield _parse_json(line, f"on line {number} of {path}"), f"line {number}"
+        number = 0
+        try:
+            for number, line in enumerate(source, start=1):
+                if line.strip():
+                    yield _parse_json(line, f"on line {number} of {path}"), f"line {number}"
+        except UnicodeDecodeError as error:
+            raise InvalidInput(
+                f"cannot read {path}: not UTF-8 text after line {number} ({error.reason})"
+            ) from None
 
 
 def _open(path: str) -> Any:

@@ -39,6 +39,8 @@ def friendly_errors(function: F) -> F:
             fail(str(error))
         except pydantic.ValidationError as error:
             fail(f"invalid message: {validation_line(error)}")
+        except RecursionError:
+            fail("input nested too deeply")
         except BrokenPipeError:
             sys.exit(0)
 

@@ -4,13 +4,24 @@ Queue that names it, and the URL each Queue was last seen with."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as WaitedTooLong
+from typing import TypeVar
 
 from tablequeue import Database, TableQueueError, connect
+from tablequeue.errors import DatabaseUnavailable
 
 from .conditions import NotReady
 
 QueueKey = tuple[str, str]
 """(namespace, name) of a Queue."""
+T = TypeVar("T")
+LANES_PER_DATABASE = 4
+"""Threads that run one database's work: a database that hangs holds at most these."""
+DATABASE_WORK_SECONDS = 60.0
+"""The longest a handler waits for one Queue's database work before reporting the database
+as not answering (the connect and statement bounds normally end it sooner)."""
 
 
 class Databases:
@@ -20,6 +31,7 @@ class Databases:
         self._by_url: dict[str, Database] = {}
         self._lock = threading.Lock()
         self._last_urls: dict[QueueKey, str] = {}
+        self._lanes: dict[str, ThreadPoolExecutor] = {}
 
     def connect(self, url: str) -> Database:
         """The Database of this URL; an invalid URL is `DatabaseReachable=False`."""
@@ -44,8 +56,30 @@ class Databases:
     def forget(self, queue: QueueKey) -> None:
         self._last_urls.pop(queue, None)
 
+    def bounded(
+        self, database: Database, work: Callable[[], T], seconds: float = DATABASE_WORK_SECONDS
+    ) -> T:
+        """Run `work` on the database's own threads and wait at most `seconds`: a database that
+        stops answering mid-statement (no server left to enforce a statement timeout) holds its
+        own threads, never the handlers that serve the other Queues."""
+        with self._lock:
+            lanes = self._lanes.get(database.shown_url)
+            if lanes is None:
+                lanes = self._lanes[database.shown_url] = ThreadPoolExecutor(
+                    LANES_PER_DATABASE, thread_name_prefix="database"
+                )
+        try:
+            return lanes.submit(work).result(timeout=seconds)
+        except WaitedTooLong:
+            raise DatabaseUnavailable(
+                f"{database.shown_url} did not answer within {seconds:g} s"
+            ) from None
+
     def close(self) -> None:
         with self._lock:
+            for lanes in self._lanes.values():
+                lanes.shutdown(wait=False, cancel_futures=True)
+            self._lanes.clear()
             for database in self._by_url.values():
                 database.close()
             self._by_url.clear()

@@ -31,10 +31,13 @@ def observe_queue(
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
     generation = body["metadata"].get("generation")
     labels = {"namespace": namespace, "queue": name}
+    if _reason(status, "TableReady") == "QueueOwnedElsewhere":
+        return  # the queue of that name is another Queue's: its counts are not this one's
     try:
         database = state.database(namespace, resource)
-        stats = database.queue(name).stats()
-        effective_default_status = database.default_status_of(name)
+        stats, effective_default_status = state.databases.bounded(
+            database, lambda: (database.queue(name).stats(), database.default_status_of(name))
+        )
     except NotReady as problem:
         _trouble(body, patch, status, problem)
         return
@@ -74,6 +77,11 @@ def observe_queue(
             )
         )
     patch.status["conditions"] = merge(status.get("conditions"), updates, generation)
+
+
+def _reason(status: kopf.Status, kind: str) -> str | None:
+    found = {c["type"]: c for c in status.get("conditions") or []}.get(kind, {})
+    return found.get("reason") if found.get("status") == "False" else None
 
 
 def _trouble(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, problem: NotReady) -> None:

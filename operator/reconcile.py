@@ -57,7 +57,8 @@ def apply_queue(
     try:
         database = state.database(namespace, resource)
         try:
-            outcome = database.apply(resource)
+            owner = f"{namespace}/{resource.name}"
+            outcome = state.databases.bounded(database, lambda: database.apply(resource, owner))
         except DatabaseUnavailable as error:
             raise NotReady("DatabaseReachable", "DatabaseUnavailable", str(error)) from None
         except TableQueueError as error:
@@ -73,7 +74,14 @@ def apply_queue(
     except NotReady as problem:
         raise _fail(body, patch, status, problem, retry) from None
     patch.status["observedGeneration"] = generation
-    patch.status["effectiveDefaultStatus"] = database.default_status_of(resource.name)
+    try:
+        default_status = state.databases.bounded(
+            database, lambda: database.default_status_of(resource.name)
+        )
+    except DatabaseUnavailable as error:
+        unavailable = NotReady("DatabaseReachable", "DatabaseUnavailable", str(error))
+        raise _fail(body, patch, status, unavailable, retry) from None
+    patch.status["effectiveDefaultStatus"] = default_status
     patch.status["conditions"] = merge(
         status.get("conditions"),
         [
@@ -207,6 +215,7 @@ def delete_queue(
         )
         return
     namespace = body["metadata"]["namespace"]
+    owner = f"{namespace}/{resource.name}"
     try:
         try:
             database = state.database(namespace, resource)
@@ -223,7 +232,17 @@ def delete_queue(
                 )
                 return
             database = state.databases.connect(remembered)
-        database.delete_queue(resource.name, drop_table=True)
+        deleted = state.databases.bounded(
+            database, lambda: database.delete_queue(resource.name, drop_table=True, owner=owner)
+        )
+        if not deleted:
+            kopf.warn(
+                body,
+                reason="TableKept",
+                message=f"table {resource.table} kept: another Queue owns queue {resource.name}",
+            )
+            state.databases.forget((namespace, resource.name))
+            return
     except QueueNotFound:
         pass
     except (NotReady, DatabaseUnavailable) as error:

@@ -33,9 +33,11 @@ class Database(Storage):
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def apply(self, resource: QueueResource) -> str:
-        """Create or migrate the table and registry row: created, updated or unchanged."""
-        return registry.apply(self, resource)
+    def apply(self, resource: QueueResource, owner: str | None = None) -> str:
+        """Create or migrate the table and registry row: created, updated or unchanged.
+
+        `owner` (`namespace/name`) claims the queue for one Queue resource (the operator)."""
+        return registry.apply(self, resource, owner)
 
     def queue(self, name: str) -> Queue:
         """A handle on an existing queue, with the settings it was applied with."""
@@ -44,8 +46,9 @@ class Database(Storage):
             row = registry.find_registry_row(self, connection, name)
         if row is None:
             raise QueueNotFound(
-                f"queue {name!r} does not exist in {self.shown_url}: "
-                "create it with `tablequeue queue apply -f FILE`"
+                f"queue {name!r} does not exist",
+                self.shown_url,
+                "create it with `tablequeue queue apply -f FILE`",
             )
         spec = QueueSpec.model_validate(row.settings)
         return Queue(self, name, self.table(row.table_name), spec)
@@ -74,9 +77,10 @@ class Database(Storage):
     def set_default_status(self, name: str, status: str) -> None:
         registry.set_default_status(self, name, status)
 
-    def delete_queue(self, name: str, drop_table: bool) -> None:
-        """Forget a queue; drop its table only when asked (deletionPolicy: Delete)."""
-        registry.delete_queue(self, name, drop_table)
+    def delete_queue(self, name: str, drop_table: bool, owner: str | None = None) -> bool:
+        """Forget a queue; drop its table only when asked (deletionPolicy: Delete). With
+        `owner`, only if that Queue resource owns it (else nothing changes: False)."""
+        return registry.delete_queue(self, name, drop_table, owner)
 
 
 def connect(url: str, **engine_options: Any) -> Database:

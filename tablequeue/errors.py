@@ -18,7 +18,15 @@ class SpecError(InvalidInput):
 
 
 class QueueNotFound(TableQueueError, LookupError):
-    """The queue is not in the registry of this database."""
+    """The queue is not in the registry of this database.
+
+    `str()` may name the database (for the CLI's user, who chose it); `public` never does (for
+    API clients, who should not learn where the database lives).
+    """
+
+    def __init__(self, public: str, where: str = "", hint: str = "") -> None:
+        super().__init__(public + (f" in {where}" if where else "") + (f": {hint}" if hint else ""))
+        self.public = public
 
 
 class MessageNotFound(TableQueueError, LookupError):
@@ -27,6 +35,14 @@ class MessageNotFound(TableQueueError, LookupError):
 
 class Conflict(TableQueueError):
     """The request is valid but the row is in a state that forbids it."""
+
+
+class QueueOwnedElsewhere(Conflict):
+    """Another Queue resource (another namespace) manages the queue of that name."""
+
+
+class NotAQueueTable(Conflict):
+    """A table to adopt exists but is not a queue table."""
 
 
 class DatabaseUnavailable(TableQueueError, ConnectionError):

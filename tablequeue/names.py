@@ -8,6 +8,8 @@ import zlib
 
 from .errors import InvalidInput
 
+# The `^...$` form is published in the CRD schema (RE2, where `$` is the end of the text); Python
+# checks with `fullmatch`, because its `$` also matches before a final newline.
 QUEUE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 STATUS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -32,7 +34,7 @@ def _shown(value: str) -> str:
 
 
 def queue_name(name: str) -> str:
-    if not isinstance(name, str) or not QUEUE_NAME.match(name):
+    if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
         raise InvalidInput(
             f"invalid queue name {_shown(str(name))}: use 1-63 lowercase letters, digits and '-', "
             "starting with a letter and not ending with '-'"
@@ -41,7 +43,7 @@ def queue_name(name: str) -> str:
 
 
 def table_name(name: str) -> str:
-    if not isinstance(name, str) or not TABLE_NAME.match(name):
+    if not isinstance(name, str) or not TABLE_NAME.fullmatch(name):
         raise InvalidInput(
             f"invalid table name {_shown(str(name))}: use 1-63 lowercase letters, digits and '_', "
             "starting with a letter"
@@ -58,7 +60,7 @@ def table_for_queue(queue: str) -> str:
 
 
 def status(value: str) -> str:
-    if not isinstance(value, str) or not STATUS.match(value):
+    if not isinstance(value, str) or not STATUS.fullmatch(value):
         raise InvalidInput(
             f"invalid status {_shown(str(value))}: use 1-64 letters, digits, '_' and '-', "
             "starting with a letter"

@@ -365,6 +365,7 @@ def _label(source: str, index: int | None, document: object) -> str:
     metadata = document.get("metadata") if isinstance(document, dict) else None
     name = metadata.get("name") if isinstance(metadata, dict) else None
     if isinstance(name, str):
+        name = name if name.isprintable() else repr(name)  # one line, whatever the name holds
         return f"{head} ({name})" if head else f"queue {name}"
     return head or "YAML"
 

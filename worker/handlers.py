@@ -211,7 +211,7 @@ def load_handler(spec: str, timeout: float) -> HttpHandler | PythonHandler:
     """`http://127.0.0.1:8080/process` or `python:pkg.module:function`."""
     if spec.startswith(("http://", "https://")):
         return HttpHandler(spec, timeout)
-    match = PYTHON_HANDLER.match(spec)
+    match = PYTHON_HANDLER.fullmatch(spec)
     if not match:
         raise InvalidInput(
             f"invalid handler {spec[:100]!r}: use http://127.0.0.1:PORT/PATH "

@@ -78,6 +78,12 @@ class Dialect(Protocol):
     def configure_engine(self, engine: Engine) -> None:
         """Install per-connection settings (pragmas, transaction mode)."""
 
+    def connect_args(
+        self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
+    ) -> dict[str, Any]:
+        """The driver's connect arguments that bound connecting and each statement (None: no
+        bound); a parameter the URL sets itself wins."""
+
     def tune_table(self, connection: Connection, table: sa.Table) -> None:
         """Storage settings of a queue table, applied at every `apply` (idempotent)."""
 

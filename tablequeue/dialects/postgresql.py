@@ -3,6 +3,7 @@ per-row parameters as one JSON document, LISTEN/NOTIFY."""
 
 import asyncio
 import json
+import math
 import uuid
 import zlib
 from collections.abc import Sequence
@@ -79,6 +80,18 @@ class PostgresDialect(SqlDialect):
     url_hint = "postgresql://"
     capabilities = Capabilities(notifies=True, estimates_counts=True, vacuums=True)
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
+
+    def connect_args(
+        self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
+    ) -> dict[str, Any]:
+        """libpq's `connect_timeout` (whole seconds, at least 2 as libpq requires) and the
+        server-side `statement_timeout` as a startup option."""
+        args: dict[str, Any] = {}
+        if connect_seconds and "connect_timeout" not in url.query:
+            args["connect_timeout"] = max(2, math.ceil(connect_seconds))
+        if statement_seconds and "options" not in url.query:
+            args["options"] = f"-c statement_timeout={math.ceil(statement_seconds * 1000)}"
+        return args
 
     def now(self) -> sa.ColumnElement[datetime]:
         return sa.func.now(type_=sa.DateTime(timezone=True))
@@ -168,7 +181,11 @@ class PostgresDialect(SqlDialect):
                 ).one()
                 if dead < max(VACUUM_DEAD_ROWS, live // 4):
                     return False
-                connection.exec_driver_sql(f"VACUUM {quoted}")
+                connection.exec_driver_sql("SET statement_timeout = 0")  # may take minutes
+                try:
+                    connection.exec_driver_sql(f"VACUUM {quoted}")
+                finally:
+                    connection.exec_driver_sql("RESET statement_timeout")  # the pooled default
                 return True
             finally:
                 connection.execute(sa.select(sa.func.pg_advisory_unlock(lock_id)))

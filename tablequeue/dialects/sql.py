@@ -54,6 +54,11 @@ class SqlDialect(abc.ABC):
             **self.partial_index_options(leasable),
         )
 
+    def connect_args(
+        self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
+    ) -> dict[str, Any]:
+        return {}
+
     def configure_engine(self, engine: Engine) -> None:
         return None  # SQLAlchemy's defaults
 

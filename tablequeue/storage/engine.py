@@ -16,9 +16,12 @@ from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
 from .schema import queue_table, registry_table
+from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
 
 PING_AFTER_IDLE_SECONDS = 1.0
+QUERY_CANCELED = "57014"
+"""The SQLSTATE of a statement the server cancelled (PostgreSQL's statement_timeout)."""
 
 
 def _ping_when_idle(engine: Engine) -> None:
@@ -50,11 +53,18 @@ class Storage:
     """A database that holds queues: one engine, one dialect, the registry table, and the
     statements of each queue table (built once per table)."""
 
-    def __init__(self, url: str, **engine_options: Any) -> None:
+    def __init__(
+        self, url: str, timeouts: DatabaseTimeouts | None = None, **engine_options: Any
+    ) -> None:
         self.dialect: Dialect
         self.dialect, self.url = dialect_for_url(url)
         self.shown_url = shown_url(url)
+        self.timeouts = timeouts or DatabaseTimeouts.from_environment()
         options: dict[str, Any] = {"json_serializer": canonical_json}
+        connect_args = self.dialect.connect_args(
+            self.url, self.timeouts.connect_seconds, self.timeouts.statement_seconds
+        )
+        options["connect_args"] = connect_args | engine_options.pop("connect_args", {})
         options.update(engine_options)
         self.engine: Engine = sa.create_engine(self.url, **options)
         _ping_when_idle(self.engine)
@@ -85,6 +95,10 @@ class Storage:
             if error.connection_invalidated:
                 raise DatabaseUnavailable(
                     f"lost connection to {self.shown_url}: {_first_line(error)}"
+                ) from error
+            if getattr(error.orig, "sqlstate", None) == QUERY_CANCELED:
+                raise DatabaseUnavailable(
+                    f"{self.shown_url} cancelled a statement: {_first_line(error)}"
                 ) from error
             raise
         finally:

@@ -10,17 +10,52 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .. import names
-from ..errors import Conflict, QueueNotFound, SchemaTooNew
+from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
+from ..models import message_columns
 from .engine import Storage
-from .schema import SCHEMA_VERSION, migrate
+from .schema import REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
 
 if TYPE_CHECKING:
     from ..spec import QueueResource, QueueSpec
 
 
-def apply(storage: Storage, resource: QueueResource) -> str:
-    """Create or migrate the table and registry row: created, updated or unchanged."""
+def ensure_registry(storage: Storage) -> None:
+    """Create the registry, or migrate one made by an older tablequeue, in its own transaction
+    (so that a refused apply does not undo it on engines whose DDL is not transactional)."""
+    with storage.transaction() as connection:
+        storage.dialect.lock_for_ddl(connection, "registry")
+        storage.registry.create(connection, checkfirst=True)
+        migrate_registry(connection, storage.registry)
+
+
+def _check_owner(name: str, row: Any, owner: str | None) -> None:
+    """A queue managed by one Queue resource is never taken over by another: two Queues of one
+    name in different namespaces on one database would otherwise share a table."""
+    if owner is not None and row is not None and row.owner not in (None, owner):
+        raise QueueOwnedElsewhere(
+            f"queue {name!r} on this database belongs to Queue {row.owner}: give this Queue "
+            "another name or database"
+        )
+
+
+def _check_queue_table(connection: Connection, table_name: str) -> None:
+    """An existing table becomes a queue only if it is one (e.g. kept by `Retain`)."""
+    present = {column["name"] for column in sa.inspect(connection).get_columns(table_name)}
+    missing = [column for column, _ in message_columns() if column not in present]
+    if missing:
+        raise NotAQueueTable(
+            f"table {table_name!r} exists and is not a queue table (no column "
+            f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): "
+            "choose another spec.table or drop that table"
+        )
+
+
+def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -> str:
+    """Create or migrate the table and registry row: created, updated or unchanged.
+
+    `owner` (`namespace/name`, from the operator) claims the queue for one Queue resource; the
+    CLI applies without one and leaves the recorded owner as it is."""
     name = names.queue_name(resource.name)
     spec = resource.spec
     declared = spec.database.dialect if spec.database is not None else None
@@ -28,10 +63,11 @@ def apply(storage: Storage, resource: QueueResource) -> str:
     table_name = spec.table_for(name)
     settings = spec_settings(spec)
     registry = storage.registry
+    ensure_registry(storage)
     with storage.transaction() as connection:
         storage.dialect.lock_for_ddl(connection, "registry")
-        registry.create(connection, checkfirst=True)
-        row = registry_row(storage, connection, name)
+        row = connection.execute(sa.select(registry).where(registry.c.name == name)).first()
+        _check_owner(name, row, owner)
         if row is not None and row.schema_version > SCHEMA_VERSION:
             raise SchemaTooNew(
                 f"queue {name!r} has schema version {row.schema_version}; this tablequeue "
@@ -42,15 +78,17 @@ def apply(storage: Storage, resource: QueueResource) -> str:
                 f"queue {name!r} already uses table {row.table_name!r}; "
                 f"moving it to {table_name!r} is not supported"
             )
-        owner = connection.execute(
+        other_queue = connection.execute(
             sa.select(registry.c.name).where(
                 registry.c.table_name == table_name, registry.c.name != name
             )
         ).scalar()
-        if owner is not None:
-            raise Conflict(f"table {table_name!r} already belongs to queue {owner!r}")
+        if other_queue is not None:
+            raise Conflict(f"table {table_name!r} already belongs to queue {other_queue!r}")
         table = storage.table(table_name)
         existed = sa.inspect(connection).has_table(table_name)
+        if existed:
+            _check_queue_table(connection, table_name)
         table.create(connection, checkfirst=True)
         if existed and (row is None or row.schema_version < SCHEMA_VERSION):
             # A kept table of a deleted queue has no registry row: assume the oldest.
@@ -68,10 +106,12 @@ def apply(storage: Storage, resource: QueueResource) -> str:
                     schema_version=SCHEMA_VERSION,
                     created_at=now,
                     updated_at=now,
+                    owner=owner,
                 )
             )
             return "created"
-        if row.settings == settings and row.schema_version == SCHEMA_VERSION:
+        claims = owner is not None and row.owner is None
+        if row.settings == settings and row.schema_version == SCHEMA_VERSION and not claims:
             return "unchanged"
         values: dict[str, Any] = {
             "category": spec.category,
@@ -79,6 +119,8 @@ def apply(storage: Storage, resource: QueueResource) -> str:
             "schema_version": SCHEMA_VERSION,
             "updated_at": now,
         }
+        if claims:  # a queue made by the CLI or before owners were recorded
+            values["owner"] = owner
         # The declared default status wins only when the declaration changed, so a status
         # set at runtime (admin UI, API) survives re-applying an unchanged spec.
         if row.settings.get("defaultStatus", "Pending") != spec.default_status:
@@ -95,7 +137,8 @@ def spec_settings(spec: QueueSpec) -> dict[str, Any]:
 def registry_row(storage: Storage, connection: Connection, name: str) -> Any:
     """The registry row of a queue, or None."""
     registry = storage.registry
-    return connection.execute(sa.select(registry).where(registry.c.name == name)).first()
+    columns = [registry.c[column] for column in REGISTRY_READ_COLUMNS]
+    return connection.execute(sa.select(*columns).where(registry.c.name == name)).first()
 
 
 def find_registry_row(storage: Storage, connection: Connection, name: str) -> Any:
@@ -113,7 +156,9 @@ def queues(storage: Storage) -> list[dict[str, Any]]:
     with storage.transaction() as connection:
         if not _registry_exists(storage, connection):
             return []
-        rows = connection.execute(sa.select(storage.registry).order_by(storage.registry.c.name))
+        registry = storage.registry
+        columns = [registry.c[column] for column in REGISTRY_READ_COLUMNS]
+        rows = connection.execute(sa.select(*columns).order_by(registry.c.name))
         return [dict(row._mapping) for row in rows]
 
 
@@ -143,16 +188,26 @@ def set_default_status(storage: Storage, name: str, status: str) -> None:
             .values(default_status=status, updated_at=datetime.now(UTC))
         ).rowcount
     if not updated:
-        raise QueueNotFound(f"queue {name!r} does not exist in {storage.shown_url}")
+        raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
 
 
-def delete_queue(storage: Storage, name: str, drop_table: bool) -> None:
-    """Forget a queue; drop its table only when asked (deletionPolicy: Delete)."""
+def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | None = None) -> bool:
+    """Forget a queue; drop its table only when asked (deletionPolicy: Delete).
+
+    With `owner` (the operator's `namespace/name`) only a queue that Queue owns is touched: the
+    answer is False, and nothing changes, when another resource owns it or none recorded one."""
+    registry = storage.registry
     with storage.transaction() as connection:
         storage.dialect.lock_for_ddl(connection, "registry")
-        row = find_registry_row(storage, connection, name)
+        row = None
+        if _registry_exists(storage, connection):
+            migrate_registry(connection, registry)
+            row = connection.execute(sa.select(registry).where(registry.c.name == name)).first()
         if row is None:
-            raise QueueNotFound(f"queue {name!r} does not exist in {storage.shown_url}")
-        connection.execute(storage.registry.delete().where(storage.registry.c.name == name))
+            raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
+        if owner is not None and row.owner != owner:
+            return False
+        connection.execute(registry.delete().where(registry.c.name == name))
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
+    return True

@@ -12,10 +12,11 @@ from ..dialects import Dialect
 from ..models import message_columns
 from ..sqltypes import UtcDateTime
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """1: first release. 2: the message_id index covers only messages with an identity; no index
 on lease expiry (the status index finds Leased rows). A lease then updates three indexes, not
-five, and an enqueue without identity four instead of five."""
+five, and an enqueue without identity four instead of five. 3: the registry records the owner
+(`namespace/name`) of an operator-managed queue (`migrate_registry`); queue tables unchanged."""
 REGISTRY_TABLE = "tablequeue_queues"
 
 
@@ -67,4 +68,32 @@ def registry_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("schema_version", sa.Integer(), nullable=False),
         sa.Column("created_at", UtcDateTime(), nullable=False),
         sa.Column("updated_at", UtcDateTime(), nullable=False),
+        sa.Column("owner", sa.String(OWNER_LENGTH), nullable=True),
     )
+
+
+OWNER_LENGTH = 127
+"""`namespace/name` of the Queue resource that manages a queue: 63 + 1 + 63."""
+REGISTRY_READ_COLUMNS = (
+    "name",
+    "table_name",
+    "category",
+    "default_status",
+    "settings",
+    "schema_version",
+    "created_at",
+    "updated_at",
+)
+"""What workers, the API and the CLI read: a registry of schema 2 (no `owner` yet, until the
+operator or `queue apply` migrates it) serves them unchanged."""
+
+
+def migrate_registry(connection: sa.Connection, registry: sa.Table) -> None:
+    """Add the columns a registry made by an older tablequeue lacks (under the DDL lock)."""
+    present = {column["name"] for column in sa.inspect(connection).get_columns(registry.name)}
+    if "owner" not in present:
+        quote = connection.dialect.identifier_preparer.quote
+        type_ = registry.c.owner.type.compile(dialect=connection.dialect)
+        connection.exec_driver_sql(
+            f"ALTER TABLE {quote(registry.name)} ADD {quote('owner')} {type_} NULL"
+        )

@@ -2,6 +2,8 @@
 `postgresql+psycopg://...`, `postgres://...`, `sqlite:///path/to/file.db`. Each dialect owns its
 schemes."""
 
+import re
+
 import sqlalchemy as sa
 
 from ..dialects import DIALECTS, Dialect, for_url_scheme
@@ -22,7 +24,7 @@ def dialect_for_url(url: str) -> tuple[Dialect, sa.URL]:
         supported = " or ".join(dialect.url_hint for dialect in DIALECTS.values())
         raise InvalidInput(
             f"unsupported database URL scheme {parsed.drivername!r} in "
-            f"{parsed.render_as_string(hide_password=True)}: use {supported}"
+            f"{shown_url(parsed)}: use {supported}"
         )
     dialect, scheme = found
     parsed = parsed.set(drivername=scheme)
@@ -30,9 +32,42 @@ def dialect_for_url(url: str) -> tuple[Dialect, sa.URL]:
     return dialect, parsed
 
 
-def shown_url(url: str) -> str:
-    """The URL as messages show it: without its password."""
-    return sa.make_url(url).render_as_string(hide_password=True)
+MASK = "***"
+_SECRET_IN_VALUE = re.compile(r"\b(pwd|password)\s*=\s*(\{[^}]*\}|[^;]*)", re.IGNORECASE)
+"""`PWD=...` / `Password=...` inside an ODBC connection string given as a query parameter."""
+
+
+def _is_secret_key(key: str) -> bool:
+    lowered = key.lower()
+    return "password" in lowered or lowered in {"pwd", "passwd", "secret"}
+
+
+def _masked_value(key: str, value: str) -> str:
+    if _is_secret_key(key):
+        return MASK
+    return _SECRET_IN_VALUE.sub(lambda found: f"{found.group(1)}={MASK}", value)
+
+
+def shown_url(url: str | sa.URL) -> str:
+    """The URL as every message, log line and status shows it: without any password.
+
+    Masks the password of `user:password@`, query parameters such as `?password=` (which
+    psycopg accepts) and `PWD=` inside an ODBC connection string. The one function for it.
+    """
+    try:
+        parsed = sa.make_url(url)
+    except Exception:
+        return "(an unparsable database URL)"
+    query = {
+        key: (
+            tuple(_masked_value(key, item) for item in value)
+            if isinstance(value, tuple)
+            else _masked_value(key, value)
+        )
+        for key, value in parsed.query.items()
+    }
+    shown = parsed.set(query=query).render_as_string(hide_password=True)
+    return shown.replace("%2A%2A%2A", MASK)
 
 
 DECLARED_DIALECTS = {"mysql": "mariadb"}

@@ -7,6 +7,7 @@ CREATE TABLE tablequeue_queues (
 	schema_version INTEGER NOT NULL, 
 	created_at DATETIME(6) NOT NULL, 
 	updated_at DATETIME(6) NOT NULL, 
+	owner VARCHAR(127), 
 	PRIMARY KEY (name), 
 	UNIQUE (table_name)
 );

@@ -7,6 +7,7 @@ CREATE TABLE tablequeue_queues (
 	schema_version INTEGER NOT NULL, 
 	created_at DATETIME2(6) NOT NULL, 
 	updated_at DATETIME2(6) NOT NULL, 
+	owner NVARCHAR(127) COLLATE Latin1_General_100_BIN2_UTF8 NULL, 
 	PRIMARY KEY (name), 
 	UNIQUE (table_name)
 );

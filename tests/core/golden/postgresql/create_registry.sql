@@ -7,6 +7,7 @@ CREATE TABLE tablequeue_queues (
 	schema_version INTEGER NOT NULL, 
 	created_at TIMESTAMP WITH TIME ZONE NOT NULL, 
 	updated_at TIMESTAMP WITH TIME ZONE NOT NULL, 
+	owner VARCHAR(127), 
 	PRIMARY KEY (name), 
 	UNIQUE (table_name)
 );

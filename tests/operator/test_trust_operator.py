@@ -1,0 +1,130 @@
+"""Defects found from outside (issue 17), on a real API server: two Queues of one name in two
+namespaces never share (or drop) one table, a spec.table that is not a queue table is Ready=False
+with a Warning, and a database that never answers gets its condition without starving others."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from tablequeue import connect
+from tests.operator.conftest import table_names, wait, warnings
+from tests.support.kube import ControlPlane
+from tests.support.kube.fixtures import (
+    Operator,
+    apply,
+    condition_is,
+    conditions,
+    get,
+    queue,
+    secret,
+    wait_ready,
+)
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def warned(kube: ControlPlane, namespace: str, name: str, reason: str) -> bool:
+    return any(event["reason"] == reason for event in warnings(kube, namespace, name))
+
+
+def test_a_queue_of_the_same_name_in_another_namespace_never_takes_or_drops_its_table(
+    kube: ControlPlane, namespace: str, clusterwide_operator: Operator, postgres_url: str
+) -> None:
+    other = f"{namespace}-b"
+    kube.kubectl("create", "namespace", other)
+    try:
+        apply(
+            kube,
+            secret("db", namespace, postgres_url),
+            queue("orders", namespace, deletionPolicy="Delete"),
+        )
+        wait_ready(kube, "orders", namespace)
+        with connect(postgres_url) as db:
+            db.queue("orders").enqueue({"owner": "first"})
+        apply(
+            kube,
+            secret("db", other, postgres_url),
+            queue("orders", other, deletionPolicy="Delete"),
+        )
+        refused = wait(
+            condition_is(kube, "orders", other, "Ready", "False", "QueueOwnedElsewhere"),
+            timeout=60,
+        )
+        message = conditions(refused)["TableReady"]["message"]
+        assert f"belongs to Queue {namespace}/orders" in message, message
+        wait(lambda: warned(kube, other, "orders", "QueueOwnedElsewhere"))
+        assert get(kube, "deployment", "orders-workers", other) is None
+
+        kube.kubectl("delete", "queue", "orders", "-n", other, "--timeout=60s")
+        assert get(kube, "queue", "orders", other) is None  # its finalizer let it go
+        assert table_names(postgres_url) == ["orders", "tablequeue_queues"]
+        with connect(postgres_url) as db:
+            assert db.queue("orders").stats().counts == {"Pending": 1}
+        assert conditions(get(kube, "queue", "orders", namespace))["Ready"]["status"] == "True"
+
+        kube.kubectl("delete", "queue", "orders", "-n", namespace, "--timeout=60s")
+        assert table_names(postgres_url) == ["tablequeue_queues"]  # its owner may drop it
+    finally:
+        kube.kubectl("delete", "namespace", other, "--wait=false", "--ignore-not-found")
+
+
+def test_a_table_that_is_not_a_queue_table_is_ready_false_with_a_warning(
+    kube: ControlPlane, namespace: str, operator: Operator, postgres_url: str
+) -> None:
+    with connect(postgres_url) as db, db.transaction() as connection:
+        connection.exec_driver_sql("CREATE TABLE users (id integer PRIMARY KEY, email text)")
+    apply(
+        kube,
+        secret("db", namespace, postgres_url),
+        queue("signups", namespace, table="users"),
+        queue("fine", namespace),
+    )
+    refused = wait(condition_is(kube, "signups", namespace, "Ready", "False", "NotAQueueTable"))
+    message = conditions(refused)["Ready"]["message"]
+    assert "table 'users' exists and is not a queue table" in message, message
+    wait(lambda: warned(kube, namespace, "signups", "NotAQueueTable"))
+    wait_ready(kube, "fine", namespace)
+    assert get(kube, "deployment", "signups-workers", namespace) is None
+    assert "Traceback" not in operator.log() and operator.alive
+    assert table_names(postgres_url) == ["fine", "tablequeue_queues", "users"]
+
+
+@pytest.fixture
+def silent_database() -> Iterator[str]:
+    """A loopback TCP port that accepts connections and never says a word."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"postgresql://ann@127.0.0.1:{listener.getsockname()[1]}/db?password=s3cretSilent"
+
+
+def test_databases_that_never_answer_get_a_condition_and_starve_no_other_queue(
+    kube: ControlPlane,
+    namespace: str,
+    operator: Operator,
+    postgres_url: str,
+    silent_database: str,
+) -> None:
+    silent = [f"silent-{n}" for n in range(8)]
+    apply(
+        kube,
+        secret("db", namespace, postgres_url),
+        secret("silent", namespace, silent_database),
+        *(queue(name, namespace, "silent") for name in silent),
+    )
+    apply(kube, queue("fine", namespace))
+    wait_ready(kube, "fine", namespace, timeout=60)
+    for name in silent:
+        down = wait(
+            condition_is(
+                kube, name, namespace, "DatabaseReachable", "False", "DatabaseUnavailable"
+            ),
+            timeout=90,
+        )
+        message = conditions(down)["DatabaseReachable"]["message"]
+        assert "timeout" in message and "s3cretSilent" not in message, message
+        assert conditions(down)["Ready"]["status"] == "False"
+    assert operator.alive and "s3cretSilent" not in operator.log()
