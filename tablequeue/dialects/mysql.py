@@ -17,6 +17,7 @@ refuses a MySQL server with a clear error when it connects).
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from collections.abc import Sequence
@@ -109,7 +110,7 @@ def _per_row_first(compiler: type[Any]) -> type[Any]:
     itself, with few Leased rows the optimizer reads them all through the status index first,
     locking other workers' rows: outcomes of concurrent workers then deadlock."""
 
-    class PerRowFirst(compiler):  # type: ignore[misc, valid-type]
+    class PerRowFirst(compiler):  # type: ignore[misc]
         def update_tables_clause(
             self, update_stmt: Any, from_table: Any, extra_froms: list[Any], **kw: Any
         ) -> str:
@@ -196,6 +197,22 @@ class MariaDbDialect(SqlDialect):
         # Led by status: each leasable status is read in lease order (mysql_queries.py).
         c = table.c
         return sa.Index(name, c.status, c.priority.desc(), c.process_after, c.id)
+
+    def connect_args(
+        self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
+    ) -> dict[str, Any]:
+        """The drivers' connect timeout, and MariaDB's `max_statement_time` for the session
+        (PyMySQL's `init_command`; MariaDB's ODBC driver's `InitStmt`, which pyodbc adds to
+        the connection string)."""
+        odbc = url.get_driver_name() == "pyodbc"
+        args: dict[str, Any] = {}
+        timeout_key = "timeout" if odbc else "connect_timeout"
+        if connect_seconds and timeout_key not in url.query:
+            args[timeout_key] = max(1, math.ceil(connect_seconds))
+        init_key = "InitStmt" if odbc else "init_command"
+        if statement_seconds and init_key not in url.query:
+            args[init_key] = f"SET SESSION max_statement_time = {statement_seconds:g}"
+        return args
 
     def configure_engine(self, engine: Engine) -> None:
         engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
