@@ -1,0 +1,82 @@
+"""Least privilege on PostgreSQL (docs/guarantees.md): the grants each component needs, proven by
+running it as a role that has only those. The operator (and `queue apply`) owns the tables; the
+worker and an API admin need row rights on the queue table and read rights on the registry; an
+API reader only reads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from tablequeue import Database, connect
+from tablequeue.models import Completion
+from tablequeue.spec import QueueResource
+
+GRANTS = {
+    "tq_operator": ["GRANT CREATE ON SCHEMA public TO tq_operator"],
+    "tq_worker": [
+        "GRANT SELECT ON tablequeue_queues TO tq_worker",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
+    ],
+    "tq_api_admin": [
+        "GRANT SELECT, UPDATE (default_status, updated_at) ON tablequeue_queues TO tq_api_admin",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
+    ],
+    "tq_reader": [
+        "GRANT SELECT ON tablequeue_queues TO tq_reader",
+        "GRANT SELECT ON orders TO tq_reader",
+    ],
+}
+"""What docs/guarantees.md tells a DBA to grant (the operator's: as the owner of the tables)."""
+
+
+@pytest.fixture
+def as_role(postgres_url: str) -> Iterator[dict[str, Database]]:
+    admin = postgres_url
+    with psycopg.connect(admin, autocommit=True) as connection:
+        for role in GRANTS:
+            connection.execute(f"DROP ROLE IF EXISTS {role}")  # names are fixed above
+            connection.execute(f"CREATE ROLE {role} LOGIN")
+        connection.execute(GRANTS["tq_operator"][0])
+    databases = {role: connect(admin.replace("postgres@", f"{role}@", 1)) for role in GRANTS}
+    yield databases
+    for database in databases.values():
+        database.close()
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute("DROP TABLE IF EXISTS orders, tablequeue_queues")
+        for role in GRANTS:
+            connection.execute(f"DROP OWNED BY {role}")
+            connection.execute(f"DROP ROLE {role}")
+
+
+def test_each_component_works_with_only_its_grants(
+    postgres_url: str, as_role: dict[str, Database]
+) -> None:
+    operator = as_role["tq_operator"]
+    assert operator.apply(QueueResource.from_name("orders")) == "created"
+    with operator.transaction() as connection:
+        for statement in [g for role in GRANTS if role != "tq_operator" for g in GRANTS[role]]:
+            connection.exec_driver_sql(statement)
+
+    worker = as_role["tq_worker"].queue("orders")
+    worker.enqueue({"n": 1})
+    [message] = worker.lease("w1", 10).messages
+    worker.complete("w1", [Completion(message)])
+    worker.sweep()
+    worker.vacuum()  # not the owner: PostgreSQL skips it with a warning, nothing fails
+
+    admin = as_role["tq_api_admin"]
+    admin.queue("orders").enqueue({"n": 2})
+    admin.queue("orders").set_status("OnHold", from_status="Pending")
+    admin.set_default_status("orders", "Paused")
+
+    reader = as_role["tq_reader"].queue("orders")
+    assert reader.stats().counts == {"OnHold": 1}  # processed messages are deleted
+    assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
+    with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+        reader.enqueue({"n": 3})
+    with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+        as_role["tq_worker"].apply(QueueResource.from_name("other"))
