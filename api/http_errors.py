@@ -46,10 +46,13 @@ def error_response(status: int, message: str, detail: list[str] | None = None) -
     return JSONResponse(ErrorBody(error=message, detail=detail or []).model_dump(), status)
 
 
+def public_message(error: errors.TableQueueError) -> str:
+    """The error's message as clients see it: a missing queue without the database's location."""
+    return error.public if isinstance(error, errors.QueueNotFound) else str(error)
+
+
 def core_error_response(error: errors.TableQueueError) -> JSONResponse:
-    """The error's message; for a missing queue without the database's location."""
-    shown = error.public if isinstance(error, errors.QueueNotFound) else str(error)
-    return error_response(status_of(error), shown)
+    return error_response(status_of(error), public_message(error))
 
 
 async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:

@@ -20,7 +20,7 @@ from fastapi.templating import Jinja2Templates
 from tablequeue import errors, names
 
 from ..dependencies import AuthArg, DatabaseArg, get_auth, get_database
-from ..http_errors import status_of
+from ..http_errors import public_message, status_of
 
 API_FOLDER = Path(__file__).resolve().parent.parent
 TEMPLATES = API_FOLDER / "templates"
@@ -106,4 +106,4 @@ RenderArg = Annotated[Renderer, Depends(renderer)]
 def error_page(request: Request, error: errors.TableQueueError) -> Response:
     """A page that cannot be shown: the error in one line, with the API's status code."""
     render = renderer(request, get_database(request), get_auth(request))
-    return render("error.html", status_of(error), title="Error", error=str(error))
+    return render("error.html", status_of(error), title="Error", error=public_message(error))

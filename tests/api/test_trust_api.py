@@ -90,6 +90,10 @@ def test_a_missing_queue_does_not_tell_where_the_database_lives(
         is_error_body(response, 404)
         assert "queue 'nope' does not exist" in response.json()["error"]
         assert host not in response.text and database.shown_url not in response.text
+    client.cookies.set("tablequeue_token", "read-secret")
+    page = client.get("/ui/queues/nope")
+    assert page.status_code == 404 and "queue &#39;nope&#39; does not exist" in page.text
+    assert "does not exist in" not in page.text  # the page's footer names the database, masked
 
 
 def test_what_is_open_without_a_token(client: httpx.Client) -> None:
