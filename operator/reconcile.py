@@ -239,7 +239,9 @@ def delete_queue(
             kopf.warn(
                 body,
                 reason="TableKept",
-                message=f"table {resource.table} kept: another Queue owns queue {resource.name}",
+                message=f"table {resource.table} kept: the database does not record this Queue "
+                f"as the owner of queue {resource.name} (another namespace's, or made before "
+                "owners were recorded)",
             )
             state.databases.forget((namespace, resource.name))
             return

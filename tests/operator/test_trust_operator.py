@@ -60,6 +60,7 @@ def test_a_queue_of_the_same_name_in_another_namespace_never_takes_or_drops_its_
 
         kube.kubectl("delete", "queue", "orders", "-n", other, "--timeout=60s")
         assert get(kube, "queue", "orders", other) is None  # its finalizer let it go
+        wait(lambda: warned(kube, other, "orders", "TableKept"))
         assert table_names(postgres_url) == ["orders", "tablequeue_queues"]
         with connect(postgres_url) as db:
             assert db.queue("orders").stats().counts == {"Pending": 1}
