@@ -70,6 +70,16 @@ def _json_default(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
 
 
+TCP_BOUNDS = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 60_000,
+}
+"""A peer silent for about a minute (unacknowledged data, or no keepalive answers) is gone."""
+
+
 class PostgresDialect(SqlDialect):
     name = "postgresql"
     url_schemes = {
@@ -84,11 +94,16 @@ class PostgresDialect(SqlDialect):
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
     ) -> dict[str, Any]:
-        """libpq's `connect_timeout` (whole seconds, at least 2 as libpq requires) and the
-        server-side `statement_timeout` as a startup option."""
+        """libpq's `connect_timeout` (whole seconds, at least 2 as libpq requires), the
+        server-side `statement_timeout` as a startup option, and TCP keepalives with
+        `tcp_user_timeout`, so that a connection whose network went silent fails instead of
+        waiting for an answer for ever (the server cannot time out what it never received)."""
         args: dict[str, Any] = {}
         if connect_seconds and "connect_timeout" not in url.query:
             args["connect_timeout"] = max(2, math.ceil(connect_seconds))
+        for key, value in TCP_BOUNDS.items():
+            if key not in url.query:
+                args[key] = value
         if statement_seconds and "options" not in url.query:
             args["options"] = f"-c statement_timeout={math.ceil(statement_seconds * 1000)}"
         return args

@@ -44,7 +44,8 @@ def test_a_silent_database_fails_the_cli_in_one_line_within_the_bound(
 def test_every_connection_carries_the_default_bounds(silent_database: str) -> None:
     database = connect(silent_database, timeouts=DatabaseTimeouts())
     args = database.dialect.connect_args(database.url, 10.0, 300.0)
-    assert args == {"connect_timeout": 10, "options": "-c statement_timeout=300000"}
+    assert args["connect_timeout"] == 10 and args["options"] == "-c statement_timeout=300000"
+    assert args["keepalives"] == 1 and args["tcp_user_timeout"] == 60_000
     assert DatabaseTimeouts() == DatabaseTimeouts(connect_seconds=10.0, statement_seconds=300.0)
     database.close()
 
