@@ -1,5 +1,6 @@
 """The operator's databases: one `Database` (engine and connection pool) per URL, shared by every
-Queue that names it, and the URL each Queue was last seen with."""
+Queue that names it, the URL each Queue was last seen with, and each database's own threads for
+its work (`bounded`), so that one database that stops answering never holds the others up."""
 
 from __future__ import annotations
 
