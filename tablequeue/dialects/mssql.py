@@ -18,6 +18,7 @@ named by TABLEQUEUE_TEST_MSSQL_URL.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections import namedtuple
 from collections.abc import Sequence
@@ -182,6 +183,15 @@ class MssqlDialect(SqlDialect):
 
     def __init__(self) -> None:
         self._json_parameters: set[str] = set()
+
+    def connect_args(
+        self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
+    ) -> dict[str, Any]:
+        """pyodbc's login timeout. (A statement bound would be pyodbc's per-connection
+        `timeout` attribute, set after connecting: not applied yet.)"""
+        if connect_seconds and "timeout" not in url.query:
+            return {"timeout": max(1, math.ceil(connect_seconds))}
+        return {}
 
     def configure_engine(self, engine: Engine) -> None:
         engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
