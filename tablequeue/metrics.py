@@ -54,7 +54,7 @@ queue_healthy = Gauge(
 # --- operator ---
 operator_desired_replicas = Gauge(
     "tablequeue_operator_desired_replicas",
-    "Worker replicas the operator wants",
+    "Worker replicas of the queue: what the operator wants (Operator mode) or its HPA or KEDA set",
     ["namespace", "queue"],
 )
 operator_reconcile_errors = Counter(
