@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -14,13 +15,19 @@ import matplotlib.pyplot as plt
 
 from .report import PERCENTILES, Report
 
+CHART_LATENCIES = {
+    "latencySeconds": ("latency", "Purples"),
+    "enqueueToStartSeconds": ("wait", "Oranges"),
+    "startToFinishSeconds": ("run", "Greens"),
+}
+"""The latency figures drawn as bars (label, colour map); a queue without starts has none."""
 MAX_HOURS = 24 * 92
 """Longer histories plot only the hours that have data."""
 
 
 def draw_chart(report: Report, path: str | Path) -> list[str]:
     """Write the chart to `path`; returns the labels of the series drawn (one throughput line
-    and one error line per queue, one latency bar group per percentile)."""
+    and one error line per queue, one bar series per latency figure and percentile)."""
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(11, 8), constrained_layout=True)
     labels: list[str] = []
     every_hour = _hours(report)
@@ -41,18 +48,23 @@ def draw_chart(report: Report, path: str | Path) -> list[str]:
         top.legend(fontsize="small")
 
     with_latency = [name for name, q in report.queues.items() if q["latencySeconds"]]
-    width = 0.8 / len(PERCENTILES)
-    for index, percentile in enumerate(PERCENTILES):
+    bars = [(figure_key, p) for figure_key in CHART_LATENCIES for p in PERCENTILES]
+    width = 0.8 / len(bars)
+    for index, (figure_key, percentile) in enumerate(bars):
         key = f"p{round(percentile * 100)}"
-        values = [report.queues[name]["latencySeconds"][key] for name in with_latency]
-        positions = [
-            q + (index - (len(PERCENTILES) - 1) / 2) * width for q in range(len(with_latency))
+        label, colors = CHART_LATENCIES[figure_key]
+        values = [
+            (report.queues[name][figure_key] or {}).get(key, math.nan) for name in with_latency
         ]
-        shade = plt.get_cmap("Purples")(0.4 + 0.5 * index / max(len(PERCENTILES) - 1, 1))
-        bottom.bar(positions, values, width, label=f"latency {key}", color=shade)
-        labels.append(f"latency {key}")
+        positions = [q + (index - (len(bars) - 1) / 2) * width for q in range(len(with_latency))]
+        shade_index = PERCENTILES.index(percentile)
+        shade = plt.get_cmap(colors)(0.4 + 0.5 * shade_index / max(len(PERCENTILES) - 1, 1))
+        bottom.bar(positions, values, width, label=f"{label} {key}", color=shade)
+        labels.append(f"{label} {key}")
     bottom.set_xticks(range(len(with_latency)), with_latency)
-    bottom.set_title("Queue latency (due -> finished), Processed messages")
+    bottom.set_title(
+        "Latency of Processed messages: due -> finished, enqueued -> start, start -> finished"
+    )
     bottom.set_ylabel("seconds")
     bottom.legend(fontsize="small")
     figure.savefig(path, dpi=100)

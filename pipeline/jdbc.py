@@ -31,6 +31,7 @@ TIMESTAMP_COLUMNS = (
     "created_at",
     "updated_at",
     "processed_at",
+    "started_at",
 )
 JSON_COLUMNS = ("message", "previous_message", "headers", "result", "progress")
 CUSTOM_SCHEMAS = {

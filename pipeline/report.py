@@ -1,11 +1,13 @@
 """Report: queue latency percentiles, throughput per hour and error rates, from the queue tables
 and the archive together (an archived message is no longer in its table, so none counts twice).
 
-What the tables record: `created_at` (enqueued), `process_after` (due), `processed_at`
-(finished successfully), `updated_at` (last change; for Error rows, the last failure). The
-moment a handler started is not stored once it finished, so the latencies are
-due -> finished (`latency`, the queue latency of DESIGN.md) and enqueued -> finished
-(`timeInQueue`).
+What the tables record: `created_at` (enqueued), `process_after` (due), `started_at` (the lease
+of the attempt that finished began), `processed_at` (finished successfully), `updated_at` (last
+change; for Error rows, the last failure). The latencies of Processed messages: due -> finished
+(`latency`, the queue latency of DESIGN.md), enqueued -> finished (`timeInQueue`), due -> start
+(`dueToStart`), enqueued -> start (`enqueueToStart`) and start -> finished (`startToFinish`).
+The last three count messages with a start only: rows finished before tables recorded it
+(schema version 4) have none, and archives written before then lack the column.
 """
 
 from __future__ import annotations
@@ -32,8 +34,24 @@ COLUMNS = (
     "processed_at",
     "updated_at",
     "last_error",
+    "started_at",
 )
+LATENCIES = {
+    "latencySeconds": ("processed_at", "process_after"),
+    "timeInQueueSeconds": ("processed_at", "created_at"),
+    "dueToStartSeconds": ("started_at", "process_after"),
+    "enqueueToStartSeconds": ("started_at", "created_at"),
+    "startToFinishSeconds": ("processed_at", "started_at"),
+}
+"""Each latency figure: (later, earlier) time of Processed messages; percentiles skip nulls."""
 TOP_ERRORS = 20
+TABLE_COLUMNS = {
+    "latencySeconds": "lat",
+    "timeInQueueSeconds": "inq",
+    "enqueueToStartSeconds": "wait",
+    "startToFinishSeconds": "run",
+}
+"""The latency figures the terminal table shows, with their short headings."""
 
 
 @dataclass
@@ -68,10 +86,12 @@ def messages_frame(
     ]
     if archive is not None:
         try:
-            archived = spark.read.parquet(archive)
+            archived = spark.read.option("mergeSchema", "true").parquet(archive)
         except AnalysisException:  # no archive written yet
             archived = None
         if archived is not None:
+            if "started_at" not in archived.columns:  # written before tables recorded it
+                archived = archived.withColumn("started_at", F.lit(None).cast("timestamp"))
             frames.append(
                 archived.where(F.col("queue").isin(list(queues)))
                 .select(*COLUMNS)
@@ -108,19 +128,21 @@ def build_report(messages: DataFrame) -> Report:
         (F.col("status") == names.PROCESSED) & F.col("processed_at").isNotNull()
     )
     latencies = processed.groupBy("queue").agg(
-        F.percentile(_seconds("processed_at", "process_after"), list(PERCENTILES)).alias("l"),
-        F.percentile(_seconds("processed_at", "created_at"), list(PERCENTILES)).alias("q"),
+        *[
+            F.percentile(_seconds(later, earlier), list(PERCENTILES)).alias(key)
+            for key, (later, earlier) in LATENCIES.items()
+        ]
     )
     for row in latencies.collect():
         queue = queues[row["queue"]]
-        queue["latencySeconds"] = _by_percentile(row["l"])
-        queue["timeInQueueSeconds"] = _by_percentile(row["q"])
+        for key in LATENCIES:
+            queue[key] = _by_percentile(row[key])
     for queue in queues.values():
         queue.setdefault("finished", 0)
         queue.setdefault("errors", 0)
         queue.setdefault("errorRate", None)
-        queue.setdefault("latencySeconds", None)
-        queue.setdefault("timeInQueueSeconds", None)
+        for key in LATENCIES:
+            queue.setdefault(key, None)
     hourly = (
         finished.groupBy("queue", F.date_trunc("hour", finished_at).alias("hour"))
         .agg(F.count("*").alias("finished"), F.sum(is_error).alias("errors"))
@@ -155,7 +177,10 @@ def build_report(messages: DataFrame) -> Report:
     return Report(dict(sorted(queues.items())), throughput, error_texts)
 
 
-def _by_percentile(values: list[float]) -> dict[str, float]:
+def _by_percentile(values: list[float] | None) -> dict[str, float] | None:
+    """None when no message had the times (Spark's percentile of only nulls)."""
+    if values is None:
+        return None
     return {f"p{round(p * 100)}": value for p, value in zip(PERCENTILES, values, strict=True)}
 
 
@@ -163,17 +188,20 @@ def as_table(report: Report) -> str:
     """The report as text for a terminal."""
     lines = [
         f"{'queue':<24} {'finished':>9} {'errors':>7} {'err %':>6} "
-        f"{'lat p50':>8} {'p90':>8} {'p99':>8} {'inq p50':>8} {'p90':>8} {'p99':>8}"
+        + " ".join(f"{f'{short} p50':>8} {'p90':>8} {'p99':>8}" for short in TABLE_COLUMNS.values())
     ]
     for name, queue in report.queues.items():
         rate = queue["errorRate"]
         cells = [f"{name:<24}", f"{queue['finished']:>9,}", f"{queue['errors']:>7,}"]
         cells.append(f"{rate * 100:>6.1f}" if rate is not None else f"{'-':>6}")
-        for key in ("latencySeconds", "timeInQueueSeconds"):
+        for key in TABLE_COLUMNS:
             values = queue[key] or {}
             cells += [_duration(values.get(f"p{round(p * 100)}")) for p in PERCENTILES]
         lines.append(" ".join(cells))
-    lines.append("latency: due -> finished; inq: enqueued -> finished (Processed messages)")
+    lines.append(
+        "lat: due -> finished; inq: enqueued -> finished; wait: enqueued -> start; "
+        "run: start -> finished (Processed messages)"
+    )
     if report.error_texts:
         lines.append("")
         lines.append(f"{'queue':<24} {'count':>7} {'share':>6}  error")

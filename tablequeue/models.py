@@ -204,6 +204,8 @@ class Message:
     created_at: datetime = field(metadata=_stored(UtcDateTime(), nullable=False))
     updated_at: datetime = field(metadata=_stored(UtcDateTime(), nullable=False))
     processed_at: datetime | None = field(metadata=_stored(UtcDateTime()))
+    started_at: datetime | None = field(metadata=_stored(UtcDateTime()))
+    """When the lease of the latest attempt began (the database clock); kept once finished."""
 
     @classmethod
     def from_row(cls, row: Any) -> Message:

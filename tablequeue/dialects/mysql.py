@@ -369,6 +369,7 @@ class MariaDbDialect(SqlDialect):
             "lease_owner": owner,
             "correlation_id": correlation_id,
             "updated_at": now,
+            "started_at": now,
         }
         columns = [c.name for c in queries.table.c]
         return [

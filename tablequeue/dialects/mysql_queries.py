@@ -55,6 +55,7 @@ class MariaDbQueries(Queries):
 
     def _mark_leased(self) -> sa.Update:
         t = self.table
+        now = sa.bindparam("b_now", type_=UtcDateTime())
         return (
             sa.update(t)
             .where(t.c.id.in_(sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())))
@@ -64,7 +65,8 @@ class MariaDbQueries(Queries):
                 lease_expires_at=sa.bindparam("b_expires", type_=UtcDateTime()),
                 lease_owner=sa.bindparam("b_owner", type_=sa.String()),
                 correlation_id=sa.bindparam("b_cid", type_=sa.String()),
-                updated_at=sa.bindparam("b_now", type_=UtcDateTime()),
+                updated_at=now,
+                started_at=now,
             )
         )
 

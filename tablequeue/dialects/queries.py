@@ -122,6 +122,7 @@ class Queries:
                 lease_owner=_bind("b_owner", sa.String()),
                 correlation_id=_bind("b_cid", sa.String()),
                 updated_at=now,
+                started_at=now,
             )
             .returning(*t.c)
         )

@@ -13,7 +13,7 @@ from .. import names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
 from .engine import Storage
-from .schema import REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
+from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
 
 if TYPE_CHECKING:
@@ -42,7 +42,11 @@ def _check_owner(name: str, row: Any, owner: str | None) -> None:
 def _check_queue_table(connection: Connection, table_name: str) -> None:
     """An existing table becomes a queue only if it is one (e.g. kept by `Retain`)."""
     present = {column["name"] for column in sa.inspect(connection).get_columns(table_name)}
-    missing = [column for column, _ in message_columns() if column not in present]
+    missing = [
+        column
+        for column, _ in message_columns()
+        if column not in present and column not in ADDED_COLUMNS
+    ]
     if missing:
         raise NotAQueueTable(
             f"table {table_name!r} exists and is not a queue table (no column "

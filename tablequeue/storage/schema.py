@@ -5,6 +5,8 @@ table options and how an index is made partial. Everything else is SQLAlchemy Co
 each backend renders natively (timestamptz / ISO text, uuid / char(32)).
 """
 
+from collections.abc import Sequence
+
 import sqlalchemy as sa
 
 from .. import names
@@ -12,12 +14,16 @@ from ..dialects import Dialect
 from ..models import message_columns
 from ..sqltypes import UtcDateTime
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: first release. 2: the message_id index covers only messages with an identity; no index
 on lease expiry (the status index finds Leased rows). A lease then updates three indexes, not
 five, and an enqueue without identity four instead of five. 3: the registry records the owner
-(`namespace/name`) of an operator-managed queue (`migrate_registry`); queue tables unchanged."""
+(`namespace/name`) of an operator-managed queue (`migrate_registry`); queue tables unchanged.
+4: queue tables record `started_at`, when the lease of the latest attempt began (nullable, no
+index)."""
 REGISTRY_TABLE = "tablequeue_queues"
+ADDED_COLUMNS = ("started_at",)
+"""Queue table columns `migrate` adds (version 4): a table made before lacks them until then."""
 
 
 def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.Table:
@@ -54,6 +60,22 @@ def migrate(connection: sa.Connection, table: sa.Table, from_version: int) -> No
             )
         message_id = names.index_name(table.name, "message_id")
         next(index for index in table.indexes if index.name == message_id).create(connection)
+    if from_version < 4:
+        _add_missing_columns(connection, table, ADDED_COLUMNS)
+
+
+def _add_missing_columns(
+    connection: sa.Connection, table: sa.Table, columns: Sequence[str]
+) -> None:
+    """Add the nullable `columns` the table lacks (a second run adds nothing)."""
+    present = {column["name"] for column in sa.inspect(connection).get_columns(table.name)}
+    quote = connection.dialect.identifier_preparer.quote
+    for name in columns:
+        if name not in present:
+            type_ = table.c[name].type.compile(dialect=connection.dialect)
+            connection.exec_driver_sql(
+                f"ALTER TABLE {quote(table.name)} ADD {quote(name)} {type_} NULL"
+            )
 
 
 def registry_table(metadata: sa.MetaData) -> sa.Table:
@@ -90,10 +112,4 @@ operator or `queue apply` migrates it) serves them unchanged."""
 
 def migrate_registry(connection: sa.Connection, registry: sa.Table) -> None:
     """Add the columns a registry made by an older tablequeue lacks (under the DDL lock)."""
-    present = {column["name"] for column in sa.inspect(connection).get_columns(registry.name)}
-    if "owner" not in present:
-        quote = connection.dialect.identifier_preparer.quote
-        type_ = registry.c.owner.type.compile(dialect=connection.dialect)
-        connection.exec_driver_sql(
-            f"ALTER TABLE {quote(registry.name)} ADD {quote('owner')} {type_} NULL"
-        )
+    _add_missing_columns(connection, registry, ("owner",))

@@ -34,6 +34,7 @@ def fill_history(queue: Queue, count: int, spread_hours: int = 6) -> None:
                 created_at=sa.bindparam("b_created"),
                 process_after=sa.bindparam("b_due"),
                 processed_at=sa.bindparam("b_processed"),
+                started_at=sa.bindparam("b_started"),
                 updated_at=sa.bindparam("b_updated"),
                 last_error=sa.bindparam("b_error"),
             )
@@ -49,6 +50,8 @@ def _past(number: int, row_id: int, spread_hours: int) -> dict[str, object] | No
     finished = base + timedelta(seconds=(number * 7919) % (spread_hours * 3600))
     due = finished - timedelta(seconds=(number * 31) % 900, microseconds=(number * 17) % 999_983)
     created = due - timedelta(seconds=(number * 13) % 240)
+    # Leased some way between due and finished; every 11th finished before tables recorded it.
+    started = None if number % 11 == 0 else due + (finished - due) * (((number * 7) % 10) / 10)
     status = "Processed" if kind < 6 else "Error" if kind < 8 else "Cancelled"
     return {
         "b_id": row_id,
@@ -56,6 +59,7 @@ def _past(number: int, row_id: int, spread_hours: int) -> dict[str, object] | No
         "b_created": created,
         "b_due": due,
         "b_processed": finished if status == "Processed" else None,
+        "b_started": started if status != "Cancelled" else None,
         "b_updated": finished,
         "b_error": ERRORS[number % 3] if status == "Error" else None,
     }

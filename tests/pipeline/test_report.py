@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from tablequeue import Queue, connect
-from tablequeue.pipeline.archive import archive_queue
+from tablequeue.pipeline.archive import PARTITIONS, archive_queue
 from tablequeue.pipeline.chart import draw_chart
 from tablequeue.pipeline.cli import pipeline
 from tablequeue.pipeline.report import Report, build_report, messages_frame
@@ -30,13 +30,24 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 QUEUES = {"emails": 1200, "orders": 2000}
 CHART_COPY = Path("/tmp/tablequeue-pipeline-report.png")
+START_KEYS = ("dueToStartSeconds", "enqueueToStartSeconds", "startToFinishSeconds")
+LATENCY_KEYS = ("latencySeconds", "timeInQueueSeconds", *START_KEYS)
 
 
 def sql_figures(queue: Queue) -> dict[str, Any]:
     """The report's figures for one queue, computed by PostgreSQL."""
     t = queue.table
-    latency = sa.extract("epoch", t.c.processed_at - t.c.process_after)
-    in_queue = sa.extract("epoch", t.c.processed_at - t.c.created_at)
+
+    def seconds(later: Any, earlier: Any) -> Any:
+        return sa.extract("epoch", later - earlier)
+
+    latencies = {
+        "latencySeconds": seconds(t.c.processed_at, t.c.process_after),
+        "timeInQueueSeconds": seconds(t.c.processed_at, t.c.created_at),
+        "dueToStartSeconds": seconds(t.c.started_at, t.c.process_after),
+        "enqueueToStartSeconds": seconds(t.c.started_at, t.c.created_at),
+        "startToFinishSeconds": seconds(t.c.processed_at, t.c.started_at),
+    }
     finished_at = sa.func.coalesce(t.c.processed_at, t.c.updated_at)
     finished = t.c.status.in_(["Processed", "Error", "Abandoned", "Cancelled", "Expired"])
     with queue.database.transaction() as connection:
@@ -73,8 +84,7 @@ def sql_figures(queue: Queue) -> dict[str, Any]:
         )
         return {
             "counts": counts,
-            "latencySeconds": percentiles(latency),
-            "timeInQueueSeconds": percentiles(in_queue),
+            **{key: percentiles(value) for key, value in latencies.items()},
             "hourly": [(h.strftime("%Y-%m-%dT%H"), n, e) for h, n, e in hourly],
             "texts": texts,
         }
@@ -89,7 +99,7 @@ def check_against_sql(report: Report, queues: dict[str, Queue]) -> None:
         assert figures["finished"] == finished
         assert figures["errors"] == expected["counts"]["Error"]
         assert figures["errorRate"] == pytest.approx(expected["counts"]["Error"] / finished)
-        for key in ("latencySeconds", "timeInQueueSeconds"):
+        for key in LATENCY_KEYS:
             assert figures[key] == pytest.approx(expected[key], abs=1e-6), key
         hourly = [
             (entry["hour"][:13], entry["finished"], entry["errors"])
@@ -122,6 +132,18 @@ def test_report_matches_sql_before_and_after_archiving(
     assert after.throughput == before.throughput
     assert after.error_texts == before.error_texts
 
+    # An archive written before tables recorded starts has no started_at column: the start
+    # figures then come from the rows still in the table alone.
+    old_root = tmp_path / "old-archive"
+    spark.read.parquet(str(root)).drop("started_at").write.partitionBy(*PARTITIONS).parquet(
+        str(old_root)
+    )
+    without = build_report(messages_frame(spark, postgres_url, list(QUEUES), str(old_root)))
+    in_table = sql_figures(queues["orders"])
+    for key in LATENCY_KEYS:
+        expected = in_table[key] if key in START_KEYS else before.queues["orders"][key]
+        assert without.queues["orders"][key] == pytest.approx(expected, abs=1e-6), key
+
     chart = tmp_path / "report.png"
     labels = draw_chart(after, chart)
     assert labels == [
@@ -129,9 +151,7 @@ def test_report_matches_sql_before_and_after_archiving(
         "emails errors",
         "orders finished",
         "orders errors",
-        "latency p50",
-        "latency p90",
-        "latency p99",
+        *[f"{figure} {p}" for figure in ("latency", "wait", "run") for p in ("p50", "p90", "p99")],
     ]
     height, width, _ = matplotlib.image.imread(chart).shape
     assert (width, height) == (1100, 800)
@@ -153,7 +173,8 @@ def test_report_matches_sql_before_and_after_archiving(
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "orders" in result.output and "latency" in result.output
+    assert "orders" in result.output and "wait p50" in result.output
+    assert "run: start -> finished" in result.output
     data = json.loads(out.read_text())
     assert data["queues"] == json.loads(json.dumps(before.queues))
     assert png.stat().st_size > 10_000
@@ -170,7 +191,9 @@ def test_report_on_sqlite_matches_the_rows(spark: SparkSession, sqlite_url: str)
         t = queue.table
         with database.transaction() as connection:
             rows = connection.execute(
-                sa.select(t.c.status, t.c.created_at, t.c.process_after, t.c.processed_at)
+                sa.select(
+                    t.c.status, t.c.created_at, t.c.process_after, t.c.processed_at, t.c.started_at
+                )
             ).all()
     report = build_report(messages_frame(spark, sqlite_url, ["emails"], None))
     processed = [r for r in rows if r.status == "Processed"]
@@ -185,3 +208,9 @@ def test_report_on_sqlite_matches_the_rows(spark: SparkSession, sqlite_url: str)
     in_queue = [(r.processed_at - r.created_at).total_seconds() for r in processed]
     assert figures["latencySeconds"] == pytest.approx(cuts(latency), abs=1e-6)
     assert figures["timeInQueueSeconds"] == pytest.approx(cuts(in_queue), abs=1e-6)
+    started = [r for r in processed if r.started_at is not None]
+    assert 0 < len(started) < len(processed)  # rows finished before starts were recorded
+    to_start = [(r.started_at - r.created_at).total_seconds() for r in started]
+    to_finish = [(r.processed_at - r.started_at).total_seconds() for r in started]
+    assert figures["enqueueToStartSeconds"] == pytest.approx(cuts(to_start), abs=1e-6)
+    assert figures["startToFinishSeconds"] == pytest.approx(cuts(to_finish), abs=1e-6)

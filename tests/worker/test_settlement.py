@@ -48,6 +48,7 @@ def completion(message_id: int) -> Completion:
         created_at=now,
         updated_at=now,
         processed_at=None,
+        started_at=now,
     )
     return Completion(message)
 

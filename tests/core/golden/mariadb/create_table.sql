@@ -20,5 +20,6 @@ CREATE TABLE orders (
 	created_at DATETIME(6) NOT NULL, 
 	updated_at DATETIME(6) NOT NULL, 
 	processed_at DATETIME(6), 
+	started_at DATETIME(6), 
 	PRIMARY KEY (id)
 )ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_nopad_bin;

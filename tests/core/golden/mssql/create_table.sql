@@ -20,5 +20,6 @@ CREATE TABLE orders (
 	created_at DATETIME2(6) NOT NULL, 
 	updated_at DATETIME2(6) NOT NULL, 
 	processed_at DATETIME2(6) NULL, 
+	started_at DATETIME2(6) NULL, 
 	PRIMARY KEY (id)
 );

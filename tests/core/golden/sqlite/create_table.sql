@@ -19,5 +19,6 @@ CREATE TABLE orders (
 	last_error TEXT, 
 	created_at DATETIME NOT NULL, 
 	updated_at DATETIME NOT NULL, 
-	processed_at DATETIME
+	processed_at DATETIME, 
+	started_at DATETIME
 );
