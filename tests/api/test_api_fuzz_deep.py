@@ -2,8 +2,8 @@
 sent as the admin, as a reader or with no token. No request gets a 5xx; a refused request, a
 read, and anything a reader or an anonymous client sends leave every table exactly as it was
 (a snapshot after every request). The count per engine is `TABLEQUEUE_FUZZ_REQUESTS`: the
-default, 2,000, keeps the file within about four minutes over all engines (about 28 ms a
-request); 10,000 per engine takes about 19 minutes.
+default, 2,000, keeps the file within about four minutes over all engines (13 to 30 ms a
+request, quiet or loaded machine); 10,000 per engine takes 9 to 19 minutes.
 """
 
 from __future__ import annotations
