@@ -17,24 +17,39 @@ from ..storage import registry
 from .context import QueueContext
 
 
-def enqueue_many(queue: QueueContext, messages: Sequence[NewMessage]) -> list[Enqueued]:
+def enqueue_many(
+    queue: QueueContext, messages: Sequence[NewMessage], connection: Any = None
+) -> list[Enqueued]:
     """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
 
     A messageId that appears several times in one batch is applied in order, as if the
-    messages had been enqueued one after the other.
+    messages had been enqueued one after the other. With `connection` (the caller's SQLAlchemy
+    Connection or DB-API connection), in the caller's transaction: committed or rolled back
+    with it, never by tablequeue.
     """
     if not messages:
         return []
-    now = datetime.now(UTC)
-    results: list[Enqueued | None] = [None] * len(messages)
     storage = queue.storage
     try:
-        with storage.transaction() as connection:
-            for round_indexes in _rounds_of_unique_ids(messages):
-                _enqueue_round(queue, connection, messages, round_indexes, results, now)
+        if connection is None:
+            with storage.transaction() as own:
+                return enqueue_on(queue, own, messages)
+        with storage.borrowed(connection) as theirs:
+            return enqueue_on(queue, theirs, messages)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
-        registry.default_status_of(storage, queue.name)  # QueueNotFound if it was deleted
+        with storage.reading() as reader:  # outside the caller's transaction, if any
+            registry.default_status(storage, reader, queue.name)  # QueueNotFound if deleted
         raise
+
+
+def enqueue_on(
+    queue: QueueContext, connection: Connection, messages: Sequence[NewMessage]
+) -> list[Enqueued]:
+    """Enqueue a batch with statements on `connection`, in whatever transaction it is in."""
+    now = datetime.now(UTC)
+    results: list[Enqueued | None] = [None] * len(messages)
+    for round_indexes in _rounds_of_unique_ids(messages):
+        _enqueue_round(queue, connection, messages, round_indexes, results, now)
     return [result for result in results if result is not None]
 
 

@@ -15,6 +15,7 @@ from ..dialects import Dialect
 from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
+from .borrowed import bare, borrowed
 from .schema import queue_table, registry_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
@@ -75,6 +76,7 @@ class Storage:
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
         """The hot statements of each queue table, by table name."""
+        self._identity: tuple[Any, ...] | None = None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -103,6 +105,33 @@ class Storage:
             raise
         finally:
             connection.close()
+
+    def identity(self) -> tuple[Any, ...]:
+        """What identifies the database this engine's connections work in (server, database,
+        schema), asked once: a caller's connection must show the same to enqueue with it."""
+        if self._identity is None:
+            with self.reading() as connection:
+                self._identity = self.dialect.identity(connection)
+        return self._identity
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A pooled connection for reads that takes no lock (no BEGIN IMMEDIATE on SQLite, so
+        it works while a caller's transaction holds the write lock); rolled back after."""
+        try:
+            pooled = self.engine.raw_connection()
+        except sa.exc.DBAPIError as error:
+            raise DatabaseUnavailable(
+                f"cannot connect to {self.shown_url}: {_first_line(error)}"
+            ) from None
+        try:
+            yield bare(self, pooled.dbapi_connection)
+        finally:
+            pooled.close()  # the pool's reset on return rolls back
+
+    def borrowed(self, connection: Any) -> contextlib.AbstractContextManager[Connection]:
+        """The queue's statements inside the caller's transaction (see `storage.borrowed`)."""
+        return borrowed(self, connection)
 
     def ping(self) -> None:
         with self.transaction() as connection:
