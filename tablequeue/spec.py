@@ -113,6 +113,11 @@ QueueName = Annotated[
     AfterValidator(names.queue_name),
     Field(json_schema_extra={"pattern": names.QUEUE_NAME.pattern}),
 ]
+TopicName = Annotated[
+    str,
+    AfterValidator(names.topic_name),
+    Field(json_schema_extra={"pattern": names.TOPIC_NAME.pattern}),
+]
 TableName = Annotated[
     str,
     AfterValidator(names.table_name),
@@ -241,6 +246,21 @@ class WorkerSpec(_Model):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")
 
 
+PREDICATE_MAX_LENGTH = 4000
+"""As `predicate.MAX_LENGTH`; a predicate's syntax is checked at apply (`queue apply`, the
+operator), the spec being below the predicate language."""
+
+
+class Subscription(_Model):
+    topic: TopicName = Field(description="Messages published to this topic come to this queue")
+    where: str | None = Field(
+        None,
+        min_length=1,
+        max_length=PREDICATE_MAX_LENGTH,
+        description="Only bodies matching this predicate (e.g. 'Total > 100')",
+    )
+
+
 class QueueSpec(_Model):
     database: DatabaseRef | None = Field(None, description="Where the table lives")
     table: TableName | None = Field(None, description="Table name; default: from the name")
@@ -262,6 +282,22 @@ class QueueSpec(_Model):
         None, json_schema_extra=_FREE_FORM, description="Prefilled in the admin UI"
     )
     workers: WorkerSpec = Field(default_factory=WorkerSpec, description="Worker Deployment")
+    subscriptions: list[Subscription] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Topics this queue subscribes to (publish/subscribe), each at most once",
+    )
+
+    @model_validator(mode="after")
+    def _topics_once(self) -> QueueSpec:
+        topics = [subscription.topic for subscription in self.subscriptions]
+        twice = sorted({topic for topic in topics if topics.count(topic) > 1})
+        if twice:
+            raise ValueError(
+                f"topic {twice[0]!r} is subscribed twice: one subscription per topic "
+                "(join the conditions with 'or')"
+            )
+        return self
 
     @model_validator(mode="after")
     def _scalable(self) -> QueueSpec:

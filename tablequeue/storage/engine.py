@@ -17,6 +17,7 @@ from ..errors import DatabaseUnavailable
 from ..models import canonical_json
 from .borrowed import bare, borrowed
 from .schema import queue_table, registry_table
+from .subscriptions import SUBSCRIPTIONS_TABLE, subscriptions_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
 
@@ -72,6 +73,8 @@ class Storage:
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
+        self.subscriptions = subscriptions_table(self.metadata)
+        self._has_subscriptions = False
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
@@ -105,6 +108,12 @@ class Storage:
             raise
         finally:
             connection.close()
+
+    def has_subscriptions_table(self, connection: Connection) -> bool:
+        """Whether `tablequeue_subscriptions` exists (asked until it does, then remembered)."""
+        if not self._has_subscriptions:
+            self._has_subscriptions = sa.inspect(connection).has_table(SUBSCRIPTIONS_TABLE)
+        return self._has_subscriptions
 
     def identity(self) -> tuple[Any, ...]:
         """What identifies the database this engine's connections work in (server, database,

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from .. import names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
+from . import subscriptions
 from .engine import Storage
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
@@ -27,6 +28,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.dialect.lock_for_ddl(connection, "registry")
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
+        subscriptions.ensure(storage, connection)
 
 
 def _check_owner(name: str, row: Any, owner: str | None) -> None:
@@ -66,6 +68,7 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
     check_declared_dialect(declared, storage.dialect, storage.shown_url)
     table_name = spec.table_for(name)
     settings = spec_settings(spec)
+    subscriptions.check(spec)
     registry = storage.registry
     ensure_registry(storage)
     with storage.transaction() as connection:
@@ -98,6 +101,7 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
             # A kept table of a deleted queue has no registry row: assume the oldest.
             migrate(connection, table, row.schema_version if row is not None else 1)
         storage.dialect.tune_table(connection, table)
+        subscriptions.write(storage, connection, name, spec)
         now = datetime.now(UTC)
         if row is None:
             connection.execute(
@@ -212,6 +216,8 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         if owner is not None and row.owner != owner:
             return False
         connection.execute(registry.delete().where(registry.c.name == name))
+        if storage.has_subscriptions_table(connection):
+            subscriptions.forget(storage, connection, name)
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True
