@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.pool import _AdhocProxiedConnection, _ConnectionRecord
+from sqlalchemy.pool import _AdhocProxiedConnection
+from sqlalchemy.pool.base import _ConnectionRecord
 
 from ..errors import InvalidInput
 

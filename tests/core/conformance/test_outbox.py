@@ -132,11 +132,11 @@ def test_a_connection_to_another_database_is_refused(make_queue: MakeQueue, tmp_
     try:
         with other.connect() as connection, connection.begin():
             connection.execute(ORDERS.insert().values(id=1, total=1))
-            with pytest.raises(InvalidInput, match="another database|is to a sqlite database"):
+            with pytest.raises(InvalidInput, match=r"another database|is to a sqlite database"):
                 queue.enqueue({"n": 1}, connection=connection)
             proxied = other.raw_connection()
             try:
-                with pytest.raises(InvalidInput, match="another database|cannot enqueue through"):
+                with pytest.raises(InvalidInput, match=r"another database|cannot enqueue through"):
                     queue.enqueue({"n": 1}, connection=proxied.dbapi_connection)
             finally:
                 proxied.close()
@@ -149,9 +149,12 @@ def test_an_autocommit_connection_is_refused(database: Database, make_queue: Mak
     queue = make_queue()
     engine = application_engine(database.url).execution_options(isolation_level="AUTOCOMMIT")
     try:
-        with engine.connect() as connection, connection.begin():
-            with pytest.raises(InvalidInput, match="autocommit"):
-                queue.enqueue({"n": 1}, connection=connection)
+        with (
+            engine.connect() as connection,
+            connection.begin(),
+            pytest.raises(InvalidInput, match="autocommit"),
+        ):
+            queue.enqueue({"n": 1}, connection=connection)
     finally:
         engine.dispose()
     assert queue.count() == 0
@@ -159,5 +162,5 @@ def test_an_autocommit_connection_is_refused(database: Database, make_queue: Mak
 
 def test_something_else_is_refused(make_queue: MakeQueue) -> None:
     queue = make_queue()
-    with pytest.raises(InvalidInput, match="cannot enqueue through a builtins.str"):
+    with pytest.raises(InvalidInput, match=r"cannot enqueue through a builtins\.str"):
         queue.enqueue({"n": 1}, connection="postgresql://elsewhere")
