@@ -59,6 +59,8 @@ def borrowed(storage: Storage, connection: Any) -> Iterator[Connection]:
         )
     theirs = storage.dialect.identity(mine)
     if theirs != ours:
+        ours = storage.identity(fresh=True)
+    if theirs != ours:
         raise InvalidInput(
             f"the connection is to another database ({_shown(theirs)}) than the queue's "
             f"{storage.shown_url} ({_shown(ours)})"

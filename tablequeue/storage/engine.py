@@ -115,10 +115,11 @@ class Storage:
             self._has_subscriptions = sa.inspect(connection).has_table(SUBSCRIPTIONS_TABLE)
         return self._has_subscriptions
 
-    def identity(self) -> tuple[Any, ...]:
+    def identity(self, fresh: bool = False) -> tuple[Any, ...]:
         """What identifies the database this engine's connections work in (server, database,
-        schema), asked once: a caller's connection must show the same to enqueue with it."""
-        if self._identity is None:
+        schema), remembered: a caller's connection must show the same to enqueue with it.
+        `fresh` asks again (a restarted or failed-over server has a new start time)."""
+        if self._identity is None or fresh:
             with self.reading() as connection:
                 self._identity = self.dialect.identity(connection)
         return self._identity
