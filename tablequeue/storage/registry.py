@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from .. import names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
+from ..rollup.table import ensure_rollup
 from .engine import Storage
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
@@ -27,6 +28,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.dialect.lock_for_ddl(connection, "registry")
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
+        ensure_rollup(connection, storage.metadata)
 
 
 def _check_owner(name: str, row: Any, owner: str | None) -> None:
