@@ -227,11 +227,13 @@ class Dialect(Protocol):
         *,
         add: Sequence[str],
         largest: Sequence[str],
+        smallest: Sequence[str],
         latest: Sequence[str],
     ) -> sa.Executable:
         """Insert `row`, or update the row with its primary key: the `add` columns add the new
-        value to the stored one, `largest` keep the larger, `latest` take the new value unless
-        it is NULL (counters written by many processes at once, as by the chart rollup)."""
+        value to the stored one, `largest` keep the larger, `smallest` the smaller, `latest`
+        take the new value unless it is NULL (counters written by many processes at once, as
+        by the chart rollup)."""
 
     def backlog(self, connection: Connection, queries: Queries) -> tuple[int, Any, Any]:
         """Due messages: their number, the oldest due time, the database's clock (raw)."""

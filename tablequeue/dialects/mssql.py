@@ -269,12 +269,13 @@ class MssqlDialect(SqlDialect):
         *,
         add: Sequence[str],
         largest: Sequence[str],
+        smallest: Sequence[str],
         latest: Sequence[str],
     ) -> sa.Executable:
         """MERGE ... WITH (HOLDLOCK) on the primary key, from one row of bound values."""
         values = [sa.literal(value, table.c[name].type).label(name) for name, value in row.items()]
         source = sa.select(*values).subquery("s")
-        set_ = accumulated(table, source.c, add, largest, latest)
+        set_ = accumulated(table, source.c, add, largest, smallest, latest)
         keys = [column.name for column in table.primary_key.columns]
         return Merge(table, source, list(set_.items()), None, keys)
 

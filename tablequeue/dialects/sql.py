@@ -248,10 +248,11 @@ class SqlDialect(abc.ABC):
         *,
         add: Sequence[str],
         largest: Sequence[str],
+        smallest: Sequence[str],
         latest: Sequence[str],
     ) -> sa.Executable:
         insert = self.insert(table).values(**row)
-        set_ = accumulated(table, self.excluded(insert), add, largest, latest)
+        set_ = accumulated(table, self.excluded(insert), add, largest, smallest, latest)
         return self.on_conflict_key(insert, set_)
 
     def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
@@ -304,6 +305,7 @@ def accumulated(
     new: Any,
     add: Sequence[str],
     largest: Sequence[str],
+    smallest: Sequence[str],
     latest: Sequence[str],
 ) -> dict[str, Any]:
     """The assignments of `SqlDialect.accumulate`'s update: `new` are the written values."""
@@ -312,6 +314,10 @@ def accumulated(
         stored = table.c[name]
         larger = sa.or_(stored.is_(None), new[name] > stored)
         set_[name] = sa.case((larger, new[name]), else_=stored)
+    for name in smallest:
+        stored = table.c[name]
+        smaller = sa.or_(stored.is_(None), new[name] < stored)
+        set_[name] = sa.case((smaller, new[name]), else_=stored)
     for name in latest:
         set_[name] = sa.func.coalesce(new[name], table.c[name])
     return set_

@@ -39,6 +39,7 @@ class _Steps:
     failed: list[int] = field(default_factory=list)
     buckets: list[list[int]] = field(default_factory=list)
     largest: list[float | None] = field(default_factory=list)
+    first_id: list[int | None] = field(default_factory=list)
     last_id: list[int | None] = field(default_factory=list)
     backlog: list[int | None] = field(default_factory=list)
     enqueued: list[int | None] = field(default_factory=list)
@@ -48,6 +49,7 @@ class _Steps:
         self.failed = [0] * self.n
         self.buckets = [[0] * BUCKETS for _ in range(self.n)]
         self.largest = [None] * self.n
+        self.first_id = [None] * self.n
         self.last_id = [None] * self.n
         self.backlog = [None] * self.n
         self.enqueued = [None] * self.n
@@ -60,6 +62,9 @@ class _Steps:
         self.largest[i] = _larger(self.largest[i], row.latency_max)
         if row.last_id is not None:
             self.last_id[i] = max(self.last_id[i] or 0, int(row.last_id))
+        if row.first_id is not None:
+            first = self.first_id[i]
+            self.first_id[i] = int(row.first_id) if first is None else min(first, row.first_id)
         if row.backlog is not None:
             self.backlog[i] = int(row.backlog)  # rows come in time order: the last one stays
 
@@ -68,6 +73,8 @@ class _Steps:
         for i, highest in enumerate(self.last_id):
             if highest is None:
                 continue
+            if running is None:  # the first sample: from the smallest one of the step
+                running = self.first_id[i]
             if running is not None:
                 self.enqueued[i] = max(0, highest - running)
             running = highest if running is None else max(running, highest)
@@ -125,6 +132,15 @@ def chart_series(
         start = end - length
         start_at = datetime.fromtimestamp(start, UTC)
         chosen = sa.true() if queues is None else rollup.c.queue.in_(list(queues))
+        if not sa.inspect(connection).has_table(rollup.name):  # no `apply` since upgrading
+            return _shown(
+                window,
+                step,
+                start,
+                end,
+                clock,
+                {name: _Steps(length // step) for name in queues or ()},
+            )
         rows = connection.execute(
             sa.select(rollup)
             .where(chosen, rollup.c.minute >= start_at)
@@ -144,10 +160,20 @@ def chart_series(
         i = (int(row.minute.timestamp()) - start) // step
         if 0 <= i < n:
             steps[row.queue].add_row(i, row)
-    total = _Steps(n)
     for name, queue_steps in steps.items():
         queue_steps.derive_enqueued(before.get(name))
+    return _shown(window, step, start, end, clock, steps)
+
+
+def _shown(
+    window: str, step: int, start: int, end: int, clock: datetime, steps: dict[str, _Steps]
+) -> dict[str, Any]:
+    n = (end - start) // step
+    total = _Steps(n)
+    for queue_steps in steps.values():
         total.add(queue_steps)
+    names = sorted(steps)
+    start_at = datetime.fromtimestamp(start, UTC)
     return {
         "window": window,
         "stepSeconds": step,

@@ -2,8 +2,9 @@
 
 Columns: `processed` and `failed` (outcomes recorded that minute, added up by the workers), a
 log-scale histogram of queue latency (`processed_at - process_after` of each success) as counts
-in fixed buckets plus its sum and maximum, and samples taken by the workers: `last_id` (the
-highest message id seen, for enqueues) and `backlog` (due messages). Rows older than
+in fixed buckets plus its sum and maximum, and samples taken by the workers: `first_id` and
+`last_id` (the smallest and largest sample of the queue's highest message id, for enqueues) and
+`backlog` (due messages). Rows older than
 HORIZON are deleted in bounded batches (`prune`).
 """
 
@@ -34,6 +35,8 @@ ADDED_UP = ("processed", "failed", "latency_sum", *BUCKET_COLUMNS)
 """Columns each write adds to (workers' counts)."""
 LARGEST = ("latency_max", "last_id")
 """Columns that keep the larger of the stored and the written value."""
+SMALLEST = ("first_id",)
+"""Columns that keep the smaller of the stored and the written value."""
 LATEST = ("backlog",)
 """Columns a write replaces, unless it has no value for them."""
 
@@ -55,6 +58,7 @@ def rollup_table(metadata: sa.MetaData) -> sa.Table:
             sa.Column(name, sa.BigInteger(), nullable=False, server_default="0")
             for name in BUCKET_COLUMNS
         ),
+        sa.Column("first_id", sa.BigInteger(), nullable=True),
         sa.Column("last_id", sa.BigInteger(), nullable=True),
         sa.Column("backlog", sa.BigInteger(), nullable=True),
     )

@@ -19,6 +19,7 @@ from .table import (
     LARGEST,
     LATEST,
     ROLLUP_TABLE,
+    SMALLEST,
     bucket_of,
     rollup_table,
 )
@@ -37,6 +38,7 @@ class MinuteCounts:
     latency_sum: float = 0.0
     latency_max: float | None = None
     buckets: list[int] = field(default_factory=lambda: [0] * BUCKETS)
+    first_id: int | None = None
     last_id: int | None = None
 
     def observe(self, latency: float) -> None:
@@ -47,8 +49,15 @@ class MinuteCounts:
             self.latency_max = latency
 
     def saw_id(self, message_id: int) -> None:
+        """A message id seen (leased): the highest id was at least this."""
         if self.last_id is None or message_id > self.last_id:
             self.last_id = message_id
+
+    def sampled(self, highest: int) -> None:
+        """The table's highest id, read now."""
+        self.saw_id(highest)
+        if self.first_id is None or highest < self.first_id:
+            self.first_id = highest
 
     def merge(self, other: MinuteCounts) -> None:
         self.processed += other.processed
@@ -59,6 +68,8 @@ class MinuteCounts:
         self.buckets = [a + b for a, b in zip(self.buckets, other.buckets, strict=True)]
         if other.last_id is not None:
             self.saw_id(other.last_id)
+        if other.first_id is not None:
+            self.sampled(other.first_id)
 
     def observe_max(self, latency: float) -> None:
         if self.latency_max is None or latency > self.latency_max:
@@ -72,6 +83,7 @@ class MinuteCounts:
             "failed": self.failed,
             "latency_sum": self.latency_sum,
             "latency_max": self.latency_max,
+            "first_id": self.first_id,
             "last_id": self.last_id,
             "backlog": backlog,
         }
@@ -100,13 +112,15 @@ def write_minutes(
         sample = pending.setdefault(current, MinuteCounts())
         if highest is not None:
             sample = MinuteCounts(**{**sample.__dict__, "buckets": list(sample.buckets)})
-            sample.saw_id(int(highest))
+            sample.sampled(int(highest))
             pending[current] = sample
         for minute in sorted(pending):
             counts = pending[minute]
             row = counts.row(queue, minute, backlog if minute == current else None)
             connection.execute(
-                dialect.accumulate(rollup, row, add=ADDED_UP, largest=LARGEST, latest=LATEST)
+                dialect.accumulate(
+                    rollup, row, add=ADDED_UP, largest=LARGEST, smallest=SMALLEST, latest=LATEST
+                )
             )
     assert isinstance(now, datetime)
     return now

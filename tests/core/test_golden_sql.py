@@ -17,8 +17,8 @@ Nothing connects: each engine's SQLAlchemy dialect compiles the statements (a ne
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from tablequeue.dialects import DIALECTS
 from tablequeue.dialects.queries import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
-from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST
+from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
 from tablequeue.storage import Storage
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -69,7 +69,7 @@ def rollup_statements(storage: Storage) -> dict[str, Any]:
     rollup = rollup_table(storage.metadata)
     row = MinuteCounts().row("orders", datetime(2026, 1, 1, tzinfo=UTC), 0)
     upsert = storage.dialect.accumulate(
-        rollup, row, add=ADDED_UP, largest=LARGEST, latest=LATEST
+        rollup, row, add=ADDED_UP, largest=LARGEST, smallest=SMALLEST, latest=LATEST
     )
     statements: dict[str, Any] = {
         "create_rollup": sa.schema.CreateTable(rollup),

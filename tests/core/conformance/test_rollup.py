@@ -25,7 +25,6 @@ from tablequeue.rollup import (
     rollup_table,
     write_minutes,
 )
-from tablequeue.rollup.write import PRUNE_STEP
 
 from .helpers import MakeQueue
 
@@ -164,7 +163,6 @@ def test_prune_deletes_rows_past_the_horizon_in_bounded_batches(
     assert prune(database, now=clock) == 149
     assert {row.minute for row in _rows(database)} == {minute, *kept}
     assert prune(database, now=clock) == 0
-    assert PRUNE_STEP == timedelta(hours=1)  # 150 minutes took three statements
 
 
 def test_percentile_from_buckets() -> None:
