@@ -41,7 +41,7 @@ def seed_hour(database: Database, queue: Queue, scale: int = 1) -> tuple[datetim
         for k in range(1, 60):
             minute = now - timedelta(minutes=k)
             wave = 1 + math.sin(k / 6)
-            counts = MinuteCounts(processed=int(40 * wave * scale), failed=k % 7 == 0)
+            counts = MinuteCounts(processed=int(40 * wave * scale), failed=int(k % 7 == 0))
             for n in range(counts.processed):
                 counts.observe(0.02 * wave + 0.5 * (n % 10 == 0) + 5.0 * (n % 50 == 0))
             counts.sampled(10_000 - k * 45 * scale)
