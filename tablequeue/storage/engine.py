@@ -94,7 +94,7 @@ class Storage:
                 raise DatabaseUnavailable(
                     f"lost connection to {self.shown_url}: {_first_line(error)}"
                 ) from error
-            if self.dialect.statement_cancelled(error.orig):
+            if self.dialect.statement_cancelled(error.orig or error):
                 raise DatabaseUnavailable(
                     f"{self.shown_url} cancelled a statement: {_first_line(error)}"
                 ) from error
