@@ -12,8 +12,8 @@ from sqlalchemy.engine import Connection
 from .. import names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
-from ..rollup.table import ensure_rollup
 from .engine import Storage
+from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
 
