@@ -76,6 +76,7 @@ class Worker:
         log.info("worker started", extra=self._describe())
         rollup = Rollup(self.database, queue, config.rollup_interval)
         settlement = Settlement(queue, config.owner, self.health, self.metrics, rollup)
+        await rollup.write()  # the first samples, before this worker takes anything away
         held = HeldMessages(self.handler, self.database, queue, settlement, self.metrics)
         self._in_flight.set_function(lambda: len(held.running))
         keeper = LeaseKeeper(queue, config.owner, held, settlement, self.health, self.metrics)

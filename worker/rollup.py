@@ -77,10 +77,12 @@ class Rollup:
                 counts.observe((now - outcome.message.process_after).total_seconds())
 
     async def write_every(self, stopping: asyncio.Event) -> None:
-        """Write at once (the first samples), then every `interval` until stopping."""
+        """Write every `interval` until stopping (the worker wrote its first samples before
+        it leased anything, and writes the last counts after its last outcome)."""
         while not stopping.is_set():
-            await self.write()
             await sleep_unless(self.interval, stopping)
+            if not stopping.is_set():
+                await self.write()
 
     async def write(self) -> None:
         """Write what was counted; on a database error keep it for the next write."""
