@@ -1,7 +1,14 @@
 """The JSON API's routers, one per resource, and the probes."""
 
-from . import jobs, messages, probes, queues, topics
+from . import charts, jobs, messages, probes, queues, topics
 
-ROUTERS = [probes.router, queues.router, messages.router, topics.router, jobs.router]
+ROUTERS = [
+    probes.router,
+    queues.router,
+    messages.router,
+    topics.router,
+    jobs.router,
+    charts.router,
+]
 
 __all__ = ["ROUTERS"]
