@@ -241,6 +241,21 @@ class WorkerSpec(_Model):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")
 
 
+def _index_path(value: str) -> str:
+    from .indexes import check_path  # the predicate parser loads only for specs with indexes
+
+    return check_path(value)
+
+
+class IndexSpec(_Model):
+    path: Annotated[str, AfterValidator(_index_path)] = Field(
+        min_length=1, max_length=200, description="Body path, as predicates write it: Product.Sku"
+    )
+    type: Literal["text", "number", "boolean"] = Field(
+        "text", description="JSON type of the values compared: text, number or boolean"
+    )
+
+
 class QueueSpec(_Model):
     database: DatabaseRef | None = Field(None, description="Where the table lives")
     table: TableName | None = Field(None, description="Table name; default: from the name")
@@ -262,6 +277,11 @@ class QueueSpec(_Model):
         None, json_schema_extra=_FREE_FORM, description="Prefilled in the admin UI"
     )
     workers: WorkerSpec = Field(default_factory=WorkerSpec, description="Worker Deployment")
+    indexes: list[IndexSpec] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Indexes on body paths, for predicates on big queues",
+    )
 
     @model_validator(mode="after")
     def _scalable(self) -> QueueSpec:
@@ -271,6 +291,21 @@ class QueueSpec(_Model):
                 f"workers.autoscaling.mode KEDA reads the backlog with KEDA's postgresql scaler: "
                 f"database.dialect {dialect} cannot be scaled by it (use Operator or HPA)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _distinct_indexes(self) -> QueueSpec:
+        from .predicate import parse_path
+
+        seen: dict[tuple[Any, str], str] = {}
+        for index in self.indexes:
+            key = (parse_path(index.path), index.type)
+            if key in seen:
+                raise ValueError(
+                    f"indexes: {index.path!r} ({index.type}) is declared twice"
+                    f" (also as {seen[key]!r})"
+                )
+            seen[key] = index.path
         return self
 
     @model_validator(mode="before")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .. import names
+from .. import indexes, names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
 from .engine import Storage
@@ -59,7 +59,18 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
     """Create or migrate the table and registry row: created, updated or unchanged.
 
     `owner` (`namespace/name`, from the operator) claims the queue for one Queue resource; the
-    CLI applies without one and leaves the recorded owner as it is."""
+    CLI applies without one and leaves the recorded owner as it is. Then the table's JSON
+    indexes follow `spec.indexes` (outside the table's transaction: PostgreSQL builds them
+    CONCURRENTLY); a change of indexes alone makes the queue `updated`."""
+    outcome = _apply_table(storage, resource, owner)
+    spec = resource.spec
+    changes = indexes.sync(storage, spec.table_for(resource.name), spec.indexes)
+    if outcome == "unchanged" and (changes["created"] or changes["dropped"]):
+        return "updated"
+    return outcome
+
+
+def _apply_table(storage: Storage, resource: QueueResource, owner: str | None) -> str:
     name = names.queue_name(resource.name)
     spec = resource.spec
     declared = spec.database.dialect if spec.database is not None else None
