@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue import Database, Queue
-from tablequeue.dialects.json_index import PREFIX, MARIADB_KEY_BYTES
+from tablequeue.dialects.json_index import MARIADB_KEY_BYTES, PREFIX
 from tablequeue.errors import SpecError
 from tablequeue.models import NewMessage
 from tablequeue.queue.read import selection
