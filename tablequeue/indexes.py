@@ -11,17 +11,15 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
 from . import predicate
-from .dialects import JsonKind
+from .dialects import Dialect, JsonKind
 from .dialects.json_index import PREFIX, JsonIndex
 from .errors import InvalidInput
-
-if TYPE_CHECKING:
-    from .storage import Storage
 
 IndexType = Literal["text", "number", "boolean"]
 KINDS: dict[str, JsonKind] = {"text": "string", "number": "number", "boolean": "boolean"}
@@ -73,13 +71,15 @@ def resolve(table_name: str, specs: Sequence[Any]) -> list[JsonIndex]:
     return list(resolved.values())
 
 
-def sync(storage: Storage, table_name: str, specs: Sequence[Any]) -> dict[str, list[str]]:
+def sync(
+    engine: Engine, dialect: Dialect, table_name: str, specs: Sequence[Any]
+) -> dict[str, list[str]]:
     """Create the declared indexes a table lacks (or has from a failed build) and drop the
     `tqx_` ones it no longer declares: `{"created": [...], "dropped": [...]}`."""
     wanted = {index.name: index for index in resolve(table_name, specs)}
-    strategy = storage.dialect.json_indexes
+    strategy = dialect.json_indexes
     created, dropped = [], []
-    with strategy.ddl_connection(storage.engine) as connection:
+    with strategy.ddl_connection(engine) as connection:
         existing = strategy.existing(connection, table_name)
         for name, valid in sorted(existing.items()):
             if name not in wanted or not valid:
@@ -95,11 +95,13 @@ def sync(storage: Storage, table_name: str, specs: Sequence[Any]) -> dict[str, l
     return {"created": created, "dropped": dropped}
 
 
-def lookup(storage: Storage, table: sa.Table, specs: Sequence[Any]) -> predicate.IndexLookup | None:
+def lookup(
+    engine: Engine, dialect: Dialect, table: sa.Table, specs: Sequence[Any]
+) -> predicate.IndexLookup | None:
     """What `predicate.to_sql` asks to narrow a comparison with one of the table's indexes."""
     if not specs:
         return None
-    strategy = storage.dialect.json_indexes
+    strategy = dialect.json_indexes
     by_path = {(index.path, index.kind): index for index in resolve(table.name, specs)}
 
     def narrowed(
@@ -112,7 +114,7 @@ def lookup(storage: Storage, table: sa.Table, specs: Sequence[Any]) -> predicate
         if key is None:
             return None
         key_op, key_value = key
-        indexed = strategy.indexed(storage.engine, table, index)
+        indexed = strategy.indexed(engine, table, index)
         return predicate.sql_operator(key_op)(indexed, key_value)
 
     return narrowed

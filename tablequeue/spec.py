@@ -241,14 +241,46 @@ class WorkerSpec(_Model):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")
 
 
-def _index_path(value: str) -> str:
-    from .indexes import check_path  # the predicate parser loads only for specs with indexes
+_PATH_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_PATH_KEY = r'\["[A-Za-z0-9_ .:@/$+][A-Za-z0-9_ .:@/$+-]{0,63}"\]'
+INDEX_PATH_PATTERN = rf"^({_PATH_NAME}|{_PATH_KEY})(\.{_PATH_NAME}|\[[0-9]{{1,9}}\]|{_PATH_KEY})*$"
+"""Paths of the predicate language (`Product.Sku`, `Items[0]["unit price"]`) whose quoted keys
+hold letters, digits, space and `_ . : @ / $ + -` (not first): an index writes them into DDL."""
+_INDEX_PATH = re.compile(INDEX_PATH_PATTERN)
+_PATH_SEGMENT = re.compile(rf'\.?({_PATH_NAME})|\[([0-9]+)\]|\["([^"]*)"\]')
+_KEYWORDS = frozenset({"and", "or", "not", "true", "false", "null"})
 
-    return check_path(value)
+
+def index_path_segments(value: str) -> tuple[str | int, ...]:
+    """The segments of a valid index path: `a.b` and `a["b"]` are the same path."""
+    return tuple(
+        int(m.group(2)) if m.group(2) is not None else (m.group(1) or m.group(3))
+        for m in _PATH_SEGMENT.finditer(value)
+    )
+
+
+def _index_path(value: str) -> str:
+    if not _INDEX_PATH.fullmatch(value):
+        raise ValueError(
+            f"invalid index path {value[:80]!r}: write it as predicates do (Product.Sku,"
+            ' Items[0]["unit price"]); quoted keys may hold letters, digits, space and'
+            " _ . : @ / $ + - (not first)"
+        )
+    first = re.match(_PATH_NAME, value)
+    if first and first.group().lower() in _KEYWORDS:
+        raise ValueError(
+            f"invalid index path {value[:80]!r}: {first.group()!r} is a keyword;"
+            f' write ["{first.group()}"]'
+        )
+    return value
 
 
 class IndexSpec(_Model):
-    path: Annotated[str, AfterValidator(_index_path)] = Field(
+    path: Annotated[
+        str,
+        AfterValidator(_index_path),
+        Field(json_schema_extra={"pattern": INDEX_PATH_PATTERN}),
+    ] = Field(
         min_length=1, max_length=200, description="Body path, as predicates write it: Product.Sku"
     )
     type: Literal["text", "number", "boolean"] = Field(
@@ -295,11 +327,9 @@ class QueueSpec(_Model):
 
     @model_validator(mode="after")
     def _distinct_indexes(self) -> QueueSpec:
-        from .predicate import parse_path
-
         seen: dict[tuple[Any, str], str] = {}
         for index in self.indexes:
-            key = (parse_path(index.path), index.type)
+            key = (index_path_segments(index.path), index.type)
             if key in seen:
                 raise ValueError(
                     f"indexes: {index.path!r} ({index.type}) is declared twice"

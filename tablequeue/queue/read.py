@@ -90,7 +90,7 @@ def selection(
     if message_id is not None:
         parts.append(t.c.message_id == check_text(message_id))
     if where is not None:
-        indexed = indexes.lookup(queue.storage, t, queue.spec.indexes)
+        indexed = indexes.lookup(queue.storage.engine, queue.dialect, t, queue.spec.indexes)
         parts.append(predicate.to_sql(predicate.parse(where), t.c.message, queue.dialect, indexed))
     return sa.and_(*parts) if parts else None
 

@@ -64,7 +64,9 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
     CONCURRENTLY); a change of indexes alone makes the queue `updated`."""
     outcome = _apply_table(storage, resource, owner)
     spec = resource.spec
-    changes = indexes.sync(storage, spec.table_for(resource.name), spec.indexes)
+    changes = indexes.sync(
+        storage.engine, storage.dialect, spec.table_for(resource.name), spec.indexes
+    )
     if outcome == "unchanged" and (changes["created"] or changes["dropped"]):
         return "updated"
     return outcome
