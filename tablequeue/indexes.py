@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from . import predicate
 from .dialects import Dialect, JsonKind
@@ -71,27 +71,46 @@ def resolve(table_name: str, specs: Sequence[Any]) -> list[JsonIndex]:
     return list(resolved.values())
 
 
+def create_before_registry(
+    connection: Connection, dialect: Dialect, table_name: str, specs: Sequence[Any]
+) -> list[str]:
+    """In apply's transaction, before the registry names them: the indexes of engines whose
+    queries name a generated column (MariaDB, SQL Server), so that no query ever names a
+    column that is not there yet. PostgreSQL builds its own later, CONCURRENTLY."""
+    if dialect.json_indexes.concurrently:
+        return []
+    return _sync(connection, dialect, table_name, specs, drop=False)["created"]
+
+
 def sync(
     engine: Engine, dialect: Dialect, table_name: str, specs: Sequence[Any]
 ) -> dict[str, list[str]]:
-    """Create the declared indexes a table lacks (or has from a failed build) and drop the
-    `tqx_` ones it no longer declares: `{"created": [...], "dropped": [...]}`."""
+    """After the registry names the declared indexes: create those the table lacks (or has
+    from a failed build) and drop the `tqx_` ones it no longer declares (queries stopped
+    naming them when the registry changed): `{"created": [...], "dropped": [...]}`."""
+    strategy = dialect.json_indexes
+    with strategy.ddl_connection(engine) as connection:
+        return _sync(connection, dialect, table_name, specs, drop=True)
+
+
+def _sync(
+    connection: Connection, dialect: Dialect, table_name: str, specs: Sequence[Any], drop: bool
+) -> dict[str, list[str]]:
     wanted = {index.name: index for index in resolve(table_name, specs)}
     strategy = dialect.json_indexes
     created, dropped = [], []
-    with strategy.ddl_connection(engine) as connection:
-        existing = strategy.existing(connection, table_name)
-        for name, valid in sorted(existing.items()):
-            if name not in wanted or not valid:
-                for statement in strategy.drop_statements(connection, table_name, name):
-                    connection.exec_driver_sql(statement)
-                if name not in wanted:
-                    dropped.append(name)
-        for name, index in sorted(wanted.items()):
-            if existing.get(name) is not True:
-                for statement in strategy.create_statements(connection, table_name, index):
-                    connection.exec_driver_sql(statement)
-                created.append(name)
+    existing = strategy.existing(connection, table_name)
+    for name, valid in sorted(existing.items()):
+        if (drop and name not in wanted) or not valid:
+            for statement in strategy.drop_statements(connection, table_name, name):
+                connection.exec_driver_sql(statement)
+            if name not in wanted:
+                dropped.append(name)
+    for name, index in sorted(wanted.items()):
+        if existing.get(name) is not True:
+            for statement in strategy.create_statements(connection, table_name, index):
+                connection.exec_driver_sql(statement)
+            created.append(name)
     return {"created": created, "dropped": dropped}
 
 

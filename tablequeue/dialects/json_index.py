@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -72,6 +74,9 @@ def _quote(where: Any, name: str) -> str:
 class JsonIndexes:
     """What differs between engines when indexing a JSON path."""
 
+    concurrently = False
+    """Built outside apply's transaction, while writers go on (PostgreSQL)."""
+
     def __init__(self, dialect: SqlDialect) -> None:
         self.dialect = dialect
 
@@ -106,8 +111,6 @@ class JsonIndexes:
 
 class ExpressionIndexes(JsonIndexes):
     """An index on the predicate's own expression, `json_scalar` with a literal path (SQLite)."""
-
-    concurrently = False
 
     def expression(self, column: sa.ColumnElement[Any], index: JsonIndex) -> sa.ColumnElement[Any]:
         return self.dialect.json_scalar(column, index.path, index.kind)
@@ -148,6 +151,10 @@ class SqliteIndexes(ExpressionIndexes):
         return {str(name): True for (name,) in rows}
 
 
+_DDL_LOCK = zlib.crc32(b"tablequeue:json-indexes")
+_DDL_LOCK_WAIT_SECONDS = 3600
+
+
 class PostgresIndexes(ExpressionIndexes):
     """CREATE INDEX CONCURRENTLY: writers go on while a big table is indexed."""
 
@@ -156,14 +163,27 @@ class PostgresIndexes(ExpressionIndexes):
     @contextlib.contextmanager
     def ddl_connection(self, engine: Engine) -> Iterator[Connection]:
         """Outside a transaction, as CONCURRENTLY must be; indexing a big table may take longer
-        than the statement timeout of ordinary statements."""
+        than the statement timeout of ordinary statements. One apply at a time builds: a
+        session lock, taken by polling, since a session waiting for it inside a statement
+        would hold a snapshot that CREATE INDEX CONCURRENTLY waits for."""
         with engine.connect() as connection:
             connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+            lock = sa.text("SELECT pg_try_advisory_lock(:key)").bindparams(key=_DDL_LOCK)
+            deadline = time.monotonic() + _DDL_LOCK_WAIT_SECONDS
+            while not connection.execute(lock).scalar():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"waited {_DDL_LOCK_WAIT_SECONDS}s for another apply to build its indexes"
+                    )
+                time.sleep(0.5)
             connection.exec_driver_sql("SET statement_timeout = 0")
             try:
                 yield connection
             finally:
                 connection.exec_driver_sql("RESET statement_timeout")
+                connection.execute(
+                    sa.text("SELECT pg_advisory_unlock(:key)").bindparams(key=_DDL_LOCK)
+                )
 
     def existing(self, connection: Connection, table_name: str) -> dict[str, bool]:
         """A build that failed (or was interrupted) leaves an invalid index: it is rebuilt."""

@@ -59,20 +59,22 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
     """Create or migrate the table and registry row: created, updated or unchanged.
 
     `owner` (`namespace/name`, from the operator) claims the queue for one Queue resource; the
-    CLI applies without one and leaves the recorded owner as it is. Then the table's JSON
-    indexes follow `spec.indexes` (outside the table's transaction: PostgreSQL builds them
-    CONCURRENTLY); a change of indexes alone makes the queue `updated`."""
-    outcome = _apply_table(storage, resource, owner)
+    CLI applies without one and leaves the recorded owner as it is. The table's JSON indexes
+    follow `spec.indexes`: new ones exist before the registry names them (PostgreSQL's are
+    built CONCURRENTLY after it, which only delays their use), dropped ones go once it no
+    longer does; a change of indexes alone makes the queue `updated`."""
+    outcome, created = _apply_table(storage, resource, owner)
     spec = resource.spec
-    changes = indexes.sync(
-        storage.engine, storage.dialect, spec.table_for(resource.name), spec.indexes
-    )
-    if outcome == "unchanged" and (changes["created"] or changes["dropped"]):
+    table_name = spec.table_for(resource.name)
+    changes = indexes.sync(storage.engine, storage.dialect, table_name, spec.indexes)
+    if outcome == "unchanged" and (created or changes["created"] or changes["dropped"]):
         return "updated"
     return outcome
 
 
-def _apply_table(storage: Storage, resource: QueueResource, owner: str | None) -> str:
+def _apply_table(
+    storage: Storage, resource: QueueResource, owner: str | None
+) -> tuple[str, list[str]]:
     name = names.queue_name(resource.name)
     spec = resource.spec
     declared = spec.database.dialect if spec.database is not None else None
@@ -111,6 +113,9 @@ def _apply_table(storage: Storage, resource: QueueResource, owner: str | None) -
             # A kept table of a deleted queue has no registry row: assume the oldest.
             migrate(connection, table, row.schema_version if row is not None else 1)
         storage.dialect.tune_table(connection, table)
+        created = indexes.create_before_registry(
+            connection, storage.dialect, table_name, spec.indexes
+        )
         now = datetime.now(UTC)
         if row is None:
             connection.execute(
@@ -126,10 +131,10 @@ def _apply_table(storage: Storage, resource: QueueResource, owner: str | None) -
                     owner=owner,
                 )
             )
-            return "created"
+            return "created", created
         claims = owner is not None and row.owner is None
         if row.settings == settings and row.schema_version == SCHEMA_VERSION and not claims:
-            return "unchanged"
+            return "unchanged", created
         values: dict[str, Any] = {
             "category": spec.category,
             "settings": settings,
@@ -143,7 +148,7 @@ def _apply_table(storage: Storage, resource: QueueResource, owner: str | None) -
         if row.settings.get("defaultStatus", "Pending") != spec.default_status:
             values["default_status"] = spec.default_status
         connection.execute(registry.update().where(registry.c.name == name).values(**values))
-        return "updated"
+        return "updated", created
 
 
 def spec_settings(spec: QueueSpec) -> dict[str, Any]:
