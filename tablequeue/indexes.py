@@ -24,6 +24,8 @@ from .errors import InvalidInput
 IndexType = Literal["text", "number", "boolean"]
 KINDS: dict[str, JsonKind] = {"text": "string", "number": "number", "boolean": "boolean"}
 MAX_INDEXES = 16
+WAIT_SECONDS = 3600.0
+"""How long an apply waits for another one's index builds (PostgreSQL) before giving up."""
 EXPRESSION_VERSION = 1
 """Part of every index name: a change of the indexed expression gives new names, so apply
 replaces the indexes built the old way."""
@@ -83,13 +85,19 @@ def create_before_registry(
 
 
 def sync(
-    engine: Engine, dialect: Dialect, table_name: str, specs: Sequence[Any]
+    engine: Engine,
+    dialect: Dialect,
+    table_name: str,
+    specs: Sequence[Any],
+    wait_seconds: float = WAIT_SECONDS,
 ) -> dict[str, list[str]]:
     """After the registry names the declared indexes: create those the table lacks (or has
     from a failed build) and drop the `tqx_` ones it no longer declares (queries stopped
-    naming them when the registry changed): `{"created": [...], "dropped": [...]}`."""
+    naming them when the registry changed): `{"created": [...], "dropped": [...]}`. On
+    PostgreSQL one apply builds at a time: the others wait up to `wait_seconds`, then raise
+    IndexBuildBusy."""
     strategy = dialect.json_indexes
-    with strategy.ddl_connection(engine) as connection:
+    with strategy.ddl_connection(engine, wait_seconds) as connection:
         return _sync(connection, dialect, table_name, specs, drop=True)
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from ..errors import IndexBuildBusy
 from .base import JsonKind, JsonPath
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class JsonIndexes:
         self.dialect = dialect
 
     @contextlib.contextmanager
-    def ddl_connection(self, engine: Engine) -> Iterator[Connection]:
+    def ddl_connection(self, engine: Engine, wait_seconds: float) -> Iterator[Connection]:
         """Where apply creates and drops the indexes (after the table's own transaction)."""
         with engine.begin() as connection:
             yield connection
@@ -152,7 +153,6 @@ class SqliteIndexes(ExpressionIndexes):
 
 
 _DDL_LOCK = zlib.crc32(b"tablequeue:json-indexes")
-_DDL_LOCK_WAIT_SECONDS = 3600
 
 
 class PostgresIndexes(ExpressionIndexes):
@@ -161,7 +161,7 @@ class PostgresIndexes(ExpressionIndexes):
     concurrently = True
 
     @contextlib.contextmanager
-    def ddl_connection(self, engine: Engine) -> Iterator[Connection]:
+    def ddl_connection(self, engine: Engine, wait_seconds: float) -> Iterator[Connection]:
         """Outside a transaction, as CONCURRENTLY must be; indexing a big table may take longer
         than the statement timeout of ordinary statements. One apply at a time builds: a
         session lock, taken by polling, since a session waiting for it inside a statement
@@ -169,11 +169,12 @@ class PostgresIndexes(ExpressionIndexes):
         with engine.connect() as connection:
             connection = connection.execution_options(isolation_level="AUTOCOMMIT")
             lock = sa.text("SELECT pg_try_advisory_lock(:key)").bindparams(key=_DDL_LOCK)
-            deadline = time.monotonic() + _DDL_LOCK_WAIT_SECONDS
+            deadline = time.monotonic() + wait_seconds
             while not connection.execute(lock).scalar():
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"waited {_DDL_LOCK_WAIT_SECONDS}s for another apply to build its indexes"
+                if time.monotonic() >= deadline:
+                    raise IndexBuildBusy(
+                        "another apply is building indexes on this database"
+                        f" (waited {wait_seconds:g} s); apply again later"
                     )
                 time.sleep(0.5)
             connection.exec_driver_sql("SET statement_timeout = 0")

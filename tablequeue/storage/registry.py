@@ -55,18 +55,27 @@ def _check_queue_table(connection: Connection, table_name: str) -> None:
         )
 
 
-def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -> str:
+def apply(
+    storage: Storage,
+    resource: QueueResource,
+    owner: str | None = None,
+    index_wait_seconds: float = indexes.WAIT_SECONDS,
+) -> str:
     """Create or migrate the table and registry row: created, updated or unchanged.
 
     `owner` (`namespace/name`, from the operator) claims the queue for one Queue resource; the
     CLI applies without one and leaves the recorded owner as it is. The table's JSON indexes
     follow `spec.indexes`: new ones exist before the registry names them (PostgreSQL's are
     built CONCURRENTLY after it, which only delays their use), dropped ones go once it no
-    longer does; a change of indexes alone makes the queue `updated`."""
+    longer does; a change of indexes alone makes the queue `updated`. While another apply
+    builds indexes on the database (PostgreSQL), this one waits up to `index_wait_seconds`,
+    then raises IndexBuildBusy (the operator waits 0 s and retries later)."""
     outcome, created = _apply_table(storage, resource, owner)
     spec = resource.spec
     table_name = spec.table_for(resource.name)
-    changes = indexes.sync(storage.engine, storage.dialect, table_name, spec.indexes)
+    changes = indexes.sync(
+        storage.engine, storage.dialect, table_name, spec.indexes, index_wait_seconds
+    )
     if outcome == "unchanged" and (created or changes["created"] or changes["dropped"]):
         return "updated"
     return outcome

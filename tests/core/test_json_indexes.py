@@ -250,3 +250,21 @@ def test_an_invalid_index_left_by_a_failed_build_is_rebuilt(postgres_url: str) -
         assert database.apply(resource) == "updated"
         with database.transaction() as connection:
             assert strategy.existing(connection, "orders") == {name: True}
+
+
+def test_one_apply_builds_postgresql_indexes_at_a_time(postgres_url: str) -> None:
+    from tablequeue import connect
+    from tablequeue.dialects.json_index import _DDL_LOCK
+    from tablequeue.errors import IndexBuildBusy
+
+    with connect(postgres_url) as database, database.engine.connect() as other:
+        other.execute(sa.text("SELECT pg_advisory_lock(:key)").bindparams(key=_DDL_LOCK))
+        other.commit()
+        resource = QueueResource.from_name("orders", indexes=INDEXES[:1])
+        with pytest.raises(IndexBuildBusy, match="another apply is building indexes"):
+            database.apply(resource, index_wait_seconds=0)
+        assert _own_indexes(database, "orders") == set()  # the table is there, not the index
+        other.execute(sa.text("SELECT pg_advisory_unlock(:key)").bindparams(key=_DDL_LOCK))
+        other.commit()
+        assert database.apply(resource, index_wait_seconds=0) == "updated"
+        assert len(_own_indexes(database, "orders")) == 1
