@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -21,9 +21,8 @@ from .dialects import Dialect, JsonKind
 from .dialects.json_index import PREFIX, JsonIndex
 from .errors import InvalidInput
 
-IndexType = Literal["text", "number", "boolean"]
 KINDS: dict[str, JsonKind] = {"text": "string", "number": "number", "boolean": "boolean"}
-MAX_INDEXES = 16
+"""`spec.indexes[].type` -> the JSON kind the predicate compiler compares."""
 WAIT_SECONDS = 3600.0
 """How long an apply waits for another one's index builds (PostgreSQL) before giving up."""
 EXPRESSION_VERSION = 1
