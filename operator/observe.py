@@ -8,9 +8,11 @@ import time
 from typing import Any
 
 import kopf
+import sqlalchemy as sa
 
-from tablequeue import metrics
+from tablequeue import Database, metrics
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound
+from tablequeue.rollup import write_minutes
 from tablequeue.spec import QueueResource
 
 from . import builders
@@ -50,6 +52,7 @@ def observe_queue(
     except QueueNotFound:
         return  # reconcile has not created it yet
     state.gauges.export((namespace, name), stats)
+    _sample_rollup(state, database, name, stats.backlog)
     scaled = _scale(state.kube, resource, namespace, body, stats.backlog, stats.leased, status)
     replicas = scaled or {"desired": 0, "ready": 0}
     metrics.operator_desired_replicas.labels(**labels).set(replicas["desired"])
@@ -77,6 +80,18 @@ def observe_queue(
             )
         )
     patch.status["conditions"] = merge(status.get("conditions"), updates, generation)
+
+
+def _sample_rollup(state: OperatorState, database: Database, name: str, backlog: int) -> None:
+    """The chart rollup's samples (backlog, highest id) of this tick, so charts have them while
+    no worker runs (scaled to zero); a failure is logged, never the Queue's condition."""
+    try:
+        state.databases.bounded(
+            database,
+            lambda: write_minutes(database, name, database.queue(name).table, {}, backlog),
+        )
+    except (DatabaseUnavailable, QueueNotFound, sa.exc.DBAPIError) as error:
+        logger.warning("cannot sample the chart rollup of %s: %s", name, str(error)[:300])
 
 
 def _reason(status: kopf.Status, kind: str) -> str | None:
