@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -27,7 +27,8 @@ from ..models import (
 )
 from ..spec import QueueSpec
 from ..storage import Storage
-from . import admin, enqueue, read, settle
+from ..storage.schedules import ScheduleState
+from . import admin, enqueue, read, schedules, settle
 from .context import QueueContext
 
 
@@ -149,6 +150,20 @@ class Queue:
         Default: Processed messages older than keepProcessedFor (nothing when kept forever).
         """
         return admin.purge(self._queue, statuses, older_than)
+
+    def fire_schedules(self) -> list[schedules.Fired]:
+        """Claim and enqueue the due ticks of the queue's schedules (`spec.schedules`), each
+        exactly once whoever else calls it at the same time. Workers call it with their
+        housekeeping and the operator on its timer."""
+        return schedules.fire_due(self._queue)
+
+    def schedules(self) -> list[ScheduleState]:
+        """The queue's schedules as stored: next tick, last tick fired, counts."""
+        return schedules.states(self._queue)
+
+    def set_next_tick(self, schedule: str, when: datetime) -> None:
+        """Move a schedule's next tick (e.g. to now, to fire it at the next housekeeping)."""
+        schedules.set_next_tick(self._queue, schedule, when)
 
     # --- people and tools -------------------------------------------------------------------
 

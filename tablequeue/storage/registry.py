@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from .. import names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
+from . import schedules
 from .engine import Storage
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
@@ -27,6 +28,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.dialect.lock_for_ddl(connection, "registry")
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
+        storage.schedules.create(connection, checkfirst=True)
 
 
 def _check_owner(name: str, row: Any, owner: str | None) -> None:
@@ -98,6 +100,7 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
             # A kept table of a deleted queue has no registry row: assume the oldest.
             migrate(connection, table, row.schema_version if row is not None else 1)
         storage.dialect.tune_table(connection, table)
+        schedules.sync(connection, storage.schedules, storage.dialect, name, spec.schedules)
         now = datetime.now(UTC)
         if row is None:
             connection.execute(
@@ -212,6 +215,8 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         if owner is not None and row.owner != owner:
             return False
         connection.execute(registry.delete().where(registry.c.name == name))
+        if sa.inspect(connection).has_table(storage.schedules.name):
+            schedules.forget(connection, storage.schedules, name)
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True
