@@ -40,22 +40,72 @@ class Fired:
     next_tick: datetime
 
 
-def states(queue: QueueContext) -> list[ScheduleState]:
-    """The stored schedules of the queue (none before anything declared one)."""
+@dataclass(frozen=True)
+class ScheduleView:
+    """A declared schedule with its stored state, as the API, UI and CLI show it."""
+
+    name: str
+    cron: str
+    time_zone: str
+    missed: str
+    message_id: str | None
+    """The messageId pattern."""
+    next_tick: datetime | None
+    last_tick: datetime | None
+    last_fired_at: datetime | None
+    last_message: int | None
+    fired: int
+    skipped: int
+
+
+def overview(queue: QueueContext) -> list[ScheduleView]:
+    """The queue's declared schedules (in spec order) with when they fire next and last."""
+    if not queue.spec.schedules:
+        return []
     storage = queue.storage
     with storage.transaction() as connection:
-        if not _has_table(connection, storage.schedules):
-            return []
-        return store.states(connection, storage.schedules, queue.name)
+        stored = {
+            state.schedule: state
+            for state in store.states(connection, storage.schedules, queue.name)
+        }
+    views = []
+    for schedule in queue.spec.schedules:
+        state = stored.get(schedule.name)
+        views.append(
+            ScheduleView(
+                name=schedule.name,
+                cron=schedule.cron,
+                time_zone=schedule.time_zone,
+                missed=schedule.missed,
+                message_id=schedule.message_id,
+                next_tick=state.next_tick if state else None,
+                last_tick=state.last_tick if state else None,
+                last_fired_at=state.last_fired_at if state else None,
+                last_message=state.last_message if state else None,
+                fired=state.fired if state else 0,
+                skipped=state.skipped if state else 0,
+            )
+        )
+    return views
 
 
-def set_next_tick(queue: QueueContext, schedule: str, when: datetime) -> None:
-    if when.tzinfo is None:
+def set_next_tick(queue: QueueContext, schedule: str, when: datetime | None) -> None:
+    """Move a schedule's next tick to `when` (None: the database's now)."""
+    if when is not None and when.tzinfo is None:
         raise InvalidInput(f"naive time {when.isoformat()}: give a time zone")
     storage = queue.storage
     with storage.transaction() as connection:
+        if when is None:
+            when = store.database_now(connection, storage.dialect)
         if not store.set_next_tick(connection, storage.schedules, queue.name, schedule, when):
             raise ScheduleNotFound(f"queue {queue.name!r} has no schedule {schedule!r}")
+
+
+def run_now(queue: QueueContext, schedule: str) -> Fired | None:
+    """Enqueue a schedule's message now (its tick is now) and keep its next tick; None when
+    another caller fired it in between (it was enqueued once all the same)."""
+    set_next_tick(queue, schedule, None)
+    return next((fired for fired in fire_due(queue) if fired.schedule == schedule), None)
 
 
 def fire_due(queue: QueueContext) -> list[Fired]:
