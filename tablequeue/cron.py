@@ -34,6 +34,7 @@ MAX_TICKS_WALKED: Final = 1000
 (to two days before now) and the count is a lower bound."""
 _WINDOW = timedelta(hours=3)
 """More than any UTC offset change: wall times this far apart keep their order as instants."""
+_STEADY = timedelta(days=7)
 
 
 def cron_expression(value: str) -> str:
@@ -83,6 +84,15 @@ def _every_hour(expression: str) -> bool:
     return hours == ("*",) or len(hours) == 24
 
 
+def _steady(zone: ZoneInfo, start: datetime, end: datetime) -> bool:
+    """True when `zone` keeps one UTC offset from `start` to `end` (at most _STEADY apart: no
+    zone changes its offset twice within that)."""
+    offsets = {
+        moment.astimezone(zone).utcoffset() for moment in (start, start + (end - start) / 2, end)
+    }
+    return len(offsets) == 1
+
+
 def _instants(wall: datetime, zone: ZoneInfo, both_folds: bool) -> Iterator[datetime]:
     """The UTC instants a wall time of `zone` names: one, or two when it exists twice."""
     first = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
@@ -97,6 +107,18 @@ def next_tick(expression: str, zone_name: str, after: datetime) -> datetime:
     """The first tick strictly after `after` (aware), as an aware UTC datetime."""
     zone = time_zone(zone_name)
     after = after.astimezone(UTC)
+    wall = after.astimezone(zone).replace(tzinfo=None)
+    # The common case: no change of offset anywhere near; the wall clock's next tick is it.
+    candidate = croniter(expression, wall).get_next(datetime)
+    instant = candidate.replace(tzinfo=zone).astimezone(UTC)
+    if instant - after < _STEADY and _steady(zone, after - _WINDOW, instant + _WINDOW):
+        return instant
+    return walk_to_next_tick(expression, zone, after)
+
+
+def walk_to_next_tick(expression: str, zone: ZoneInfo, after: datetime) -> datetime:
+    """`next_tick` the long way, right around changes of offset: every wall-clock tick from
+    before `after` to well past the first one that follows it, each as its UTC instants."""
     wall = after.astimezone(zone).replace(tzinfo=None)
     walls = croniter(expression, wall - _WINDOW)
     both_folds = _every_hour(expression)
@@ -145,7 +167,7 @@ PLACEHOLDERS: Final = {
     "schedule": "the schedule's name",
     "queue": "the queue's name",
 }
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z]+)\s*(?::([^{}]*?))?\s*\}\}")
+_PLACEHOLDER = re.compile(r"\{\{\s*([^{}:\s]*)\s*(?::([^{}]*?))?\s*\}\}")
 MAX_FORMAT_LENGTH: Final = 64
 
 
