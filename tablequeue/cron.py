@@ -29,9 +29,9 @@ from croniter import CroniterError, croniter
 
 MACROS: Final = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 FIELDS_HELP: Final = "5 fields: minute hour day-of-month month day-of-week, e.g. '0 2 * * *'"
-MAX_TICKS_WALKED: Final = 1000
-"""Ticks counted one by one when catching up after downtime; beyond it the walk jumps ahead
-(to two days before now) and the count is a lower bound."""
+MAX_TICKS_WALKED: Final = 500
+"""Ticks counted one by one when catching up after downtime; past it the count is a lower
+bound (it only informs: every policy enqueues at most one message for them)."""
 _WINDOW = timedelta(hours=3)
 """More than any UTC offset change: wall times this far apart keep their order as instants."""
 _STEADY = timedelta(days=7)
@@ -144,17 +144,21 @@ class CatchUp:
 
 
 def due_ticks(expression: str, zone_name: str, first_due: datetime, now: datetime) -> CatchUp:
-    """Walk the ticks from `first_due` (<= now) to now."""
+    """The ticks from `first_due` (<= now) to now: counted one by one up to MAX_TICKS_WALKED,
+    past that the latest is found looking back from now (an hour, a day, ... at a time)."""
     latest, due = first_due, 1
     following = next_tick(expression, zone_name, latest)
-    while following <= now:
-        if due == MAX_TICKS_WALKED:
-            jump = next_tick(expression, zone_name, now - timedelta(days=2))
-            if jump > following:
-                following = jump
-                continue
+    while following <= now and due < MAX_TICKS_WALKED:
         latest, due = following, due + 1
         following = next_tick(expression, zone_name, latest)
+    if following <= now:
+        due += 1
+        span = timedelta(hours=1)
+        while (tick := next_tick(expression, zone_name, max(now - span, latest))) > now:
+            span *= 24  # reaches back to `latest` at last, whose following tick is due
+        latest, following = tick, next_tick(expression, zone_name, tick)
+        while following <= now:
+            latest, following = following, next_tick(expression, zone_name, following)
     return CatchUp(latest, due, following)
 
 
