@@ -109,8 +109,8 @@ def next_tick(expression: str, zone_name: str, after: datetime) -> datetime:
     after = after.astimezone(UTC)
     wall = after.astimezone(zone).replace(tzinfo=None)
     # The common case: no change of offset anywhere near; the wall clock's next tick is it.
-    candidate = croniter(expression, wall).get_next(datetime)
-    instant = candidate.replace(tzinfo=zone).astimezone(UTC)
+    candidate: datetime = croniter(expression, wall).get_next(datetime)
+    instant: datetime = candidate.replace(tzinfo=zone).astimezone(UTC)
     if instant - after < _STEADY and _steady(zone, after - _WINDOW, instant + _WINDOW):
         return instant
     return walk_to_next_tick(expression, zone, after)

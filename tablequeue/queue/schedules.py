@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .. import cron
@@ -113,15 +112,15 @@ def fire_due(queue: QueueContext) -> list[Fired]:
     empty list when others were first or nothing was due). Safe to call from any number of
     processes at once."""
     storage = queue.storage
-    try:
-        with storage.transaction() as connection:
-            now = store.database_now(connection, storage.dialect)
-            due = store.due(connection, storage.schedules, queue.name, now)
-    except (sa.exc.ProgrammingError, sa.exc.OperationalError):
-        with storage.transaction() as connection:
-            if not _has_table(connection, storage.schedules):
-                return []  # a registry made before schedules, never applied since
-        raise
+    with storage.transaction() as connection:
+        # The registry first: a queue without schedules never reads tablequeue_schedules (a
+        # worker needs no grant on it then), and one whose schedules were added after this
+        # handle was made is seen.
+        row = registry.registry_row(storage, connection, queue.name)
+        if row is None or not row.settings.get("schedules"):
+            return []
+        now = store.database_now(connection, storage.dialect)
+        due = store.due(connection, storage.schedules, queue.name, now)
     fired = []
     for state in due:
         with storage.transaction() as connection:
@@ -192,7 +191,3 @@ def new_message(queue: str, schedule: Schedule, tick: datetime) -> NewMessage:
         }
         | (headers or {}),
     )
-
-
-def _has_table(connection: Connection, table: sa.Table) -> bool:
-    return sa.inspect(connection).has_table(table.name)
