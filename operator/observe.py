@@ -9,10 +9,12 @@ import time
 from typing import Any
 
 import kopf
+import sqlalchemy as sa
 
 from tablequeue import Database, metrics
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound
 from tablequeue.models import QueueStats
+from tablequeue.rollup import write_minutes
 from tablequeue.spec import QueueResource
 
 from . import builders
@@ -53,6 +55,7 @@ def observe_queue(
     except QueueNotFound:
         return  # reconcile has not created it yet
     state.gauges.export((namespace, name), stats)
+    _sample_rollup(state, database, name, stats.backlog)
     scaled = _scale(state.kube, resource, namespace, body, stats.backlog, stats.leased, status)
     replicas = scaled or {"desired": 0, "ready": 0}
     metrics.operator_desired_replicas.labels(**labels).set(replicas["desired"])
@@ -88,6 +91,18 @@ def _fire_and_count(database: Database, name: str, label: str) -> tuple[QueueSta
     queue = database.queue(name)
     fire_schedules(queue, label)
     return queue.stats(), database.default_status_of(name)
+
+
+def _sample_rollup(state: OperatorState, database: Database, name: str, backlog: int) -> None:
+    """The chart rollup's samples (backlog, highest id) of this tick, so charts have them while
+    no worker runs (scaled to zero); a failure is logged, never the Queue's condition."""
+    try:
+        state.databases.bounded(
+            database,
+            lambda: write_minutes(database, name, database.queue(name).table, {}, backlog),
+        )
+    except (DatabaseUnavailable, QueueNotFound, sa.exc.DBAPIError) as error:
+        logger.warning("cannot sample the chart rollup of %s: %s", name, str(error)[:300])
 
 
 def _reason(status: kopf.Status, kind: str) -> str | None:
