@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from .. import indexes, names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
+from . import schedules
 from .engine import Storage
 from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
@@ -28,6 +29,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.dialect.lock_for_ddl(connection, "registry")
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
+        storage.schedules.create(connection, checkfirst=True)
         ensure_rollup(connection, storage.metadata)
 
 
@@ -127,6 +129,7 @@ def _apply_table(
         created = indexes.create_before_registry(
             connection, storage.dialect, table_name, spec.indexes
         )
+        schedules.sync(connection, storage.schedules, storage.dialect, name, spec.schedules)
         now = datetime.now(UTC)
         if row is None:
             connection.execute(
@@ -241,6 +244,8 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         if owner is not None and row.owner != owner:
             return False
         connection.execute(registry.delete().where(registry.c.name == name))
+        if sa.inspect(connection).has_table(storage.schedules.name):
+            schedules.forget(connection, storage.schedules, name)
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True
