@@ -33,19 +33,20 @@ def enqueue_many(
     try:
         if connection is None:
             with storage.transaction() as own:
-                return enqueue_on(queue, own, messages)
+                return enqueue_in(queue, own, messages)
         with storage.borrowed(connection) as theirs:
-            return enqueue_on(queue, theirs, messages)
+            return enqueue_in(queue, theirs, messages)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
         with storage.reading() as reader:  # outside the caller's transaction, if any
             registry.default_status(storage, reader, queue.name)  # QueueNotFound if deleted
         raise
 
 
-def enqueue_on(
+def enqueue_in(
     queue: QueueContext, connection: Connection, messages: Sequence[NewMessage]
 ) -> list[Enqueued]:
-    """Enqueue a batch with statements on `connection`, in whatever transaction it is in."""
+    """Enqueue a batch with statements on `connection`, in whatever transaction it is in (the
+    caller's, a publish's, or the claim of a schedule's tick)."""
     now = datetime.now(UTC)
     results: list[Enqueued | None] = [None] * len(messages)
     for round_indexes in _rounds_of_unique_ids(messages):

@@ -19,7 +19,7 @@ from ..predicate import Predicate, as_stored, holds, parse
 from ..spec import QueueSpec
 from ..storage import Storage, subscriptions
 from .context import QueueContext
-from .enqueue import enqueue_on
+from .enqueue import enqueue_in
 
 
 def publish(
@@ -46,7 +46,7 @@ def _publish(
             continue
         spec = QueueSpec.model_validate(row.settings)
         queue = QueueContext(storage, row.name, storage.table(row.table_name), spec)
-        [enqueued] = enqueue_on(queue, connection, [message])
+        [enqueued] = enqueue_in(queue, connection, [message])
         deliveries.append(Delivery.of(row.name, enqueued))
     return deliveries
 

@@ -16,6 +16,7 @@ from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
 from .borrowed import bare, borrowed
+from .schedules import schedules_table
 from .schema import queue_table, registry_table
 from .subscriptions import SUBSCRIPTIONS_TABLE, subscriptions_table
 from .timeouts import DatabaseTimeouts
@@ -71,6 +72,7 @@ class Storage:
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
+        self.schedules = schedules_table(self.metadata)
         self.subscriptions = subscriptions_table(self.metadata)
         self._has_subscriptions = False
         self._tables: dict[str, sa.Table] = {}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..errors import SpecError
 from ..predicate import parse
 
 if TYPE_CHECKING:
@@ -34,7 +35,15 @@ def ensure(storage: Storage, connection: Connection) -> None:
 
 
 def check(spec: QueueSpec) -> None:
-    """Refuse a subscription whose predicate does not parse (PredicateError names it)."""
+    """Refuse a topic subscribed twice (the CRD's list map refuses it too) and a predicate
+    that does not parse (PredicateError names it)."""
+    topics = [subscription.topic for subscription in spec.subscriptions]
+    twice = sorted({topic for topic in topics if topics.count(topic) > 1})
+    if twice:
+        raise SpecError(
+            f"spec.subscriptions: topic {twice[0]!r} is subscribed twice: one subscription per "
+            "topic (join the conditions with 'or')"
+        )
     for number, subscription in enumerate(spec.subscriptions):
         if subscription.where is not None:
             try:

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue import Database, Delivery
-from tablequeue.errors import InvalidInput, PredicateError
+from tablequeue.errors import InvalidInput, PredicateError, SpecError
 from tablequeue.spec import QueueResource
 from tests.support.application import ORDERS, application_engine, order_ids
 
@@ -145,3 +145,7 @@ def test_bad_topics_and_predicates_are_refused(database: Database, make_queue: M
         database.apply(
             QueueResource.from_name("a", subscriptions=[{"topic": "t", "where": "Total >"}])
         )
+    twice = [{"topic": "t"}, {"topic": "t", "where": "n > 1"}]
+    with pytest.raises(SpecError, match="topic 't' is subscribed twice"):
+        database.apply(QueueResource.from_name("a", subscriptions=twice))
+    assert database.queues() == []
