@@ -31,7 +31,8 @@ from tablequeue.dialects.queries import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
 from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
 from tablequeue.spec import QueueSpec
-from tablequeue.storage import Storage
+from tablequeue.storage import Storage, schedules
+from tablequeue.storage.schedules import ScheduleState
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("TABLEQUEUE_UPDATE_GOLDEN") == "1"
@@ -111,6 +112,20 @@ def rollup_statements(storage: Storage) -> dict[str, Any]:
     return statements
 
 
+def schedule_statements(storage: Storage) -> dict[str, Any]:
+    """The schedules' table, the read of due ticks and the claim (the exactly-once guard)."""
+    table = storage.schedules
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    state = ScheduleState("orders", "nightly", "0 2 * * *", "UTC", at, None, None, None, 0, 0)
+    return {
+        "create_schedules": sa.schema.CreateTable(table),
+        "schedules_due": schedules.due_statement(table, "orders", at),
+        "schedule_claim": schedules.claim_statement(
+            table, state, next_tick=at, fired_tick=at, skipped=0, now=at
+        ),
+    }
+
+
 def render(engine: str) -> dict[str, str]:
     """Every statement's text on `engine`, by golden file name (without `.sql`)."""
     storage = Storage(DIALECTS[engine].url_hint + "golden")  # never connects
@@ -126,6 +141,7 @@ def render(engine: str) -> dict[str, str]:
         for name, build in QUERIES.items():
             statements[name] = build(queries)
         statements.update(rollup_statements(storage))
+        statements.update(schedule_statements(storage))
         extra_statements = getattr(queries, "extra_statements", None)  # an engine's own
         if extra_statements is not None:
             statements.update(extra_statements())

@@ -43,6 +43,8 @@ EXPECTED = {
     "backlog": exp.Select,
     "count_by_status": exp.Select,
     "rollup_accumulate": exp.Merge,
+    "schedules_due": exp.Select,
+    "schedule_claim": exp.Update,
 }
 
 
