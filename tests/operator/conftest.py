@@ -76,6 +76,7 @@ def _shared_tables() -> list[str]:
 
 
 SHARED_TABLES = _shared_tables()
+"""The tables every database with queues has (made with the registry)."""
 
 
 def table_names(url: str) -> list[str]:

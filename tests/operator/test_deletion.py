@@ -55,7 +55,7 @@ def test_deletion_honours_the_deletion_policy_and_collects_the_deployment(
         return not deployments  # the garbage collector followed the owner references
 
     wait(collected)
-    assert table_names(postgres_url) == ["kept", *SHARED_TABLES]
+    assert table_names(postgres_url) == sorted(["kept", *SHARED_TABLES])
     with connect(postgres_url) as db:
         assert [q["name"] for q in db.queues()] == ["kept"]
         assert db.queue("kept").stats().counts == {"Pending": 1}

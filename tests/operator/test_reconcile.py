@@ -152,8 +152,7 @@ def test_a_restarted_operator_resumes_without_duplicating_anything(
         assert sorted(q["name"] for q in db.queues()) == ["before", "during"]
         db.queue("during").enqueue({"n": 1})
     wait(lambda: status_of(kube, "during", namespace).get("counts") == {"Pending": 1})
-    shared = SHARED_TABLES
-    assert table_names(postgres_url) == ["before", "during", *shared]
+    assert table_names(postgres_url) == sorted(["before", "during", *SHARED_TABLES])
     deployments = kube.kubectl_json("get", "deployments", "-n", namespace)["items"]
     assert sorted(d["metadata"]["name"] for d in deployments) == [
         "before-workers",
