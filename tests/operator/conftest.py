@@ -64,6 +64,10 @@ def wait_ticks(operator: Operator, name: str, count: int) -> None:
     wait(lambda: ticks(operator, name) >= start + count, timeout=count * 5 + 10)
 
 
+SHARED_TABLES = ["tablequeue_queues", "tablequeue_rollup", "tablequeue_schedules"]
+"""The tables every database with queues has (made with the registry)."""
+
+
 def table_names(url: str) -> list[str]:
     """The tables of the database: queue tables, the registry and any other table, but not the
     shared tables tablequeue makes beside the registry (`tablequeue_schedules`,
