@@ -69,15 +69,11 @@ SHARED_TABLES = ["tablequeue_queues", "tablequeue_rollup", "tablequeue_schedules
 
 
 def table_names(url: str) -> list[str]:
-    """The tables of the database: queue tables, the registry and any other table, but not the
-    shared tables tablequeue makes beside the registry (`tablequeue_schedules`,
-    `tablequeue_rollup`, ...), which come and go with features, not with Queues."""
     engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
-        names = sa.inspect(engine).get_table_names()
+        return sorted(sa.inspect(engine).get_table_names())
     finally:
         engine.dispose()
-    return sorted(n for n in names if not n.startswith("tablequeue_") or n == "tablequeue_queues")
 
 
 def messages(count: int, **fields: Any) -> list[NewMessage]:
