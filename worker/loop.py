@@ -33,7 +33,9 @@ from .held import HeldMessages
 from .housekeeping import sweep_every, vacuum_when_bloated
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
+from .progress import ProgressRoute
 from .settling import Settlement
+from .tracing import Tracing
 from .waiting import sleep_unless
 
 log = logging.getLogger("tablequeue.worker")
@@ -46,9 +48,15 @@ class Worker:
     keeping and housekeeping until stopped."""
 
     def __init__(
-        self, config: WorkerConfig, database: Database, handler: HttpHandler | PythonHandler
+        self,
+        config: WorkerConfig,
+        database: Database,
+        handler: HttpHandler | PythonHandler,
+        tracing: Tracing | None = None,
     ) -> None:
         self.config = config
+        self.tracing = tracing
+        self.progress = ProgressRoute(config.owner)
         self.database = database
         self.handler = handler
         self.health = DatabaseHealth(config.queue)
@@ -73,8 +81,17 @@ class Worker:
         config = self.config
         config.resolve(queue)
         log.info("worker started", extra=self._describe())
-        settlement = Settlement(queue, config.owner, self.health, self.metrics)
-        held = HeldMessages(self.handler, self.database, queue, settlement, self.metrics)
+        settlement = Settlement(queue, config.owner, self.health, self.metrics, self.tracing)
+        held = HeldMessages(
+            self.handler,
+            self.database,
+            queue,
+            settlement,
+            self.metrics,
+            config.owner,
+            self.tracing,
+        )
+        self.progress.attach(queue, held, self.health)
         self._in_flight.set_function(lambda: len(held.running))
         keeper = LeaseKeeper(queue, config.owner, held, settlement, self.health, self.metrics)
         assert config.lease_seconds

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from tablequeue.models import Completion, Failure, LeaseBatch
 from tablequeue.queue import Queue
 
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .metrics import WorkerMetrics
+from .tracing import Tracing
 from .waiting import sleep_unless
 
 log = logging.getLogger("tablequeue.worker")
@@ -35,9 +37,15 @@ class Settlement:
     on failure."""
 
     def __init__(
-        self, queue: Queue, owner: str, health: DatabaseHealth, metrics: WorkerMetrics
+        self,
+        queue: Queue,
+        owner: str,
+        health: DatabaseHealth,
+        metrics: WorkerMetrics,
+        tracing: Tracing | None = None,
     ) -> None:
         self.queue = queue
+        self.tracing = tracing
         self.owner = owner
         self.health = health
         self.metrics = metrics
@@ -73,6 +81,7 @@ class Settlement:
         """
         outcomes = [] if self._apart else self._take()
         self._in_flight += len(outcomes)
+        started = time.time_ns() if self.tracing is not None else 0
         try:
             settled, batch = await asyncio.to_thread(
                 self.queue.settle_and_lease, self.owner, outcomes, wanted, lease_seconds
@@ -89,6 +98,10 @@ class Settlement:
             self._in_flight -= len(outcomes)
             self._changed.set()
         self.metrics.count_settled(settled)
+        if self.tracing is not None:
+            ended = time.time_ns()
+            self.tracing.settled(outcomes, ended)
+            self.tracing.leased(batch.messages, started, ended)
         return batch
 
     async def flush_on_time(self, stopping: asyncio.Event) -> None:
@@ -125,6 +138,8 @@ class Settlement:
         try:
             settled = await asyncio.to_thread(self.queue.settle, self.owner, batch)
             self.metrics.count_settled(settled)
+            if self.tracing is not None:
+                self.tracing.settled(batch, time.time_ns())
         except DATABASE_ERRORS:
             raise
         except Exception:
@@ -132,6 +147,8 @@ class Settlement:
                 try:
                     settled = await asyncio.to_thread(self.queue.settle, self.owner, [outcome])
                     self.metrics.count_settled(settled)
+                    if self.tracing is not None:
+                        self.tracing.settled([outcome], time.time_ns())
                 except DATABASE_ERRORS:
                     raise
                 except Exception:
@@ -139,6 +156,8 @@ class Settlement:
                         "cannot record an outcome; the message waits for its lease to expire",
                         extra={"message_id": outcome.message.id},
                     )
+                    if self.tracing is not None:
+                        self.tracing.forget([outcome.message.id])
         self._apart = False
 
     def _take(self) -> list[Outcome]:
