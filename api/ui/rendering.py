@@ -83,7 +83,8 @@ templates = Jinja2Templates(env=_environment())
 
 @dataclass(frozen=True)
 class Renderer:
-    """Renders a page for one request, with what every page shows (sign-out, database URL)."""
+    """Renders a page for one request, with what every page shows (sign-out; the database URL,
+    password masked, for admins only: a reader need not learn where the database lives)."""
 
     request: Request
     auth_enabled: bool
@@ -97,7 +98,7 @@ class Renderer:
 
 
 def renderer(request: Request, database: DatabaseArg, auth: AuthArg) -> Renderer:
-    return Renderer(request, auth.enabled, database.shown_url)
+    return Renderer(request, auth.enabled, database.shown_url if auth.is_admin(request) else "")
 
 
 RenderArg = Annotated[Renderer, Depends(renderer)]
