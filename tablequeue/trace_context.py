@@ -10,23 +10,33 @@ the headers, each of these is a lookup or two: nothing is parsed or allocated.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry import propagate, trace
-from opentelemetry.context import Context
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
 
 TRACEPARENT = "traceparent"
 
 
 def _valid(context: Context | None) -> bool:
+    from opentelemetry import trace
+
     return trace.get_current_span(context).get_span_context().is_valid
 
 
 def current_headers(context: Context | None = None) -> dict[str, str] | None:
-    """The current (or given) OpenTelemetry context as headers, None without a valid span."""
+    """The current (or given) OpenTelemetry context as headers, None without a valid span.
+
+    A process that never imported OpenTelemetry's tracing has no current span: then nothing is
+    imported (the CLI and the API start as fast as before)."""
+    if context is None and "opentelemetry.trace" not in sys.modules:
+        return None
     if not _valid(context):
         return None
+    from opentelemetry import propagate
+
     carrier: dict[str, str] = {}
     propagate.inject(carrier, context=context)
     return carrier or None
@@ -37,6 +47,8 @@ def headers_from(carrier: Mapping[str, Any]) -> dict[str, str] | None:
     normalized; None if there is none or it is malformed."""
     if not isinstance(carrier.get(TRACEPARENT), str):
         return None
+    from opentelemetry import propagate
+
     return current_headers(propagate.extract(carrier))
 
 
@@ -53,6 +65,25 @@ def extract(headers: Any) -> Context | None:
     """The trace context of a message's headers, None if there is none or it is malformed."""
     if not isinstance(headers, dict) or not isinstance(headers.get(TRACEPARENT), str):
         return None
+    from opentelemetry import propagate
+
     carrier = {k: v for k, v in headers.items() if isinstance(v, str)}
     context = propagate.extract(carrier)
     return context if _valid(context) else None
+
+
+def attach_from(headers: Any) -> object | None:
+    """Make the trace context of a message's headers current (until `detach`); None, and
+    nothing imported, when the headers carry none."""
+    context = extract(headers)
+    if context is None:
+        return None
+    from opentelemetry import context as otel_context
+
+    return otel_context.attach(context)
+
+
+def detach(token: object) -> None:
+    from opentelemetry import context as otel_context
+
+    otel_context.detach(token)  # type: ignore[arg-type]

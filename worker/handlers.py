@@ -27,8 +27,8 @@ from datetime import datetime
 from typing import Any
 
 import aiohttp
-from opentelemetry import propagate, trace
 
+from tablequeue import trace_context
 from tablequeue.database import Database
 from tablequeue.errors import InvalidInput, PermanentFailure
 from tablequeue.models import Message, check_json
@@ -143,8 +143,9 @@ class HttpHandler:
         headers: dict[str, str] = {}
         if self.progress_url is not None:
             headers[PROGRESS_URL_HEADER] = f"{self.progress_url}{message.tracking_id}"
-        if trace.get_current_span().get_span_context().is_valid:
-            propagate.inject(headers)
+        context = trace_context.current_headers()
+        if context is not None:
+            headers.update(context)
         return headers
 
     async def __call__(self, message: Message, context: HandlerContext) -> Outcome | None:

@@ -4,15 +4,18 @@ slot, or running their handler. A handler's outcome goes to the settlement."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import traceback
 import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
+from tablequeue import trace_context
 from tablequeue.database import Database
 from tablequeue.models import Completion, Failure, Message
 from tablequeue.queue import Queue
@@ -21,7 +24,11 @@ from . import logs
 from .handlers import MAX_ERROR_TEXT, HandlerContext, HandlerFailed, HttpHandler, PythonHandler
 from .metrics import WorkerMetrics
 from .settling import Settlement
-from .tracing import Tracing, remote_context
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from .tracing import Tracing
 from .waiting import wait_any
 
 log = logging.getLogger("tablequeue.worker")
@@ -125,11 +132,17 @@ class HeldMessages:
         m.queue_latency.observe(max(waited, 0.0))
         context = HandlerContext(self.database, self.queue, message, self.owner)
         # Every log line of the handler's task (and of a sync handler's thread) names the message.
-        logs.handling.set(
-            logs.Handling(message.id, message.correlation_id, str(message.tracking_id))
-        )
+        logs.handling.set(logs.Handling(message.id, message.correlation_id, message.tracking_id))
         tracing = self.tracing
-        traced = tracing.handling(message) if tracing is not None else remote_context(message)
+        # The trace context current during the call: the handle span when tracing, else the
+        # message's own (passed on to the app), if it has one.
+        traced: contextlib.AbstractContextManager[Span | None]
+        if tracing is not None:
+            traced = tracing.handling(message)
+        elif message.headers and trace_context.TRACEPARENT in message.headers:
+            traced = _own_context(message)
+        else:
+            traced = contextlib.nullcontext()
         outcome: Completion | Failure | None
         with traced as span:
             try:
@@ -160,8 +173,8 @@ class HeldMessages:
                     )
             finally:
                 m.processing_seconds.observe(time.monotonic() - running.started)
-            if span is not None and isinstance(outcome, Failure):
-                Tracing.failed(span, outcome.error)
+            if span is not None and tracing is not None and isinstance(outcome, Failure):
+                tracing.failed(span, outcome.error)
         if isinstance(outcome, Failure):
             log.warning(
                 "handler failed",
@@ -181,3 +194,14 @@ class HeldMessages:
         self.running.pop(message.id, None)
         self.by_tracking_id.pop(message.tracking_id, None)
         self._slot_freed.set()
+
+
+@contextlib.contextmanager
+def _own_context(message: Message) -> Iterator[None]:
+    """Tracing off: the message's own trace context, if any, is current during the call."""
+    token = trace_context.attach_from(message.headers)
+    try:
+        yield None
+    finally:
+        if token is not None:
+            trace_context.detach(token)

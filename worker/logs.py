@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextvars
 import logging
 import sys
+import uuid
 from dataclasses import dataclass
 
-from opentelemetry import trace
 from pythonjsonlogger.json import JsonFormatter
 
 
@@ -25,7 +25,7 @@ class Handling:
 
     message_id: int
     correlation_id: str | None
-    tracking_id: str
+    tracking_id: uuid.UUID
 
 
 handling: contextvars.ContextVar[Handling | None] = contextvars.ContextVar(
@@ -42,11 +42,14 @@ class MessageFilter(logging.Filter):
         if current is not None:
             fields.setdefault("message_id", current.message_id)
             fields.setdefault("correlation_id", current.correlation_id)
-            fields.setdefault("tracking_id", current.tracking_id)
-        span = trace.get_current_span().get_span_context()
-        if span.is_valid:
-            fields.setdefault("trace_id", trace.format_trace_id(span.trace_id))
-            fields.setdefault("span_id", trace.format_span_id(span.span_id))
+            if "tracking_id" not in fields:
+                fields["tracking_id"] = str(current.tracking_id)
+        trace = sys.modules.get("opentelemetry.trace")  # not imported: no trace context
+        if trace is not None:
+            span = trace.get_current_span().get_span_context()
+            if span.is_valid:
+                fields.setdefault("trace_id", trace.format_trace_id(span.trace_id))
+                fields.setdefault("span_id", trace.format_span_id(span.span_id))
         return True
 
 

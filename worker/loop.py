@@ -19,7 +19,7 @@ import logging
 import signal
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tablequeue import metrics
 from tablequeue.database import Database
@@ -35,8 +35,10 @@ from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
 from .progress import ProgressRoute
 from .settling import Settlement
-from .tracing import Tracing
 from .waiting import sleep_unless
+
+if TYPE_CHECKING:
+    from .tracing import Tracing
 
 log = logging.getLogger("tablequeue.worker")
 QUEUE_NOT_THERE: tuple[type[Exception], ...] = (*DATABASE_ERRORS, QueueNotFound)

@@ -3,27 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from tablequeue.database import Database, connect
 from tablequeue.errors import InvalidInput
 
-from . import logs, server, tracing
+from . import logs, otel, server
 from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler, load_handler
 from .loop import Worker
 from .progress import ROUTE
 
+if TYPE_CHECKING:
+    from .tracing import Tracing
+
 
 def run(config: WorkerConfig) -> int:
     """Run one worker until SIGTERM (or idle, with `exit_when_idle`); returns the exit code."""
     logs.setup(config.log_level, config.queue)
-    provider = tracing.provider_from_environment(config.queue)
+    provider = otel.provider_from_environment(config.queue)
     try:
         handler = load_handler(config.handler, config.handler_timeout)
-        chosen = provider or tracing.application_provider()  # the handler's module may set one
-        traced = tracing.Tracing(chosen, config.queue) if chosen is not None else None
+        traced = otel.tracing_for(provider, config.queue)  # the handler's module may set one
         with connect(config.db) as database:
             return asyncio.run(serve(config, database, handler, traced))
     finally:
@@ -35,7 +38,7 @@ async def serve(
     config: WorkerConfig,
     database: Database,
     handler: HttpHandler | PythonHandler,
-    traced: tracing.Tracing | None = None,
+    traced: Tracing | None = None,
 ) -> int:
     """Serve the probes, metrics and progress route, and run the worker until it stops."""
     worker = Worker(config, database, handler, traced)

@@ -15,14 +15,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from tablequeue.models import Completion, Failure, LeaseBatch
 from tablequeue.queue import Queue
 
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .metrics import WorkerMetrics
-from .tracing import Tracing
 from .waiting import sleep_unless
+
+if TYPE_CHECKING:
+    from .tracing import Tracing
 
 log = logging.getLogger("tablequeue.worker")
 Outcome = Completion | Failure

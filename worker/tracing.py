@@ -1,10 +1,8 @@
 """OpenTelemetry spans of the worker: lease, handle and settle of each message.
 
-Tracing is on when the standard environment asks for an exporter (`OTEL_TRACES_EXPORTER=otlp`
-or `console`, or an `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT` with the exporter left unset; OTLP
-over HTTP/protobuf), or when the application set an SDK tracer provider itself (a Python
-handler's module). Off, the worker creates no spans and reads no headers beyond one lookup of
-`traceparent` per message (see `held`).
+Imported only when tracing is on (`otel.tracing_from_environment`); off, the worker creates no
+spans, imports no OpenTelemetry module, and reads no headers beyond one lookup of `traceparent`
+per message (`held`).
 
 Each message's spans are children of the trace context it was enqueued with (its `traceparent`
 header); a message without one starts a trace at its lease span, and its handle and settle spans
@@ -15,80 +13,21 @@ spans are its children, and an HTTP handler gets it as its `traceparent` header.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from tablequeue import trace_context
-from tablequeue.errors import InvalidInput
 from tablequeue.models import Completion, Failure, Message
 
 SYSTEM = "tablequeue"
 MAX_FORGOTTEN = 100_000
 """Parent contexts kept for messages whose outcome is not recorded yet (a bound, not a limit
 of how many messages a worker holds: beyond it the oldest are dropped)."""
-
-
-def _env(name: str) -> str:
-    return os.environ.get(name, "").strip()
-
-
-def provider_from_environment(queue: str) -> TracerProvider | None:
-    """The tracer provider the OTEL_* environment asks for (installed as the global one, so a
-    Python handler's own spans are exported too), or None: tracing off, the default."""
-    if _env("OTEL_SDK_DISABLED").lower() == "true":
-        return None
-    names = [n.strip().lower() for n in _env("OTEL_TRACES_EXPORTER").split(",") if n.strip()]
-    if not names:
-        endpoint = _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or _env("OTEL_EXPORTER_OTLP_ENDPOINT")
-        names = ["otlp"] if endpoint else []
-    names = [n for n in names if n != "none"]
-    if not names:
-        return None
-    exporters: list[SpanExporter] = []
-    for name in names:
-        if name == "otlp":
-            protocol = _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or _env(
-                "OTEL_EXPORTER_OTLP_PROTOCOL"
-            )
-            if protocol not in ("", "http/protobuf"):
-                raise InvalidInput(
-                    f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: the worker exports OTLP over "
-                    "HTTP only (http/protobuf)"
-                )
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-            exporters.append(OTLPSpanExporter())
-        elif name == "console":
-            exporters.append(ConsoleSpanExporter())
-        else:
-            raise InvalidInput(
-                f"OTEL_TRACES_EXPORTER={name}: the worker exports otlp (HTTP), console or none"
-            )
-    attributes = {"tablequeue.queue": queue}
-    if not _env("OTEL_SERVICE_NAME"):
-        attributes["service.name"] = "tablequeue-worker"
-    provider = TracerProvider(resource=Resource.create(attributes))
-    for exporter in exporters:
-        provider.add_span_processor(BatchSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
-    return provider
-
-
-def application_provider() -> trace.TracerProvider | None:
-    """The tracer provider the application installed itself, if any."""
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
-        return None
-    return provider
 
 
 class Tracing:
@@ -155,6 +94,7 @@ class Tracing:
 
     @staticmethod
     def failed(span: Span, error: str) -> None:
+        """The handler failed: the handle span says so."""
         span.set_status(Status(StatusCode.ERROR, error.splitlines()[0][:200] if error else ""))
         span.set_attribute("tablequeue.error", error[:2000])
 
@@ -188,19 +128,3 @@ class Tracing:
         for message_id in message_ids:
             self._parents.pop(message_id, None)
             self._finished.pop(message_id, None)
-
-
-@contextlib.contextmanager
-def remote_context(message: Message) -> Iterator[None]:
-    """Tracing off: the message's own trace context, if it has one, is current while its
-    handler runs (an HTTP handler gets its `traceparent`; a Python handler's spans, if the
-    application traces, are children of the enqueue)."""
-    parent = trace_context.extract(message.headers)
-    if parent is None:
-        yield
-        return
-    token = otel_context.attach(parent)
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
