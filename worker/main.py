@@ -42,13 +42,16 @@ async def serve(
 ) -> int:
     """Serve the probes, metrics and progress route, and run the worker until it stops."""
     worker = Worker(config, database, handler, traced)
+    # One progress mechanism per handler kind: the route for HTTP handlers, the context's
+    # `report_progress` for Python handlers.
+    routes = [web.post(ROUTE, worker.progress.post)] if isinstance(handler, HttpHandler) else []
     try:
         runner = await server.start(
             config.host,
             config.port,
             worker.alive,
             lambda: worker.ready,
-            [web.post(ROUTE, worker.progress.post)],
+            routes,
         )
     except OSError as error:  # port taken, address not ours: one clear line, exit 1
         raise InvalidInput(

@@ -28,7 +28,14 @@ from tests.support.postgres_server import free_port
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_traces
 
-from .helpers import FAST_POLL, MakeQueue, StartWorker, all_messages, enqueue
+from .helpers import (
+    FAST_POLL,
+    MakeQueue,
+    StartWorker,
+    all_messages,
+    enqueue,
+    run_failing_worker,
+)
 
 TRACED = "python:tests.support.worker_handlers:traced"
 STEPS = ("lease orders", "handle orders", "settle orders")
@@ -200,3 +207,18 @@ def test_tracing_off_passes_the_message_trace_context_on(
     assert app.headers[given]["traceparent"] == traceparent
     assert app.headers[given]["tracestate"] == "k=v"
     assert "traceparent" not in app.headers[malformed] and "traceparent" not in app.headers[plain]
+
+
+def test_an_exporter_the_worker_lacks_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "jaeger")
+    line = run_failing_worker("--db", f"sqlite:///{tmp_path}/x.db", "--handler", TRACED)
+    assert (
+        line
+        == "error: OTEL_TRACES_EXPORTER=jaeger: the worker exports otlp (HTTP), console or none"
+    )
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    line = run_failing_worker("--db", f"sqlite:///{tmp_path}/x.db", "--handler", TRACED)
+    assert "HTTP only (http/protobuf)" in line
