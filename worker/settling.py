@@ -17,11 +17,12 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from tablequeue.models import Completion, Failure, LeaseBatch
+from tablequeue.models import Completion, Failure, LeaseBatch, Settled
 from tablequeue.queue import Queue
 
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .metrics import WorkerMetrics
+from .rollup import Rollup
 from .waiting import sleep_unless
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class Settlement:
         owner: str,
         health: DatabaseHealth,
         metrics: WorkerMetrics,
+        rollup: Rollup | None = None,
         tracing: Tracing | None = None,
     ) -> None:
         self.queue = queue
@@ -52,6 +54,7 @@ class Settlement:
         self.owner = owner
         self.health = health
         self.metrics = metrics
+        self.rollup = rollup
         self._waiting: list[Outcome] = []
         self._in_flight = 0  # outcomes taken by a transaction that has not finished yet
         self._apart = False  # an outcome broke a settle-and-lease: settle on their own
@@ -100,11 +103,9 @@ class Settlement:
         finally:
             self._in_flight -= len(outcomes)
             self._changed.set()
-        self.metrics.count_settled(settled)
+        self._count(settled, outcomes)
         if self.tracing is not None:
-            ended = time.time_ns()
-            self.tracing.settled(outcomes, ended)
-            self.tracing.leased(batch.messages, started, ended)
+            self.tracing.leased(batch.messages, started, time.time_ns())
         return batch
 
     async def flush_on_time(self, stopping: asyncio.Event) -> None:
@@ -140,18 +141,14 @@ class Settlement:
         one, logged and left to its lease's expiry (onLeaseExpired) rather than blocking all."""
         try:
             settled = await asyncio.to_thread(self.queue.settle, self.owner, batch)
-            self.metrics.count_settled(settled)
-            if self.tracing is not None:
-                self.tracing.settled(batch, time.time_ns())
+            self._count(settled, batch)
         except DATABASE_ERRORS:
             raise
         except Exception:
             for outcome in batch:
                 try:
                     settled = await asyncio.to_thread(self.queue.settle, self.owner, [outcome])
-                    self.metrics.count_settled(settled)
-                    if self.tracing is not None:
-                        self.tracing.settled([outcome], time.time_ns())
+                    self._count(settled, [outcome])
                 except DATABASE_ERRORS:
                     raise
                 except Exception:
@@ -162,6 +159,13 @@ class Settlement:
                     if self.tracing is not None:
                         self.tracing.forget([outcome.message.id])
         self._apart = False
+
+    def _count(self, settled: Settled, outcomes: list[Outcome]) -> None:
+        self.metrics.count_settled(settled)
+        if self.rollup is not None:
+            self.rollup.settled(settled, outcomes)
+        if self.tracing is not None:
+            self.tracing.settled(outcomes, time.time_ns())
 
     def _take(self) -> list[Outcome]:
         batch, self._waiting = self._waiting[:SETTLE_BATCH], self._waiting[SETTLE_BATCH:]

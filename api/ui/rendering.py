@@ -106,5 +106,10 @@ RenderArg = Annotated[Renderer, Depends(renderer)]
 
 def error_page(request: Request, error: errors.TableQueueError) -> Response:
     """A page that cannot be shown: the error in one line, with the API's status code."""
+    return status_page(request, status_of(error), public_message(error))
+
+
+def status_page(request: Request, status: int, message: str) -> Response:
+    """The error page with `message` and the HTTP `status` (e.g. 404 for an unknown page)."""
     render = renderer(request, get_database(request), get_auth(request))
-    return render("error.html", status_of(error), title="Error", error=public_message(error))
+    return render("error.html", status, title="Error", error=message)

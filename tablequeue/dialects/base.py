@@ -14,12 +14,15 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
+
+if TYPE_CHECKING:
+    from .json_index import JsonIndexes
 
 JsonKind = Literal["string", "number", "boolean"]
 JsonPath = Sequence[str | int]
@@ -57,6 +60,10 @@ class Dialect(Protocol):
 
     json_type: sa.types.TypeEngine[Any]
     """Column type of `message`, `previous_message`, `headers`, `result`, `progress`."""
+
+    @property
+    def json_indexes(self) -> JsonIndexes:
+        """How this engine indexes JSON body paths (`spec.indexes`)."""
 
     # --- connecting and tables --------------------------------------------------------------
 
@@ -222,6 +229,21 @@ class Dialect(Protocol):
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
         """A DELETE of at most `limit` rows matching `where` (bounded purges)."""
+
+    def accumulate(
+        self,
+        table: sa.Table,
+        row: dict[str, Any],
+        *,
+        add: Sequence[str],
+        largest: Sequence[str],
+        smallest: Sequence[str],
+        latest: Sequence[str],
+    ) -> sa.Executable:
+        """Insert `row`, or update the row with its primary key: the `add` columns add the new
+        value to the stored one, `largest` keep the larger, `smallest` the smaller, `latest`
+        take the new value unless it is NULL (counters written by many processes at once, as
+        by the chart rollup)."""
 
     def backlog(self, connection: Connection, queries: Queries) -> tuple[int, Any, Any]:
         """Due messages: their number, the oldest due time, the database's clock (raw)."""

@@ -37,10 +37,11 @@ from sqlalchemy.sql.selectable import Select
 
 from ..sqltypes import UtcDateTime
 from .base import Capabilities, JsonKind, JsonPath
+from .json_index import MssqlIndexes
 from .mssql_merge import Merge
 from .per_row import PerRow
 from .queries import HELD_COLUMNS, Queries
-from .sql import SqlDialect
+from .sql import SqlDialect, accumulated
 
 COLLATION = "Latin1_General_100_BIN2_UTF8"
 PER_ROW_PARAMETER = "b_rows"
@@ -180,6 +181,7 @@ class MssqlDialect(SqlDialect):
         notifies=False, estimates_counts=False, vacuums=False, first_schema_version=2
     )
     json_type: sa.types.TypeEngine[Any] = mssql.JSON()
+    json_index_strategy = MssqlIndexes
 
     def __init__(self) -> None:
         self._json_parameters: set[str] = set()
@@ -261,6 +263,23 @@ class MssqlDialect(SqlDialect):
             changed = sa.cast(table.c.message, as_bytes) != sa.cast(new, as_bytes)
         merge = Merge(table, _source(insert), list(set_.items()), changed)
         return merge  # type: ignore[return-value]  # executed like the Insert it replaces
+
+    def accumulate(
+        self,
+        table: sa.Table,
+        row: dict[str, Any],
+        *,
+        add: Sequence[str],
+        largest: Sequence[str],
+        smallest: Sequence[str],
+        latest: Sequence[str],
+    ) -> sa.Executable:
+        """MERGE ... WITH (HOLDLOCK) on the primary key, from one row of bound values."""
+        values = [sa.literal(value, table.c[name].type).label(name) for name, value in row.items()]
+        source = sa.select(*values).subquery("s")
+        set_ = accumulated(table, source.c, add, largest, smallest, latest)
+        keys = [column.name for column in table.primary_key.columns]
+        return Merge(table, source, list(set_.items()), None, keys)
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         # TOP (n) rather than SQLAlchemy's ROW_NUMBER() for a bound limit: the locking read

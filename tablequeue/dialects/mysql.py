@@ -34,6 +34,7 @@ from sqlalchemy.sql.selectable import Select
 
 from ..sqltypes import UtcDateTime
 from .base import Capabilities, JsonKind, JsonPath, LeasedRows
+from .json_index import MariaDbIndexes
 from .mysql_queries import NOW_LABEL, MariaDbQueries
 from .queries import LeaseExpiredPolicy, Queries
 from .sql import SqlDialect
@@ -183,6 +184,7 @@ class MariaDbDialect(SqlDialect):
         notifies=False, estimates_counts=True, vacuums=False, first_schema_version=2
     )
     json_type: sa.types.TypeEngine[Any] = mysql.JSON()
+    json_index_strategy = MariaDbIndexes
 
     # --- connecting and tables --------------------------------------------------------------
 
@@ -337,6 +339,10 @@ class MariaDbDialect(SqlDialect):
         if where is not None:
             ordered = [(k, sa.case((where, v), else_=table.c[k])) for k, v in ordered]
         return insert.on_duplicate_key_update(ordered)
+
+    def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
+        assert isinstance(insert, mysql.Insert)
+        return insert.on_duplicate_key_update(set_)
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         return select.with_for_update(skip_locked=True)  # unused: `lease` is overridden

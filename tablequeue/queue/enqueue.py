@@ -26,19 +26,24 @@ def enqueue_many(queue: QueueContext, messages: Sequence[NewMessage]) -> list[En
     """
     if not messages:
         return []
-    now = datetime.now(UTC)
-    trace_headers = trace_context.current_headers()  # the caller's span, if any
-    results: list[Enqueued | None] = [None] * len(messages)
     storage = queue.storage
     try:
         with storage.transaction() as connection:
-            for round_indexes in _rounds_of_unique_ids(messages):
-                _enqueue_round(
-                    queue, connection, messages, round_indexes, results, now, trace_headers
-                )
+            return enqueue_in(queue, connection, messages)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
         registry.default_status_of(storage, queue.name)  # QueueNotFound if it was deleted
         raise
+
+
+def enqueue_in(
+    queue: QueueContext, connection: Connection, messages: Sequence[NewMessage]
+) -> list[Enqueued]:
+    """`enqueue_many` in the caller's transaction (e.g. with the claim of a schedule's tick)."""
+    now = datetime.now(UTC)
+    trace_headers = trace_context.current_headers()  # the caller's span, if any
+    results: list[Enqueued | None] = [None] * len(messages)
+    for round_indexes in _rounds_of_unique_ids(messages):
+        _enqueue_round(queue, connection, messages, round_indexes, results, now, trace_headers)
     return [result for result in results if result is not None]
 
 

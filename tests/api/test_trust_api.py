@@ -63,6 +63,10 @@ def test_auth_and_routing_errors_have_the_documented_shape(client: httpx.Client)
     is_error_body(client.get("/no/such/route", headers=READ), 404)
     is_error_body(client.delete("/queues", headers=ADMIN), 405)
     assert client.get("/queues").headers.get("content-type") == "application/json"
+    # An unknown admin UI page is an HTML error page, not the API's JSON.
+    page = client.get("/ui/no/such/page")
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert "no such page: /ui/no/such/page" in page.text
 
 
 def test_without_a_token_a_broken_body_gets_401_not_422(

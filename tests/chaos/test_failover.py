@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -29,13 +30,19 @@ from .proxy import cuttable_proxy
 
 MESSAGES = 600
 LEASE_SECONDS = 5  # an in-flight message's lease outlives the failover, then it is run again
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"  # Debian's `faketime`
 
 
 @contextlib.contextmanager
-def primary_and_replica() -> Iterator[tuple[PostgresServer, PostgresServer]]:
-    """A primary and a streaming replica the primary waits for on every commit."""
+def primary_and_replica(
+    primary_clock_ahead: str | None = None,
+) -> Iterator[tuple[PostgresServer, PostgresServer]]:
+    """A primary and a streaming replica the primary waits for on every commit; the primary's
+    clock runs ahead by `primary_clock_ahead` (libfaketime, e.g. `+10m`) if given."""
     folders = [Path(tempfile.mkdtemp(prefix=f"tablequeue-{role}-")) for role in ("pri", "rep")]
     primary, replica = (PostgresServer(folder) for folder in folders)
+    if primary_clock_ahead:
+        primary.environment = {"LD_PRELOAD": LIBFAKETIME, "FAKETIME": primary_clock_ahead}
     try:
         primary.init()
         primary.start("synchronous_commit=on", "synchronous_standby_names='*'")
@@ -113,3 +120,36 @@ def test_a_failover_to_a_synchronous_replica_loses_nothing(
             worker.signal(signal.SIGTERM)
             assert worker.wait_exit() == 0
         database.close()
+
+
+@pytest.mark.skipif(not Path(LIBFAKETIME).exists(), reason="scripts/setup installs faketime")
+@pytest.mark.timeout(120)
+def test_a_failover_to_a_server_with_another_clock_moves_lease_expiry_by_the_difference() -> None:
+    """Leases are judged by the database's clock: leased on a primary whose clock is 10 minutes
+    ahead, a 30 s lease still has about 10 min 30 s to run on a replica with the true time."""
+    with primary_and_replica(primary_clock_ahead="+10m") as (primary, replica):
+        database = connect(primary.url)
+        with database.transaction() as connection:
+            ahead = connection.exec_driver_sql("SELECT now()").scalar() - datetime.now(UTC)
+        database.apply(QueueResource.from_name("orders", lease_seconds=30))
+        database.queue("orders").enqueue({"n": 1})
+        [leased] = database.queue("orders").lease("w1", 1).messages
+        database.close()
+
+        _kill(primary)
+        replica._run("pg_ctl", "-D", str(replica.data), "-w", "-t", "60", "promote")
+        replica.wait_ready()
+        promoted = connect(replica.url)
+        queue = promoted.queue("orders")
+        with promoted.transaction() as connection:
+            now = connection.exec_driver_sql("SELECT now()").scalar()
+        assert queue.sweep().abandoned == 0  # not expired: the new primary's clock is behind
+        [message] = queue.messages()
+        left = (message.lease_expires_at - now).total_seconds()
+        print(
+            f"\nprimary clock ahead by {ahead.total_seconds():.0f} s; "
+            f"lease left on the promoted replica: {left:.0f} s"
+        )
+        assert message.status == "Leased" and message.id == leased.id
+        assert 9 * 60 + 30 <= left <= 10 * 60 + 30  # 30 s lease + 10 min of clock difference
+        promoted.close()

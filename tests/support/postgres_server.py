@@ -43,6 +43,8 @@ class PostgresServer:
         self.data = base / "data"
         self.port = free_port()
         self.as_postgres = os.geteuid() == 0
+        self.environment: dict[str, str] = {}
+        """Added to the server's environment (e.g. libfaketime's, for a clock of its own)."""
 
     @property
     def url(self) -> str:
@@ -52,7 +54,8 @@ class PostgresServer:
         command = [str(self.bin / args[0]), *args[1:]]
         if self.as_postgres:
             command = ["runuser", "-u", "postgres", "--", *command]
-        subprocess.run(command, check=True, capture_output=True, text=True)
+        environment = os.environ | self.environment
+        subprocess.run(command, check=True, capture_output=True, text=True, env=environment)
 
     def init(self) -> None:
         if self.as_postgres:
