@@ -346,6 +346,9 @@ class Schedule(_Model):
     starting_deadline_seconds: int = Field(
         300, ge=1, le=86400, description="A later tick counts as missed (Skip)"
     )
+    suspend: bool = Field(
+        False, description="Fire nothing; ticks passing meanwhile are missed ticks on resume"
+    )
 
     @model_validator(mode="after")
     def _renders(self) -> Schedule:
