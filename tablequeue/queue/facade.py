@@ -131,9 +131,18 @@ class Queue:
         with self.database.transaction() as connection:
             return settle.fail(self._queue, connection, owner, failures)
 
-    def report_progress(self, message_id: int, progress: Any) -> None:
-        """Store a handler's progress while it runs (readable by tracking id)."""
-        admin.report_progress(self._queue, message_id, progress)
+    def report_progress(
+        self,
+        message_id: int,
+        progress: Any,
+        *,
+        owner: str | None = None,
+        correlation_id: str | None = None,
+    ) -> None:
+        """Store a handler's progress while it runs (readable by tracking id). With `owner` and
+        the lease batch's `correlation_id`, only while that lease holds the message (Conflict
+        otherwise)."""
+        admin.report_progress(self._queue, message_id, progress, owner, correlation_id)
 
     def cancel(self, tracking_id: uuid.UUID | str) -> Message:
         """Cancel by tracking id. A running handler learns it when its lease extension fails."""
