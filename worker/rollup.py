@@ -94,17 +94,22 @@ class Rollup:
             clock = await asyncio.to_thread(
                 write_minutes, self.database, self.queue.name, self.queue.table, taken
             )
-            answered = time.time()
-            local = datetime.fromtimestamp((asked + answered) / 2, UTC)
-            self._clock_offset = clock - local
-            if self._pruned_at is None or answered - self._pruned_at >= PRUNE_EVERY:
-                self._pruned_at = answered
-                deleted = await asyncio.to_thread(prune, self.database)
-                if deleted:
-                    log.info("pruned the chart rollup", extra={"count": deleted})
         except DATABASE_ERRORS as error:
             self._keep(taken)
             self._warn(error)
+            return
+        answered = time.time()
+        local = datetime.fromtimestamp((asked + answered) / 2, UTC)
+        self._clock_offset = clock - local
+        if self._pruned_at is None or answered - self._pruned_at >= PRUNE_EVERY:
+            self._pruned_at = answered
+            try:  # the counts are written (committed): a failed prune must not keep them
+                deleted = await asyncio.to_thread(prune, self.database)
+            except DATABASE_ERRORS as error:
+                self._warn(error)
+                return
+            if deleted:
+                log.info("pruned the chart rollup", extra={"count": deleted})
 
     def _keep(self, taken: dict[datetime, MinuteCounts]) -> None:
         """Counts a failed write took: back, for the next write (the last KEPT_MINUTES)."""

@@ -4,15 +4,25 @@ the enqueues, and a worker stopped by SIGTERM writes its last counts before it e
 
 from __future__ import annotations
 
+import asyncio
 import signal
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from tablequeue import Database
-from tablequeue.rollup import BUCKET_BOUNDS, chart_series, rollup_table
+from tablequeue.rollup import (
+    BUCKET_BOUNDS,
+    MinuteCounts,
+    chart_series,
+    minute_of,
+    rollup_table,
+)
+from tablequeue.rollup.table import BUCKET_COLUMNS
 from tests.support.waiting import wait_until
+from worker.rollup import Rollup
 
 from .helpers import FAST_POLL, SYNC, MakeQueue, StartWorker, enqueue
 
@@ -86,3 +96,48 @@ def test_sigterm_writes_the_last_counts(
     assert worker.wait_exit() == 0
     assert _totals(database)["processed"] == 10
     assert _totals(database)["observed"] == 10
+
+
+_REFUSE_DELETES = {
+    "sqlite": [
+        "CREATE TRIGGER refuse_delete BEFORE DELETE ON tablequeue_rollup"
+        " BEGIN SELECT RAISE(ABORT, 'deletes refused'); END"
+    ],
+    "postgresql": [
+        "CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql"
+        " AS $$ BEGIN RAISE EXCEPTION 'deletes refused'; END $$",
+        "CREATE TRIGGER refuse_delete BEFORE DELETE ON tablequeue_rollup"
+        " FOR EACH ROW EXECUTE FUNCTION refuse_delete()",
+    ],
+    "mariadb": [
+        "CREATE TRIGGER refuse_delete BEFORE DELETE ON tablequeue_rollup FOR EACH ROW"
+        " SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'deletes refused'"
+    ],
+}
+
+
+def test_a_failed_prune_does_not_count_the_written_minutes_again(
+    make_queue: MakeQueue, database: Database
+) -> None:
+    """The counts are committed before the prune: a prune that fails (here a trigger refuses
+    deletes, as a missing DELETE grant would) must not put them back for the next write."""
+    queue = make_queue("orders")
+    rollup_rows = rollup_table(database.metadata)
+    with database.transaction() as connection:
+        connection.execute(  # a row past the horizon: the prune has something to delete
+            sa.insert(rollup_rows).values(
+                queue="orders",
+                minute=datetime(2000, 1, 1, tzinfo=UTC),
+                processed=1,
+                failed=0,
+                latency_sum=0.0,
+                **{column: 0 for column in BUCKET_COLUMNS},
+            )
+        )
+        for statement in _REFUSE_DELETES[database.engine.dialect.name]:
+            connection.exec_driver_sql(statement)
+    rollup = Rollup(database, queue, interval=60)
+    rollup.minutes[minute_of(datetime.now(UTC))] = MinuteCounts(processed=5)
+    asyncio.run(rollup.write())  # written, then the prune fails
+    asyncio.run(rollup.write())  # nothing new to add
+    assert _totals(database)["processed"] == 1 + 5
