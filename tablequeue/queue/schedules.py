@@ -11,9 +11,11 @@ enqueued nothing are counted in `skipped`.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import pydantic
 from sqlalchemy.engine import Connection
 
 from .. import cron
@@ -25,6 +27,8 @@ from ..storage import schedules as store
 from ..storage.schedules import ScheduleState
 from .context import QueueContext
 from .enqueue import enqueue_in
+
+log = logging.getLogger("tablequeue.schedules")
 
 
 @dataclass(frozen=True)
@@ -104,15 +108,32 @@ def set_next_tick(queue: QueueContext, schedule: str, when: datetime | None) -> 
 
 def run_now(queue: QueueContext, schedule: str) -> Fired | None:
     """Enqueue a schedule's message now (its tick is now) and keep its next tick; None when
-    another caller fired it in between (it was enqueued once all the same)."""
+    another caller fired it in between (it was enqueued once all the same). The error of a
+    message that cannot be enqueued (e.g. a messageId rendered too long) is raised."""
     set_next_tick(queue, schedule, None)
-    return next((fired for fired in fire_due(queue) if fired.schedule == schedule), None)
+    fired, failed = _fire_each(queue)
+    _log_failures({name: error for name, error in failed.items() if name != schedule}, queue)
+    if schedule in failed:
+        raise failed[schedule]
+    return next((one for one in fired if one.schedule == schedule), None)
 
 
 def fire_due(queue: QueueContext) -> list[Fired]:
     """Claim and enqueue every due tick of the queue's schedules; what this caller fired (an
     empty list when others were first or nothing was due). Safe to call from any number of
-    processes at once."""
+    processes at once. A schedule whose message cannot be enqueued is logged and stays due
+    (its claim is rolled back); it never keeps the others from firing."""
+    fired, failed = _fire_each(queue)
+    _log_failures(failed, queue)
+    return fired
+
+
+def _log_failures(failed: dict[str, ValueError], queue: QueueContext) -> None:
+    for name, error in failed.items():
+        log.warning("schedule %s of queue %s cannot fire: %s", name, queue.name, error)
+
+
+def _fire_each(queue: QueueContext) -> tuple[list[Fired], dict[str, ValueError]]:
     storage = queue.storage
     with storage.transaction() as connection:
         # The registry first: a queue without schedules never reads tablequeue_schedules (a
@@ -120,16 +141,20 @@ def fire_due(queue: QueueContext) -> list[Fired]:
         # handle was made is seen.
         row = registry.registry_row(storage, connection, queue.name)
         if row is None or not row.settings.get("schedules"):
-            return []
+            return [], {}
         now = store.database_now(connection, storage.dialect)
         due = store.due(connection, storage.schedules, queue.name, now)
-    fired = []
+    fired, failed = [], {}
     for state in due:
-        with storage.transaction() as connection:
-            result = _fire(queue, connection, state)
+        try:
+            with storage.transaction() as connection:
+                result = _fire(queue, connection, state)
+        except ValueError as error:  # InvalidInput of the enqueue, or a placeholder's render
+            failed[state.schedule] = error
+            continue
         if result is not None:
             fired.append(result)
-    return fired
+    return fired, failed
 
 
 def _fire(queue: QueueContext, connection: Connection, state: ScheduleState) -> Fired | None:
@@ -156,7 +181,18 @@ def _fire(queue: QueueContext, connection: Connection, state: ScheduleState) -> 
         return None  # another caller was first
     message = None
     if tick is not None:
-        (message,) = enqueue_in(queue, connection, [new_message(queue.name, schedule, tick)])
+        try:
+            made = new_message(queue.name, schedule, tick)
+        except ValueError as error:  # the spec was checked with a sample tick and queue name
+            problem = str(error)
+            if isinstance(error, pydantic.ValidationError):
+                first = error.errors()[0]
+                problem = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+            raise InvalidInput(
+                f"schedule {schedule.name!r} of queue {queue.name!r}: its message for"
+                f" {tick.isoformat()} is invalid: {problem}"
+            ) from None
+        (message,) = enqueue_in(queue, connection, [made])
         store.record_message(connection, storage.schedules, state, message.id)
     return Fired(state.schedule, tick, catch_up.due, message, catch_up.next)
 

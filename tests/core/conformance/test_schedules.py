@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue import Database, connect, cron
-from tablequeue.errors import ScheduleNotFound
+from tablequeue.errors import InvalidInput, ScheduleNotFound
 from tablequeue.queue.schedules import Fired
 from tablequeue.spec import QueueResource
 
@@ -249,4 +249,24 @@ def test_a_suspended_schedule_fires_nothing_and_resumes_by_its_policy(
     queue = make_queue("reports", schedules=[every_minute()])  # resumed: CatchUpOnce
     [fired] = queue.fire_schedules()
     assert fired.message is not None and fired.due >= 30
+    assert queue.count() == 1
+
+
+def test_a_schedule_that_cannot_enqueue_stays_due_and_never_stops_the_others(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    # The spec checks the rendered messageId with a sample queue name ("queue", 392 characters
+    # here): with this queue's longer name it renders to 422, over the limit of 400.
+    too_long = every_minute(name="a-broken", messageId="x" * 382 + "{{queue}}" * 2)
+    queue = make_queue("reports-of-the-month", schedules=[too_long, every_minute(name="b-fine")])
+    past = db_now(database) - timedelta(seconds=30)
+    for name in ("a-broken", "b-fine"):
+        queue.set_next_tick(name, past)
+    fired = queue.fire_schedules()
+    assert [one.schedule for one in fired] == ["b-fine"]
+    assert queue.count() == 1
+    views = {view.name: view for view in queue.schedules()}
+    assert views["a-broken"].next_tick == past and views["a-broken"].fired == 0  # still due
+    with pytest.raises(InvalidInput, match="400"):
+        queue.run_schedule("a-broken")
     assert queue.count() == 1
