@@ -262,11 +262,13 @@ def test_a_schedule_that_cannot_enqueue_stays_due_and_never_stops_the_others(
     past = db_now(database) - timedelta(seconds=30)
     for name in ("a-broken", "b-fine"):
         queue.set_next_tick(name, past)
+    stored = {view.name: view.next_tick for view in queue.schedules()}
     fired = queue.fire_schedules()
     assert [one.schedule for one in fired] == ["b-fine"]
     assert queue.count() == 1
     views = {view.name: view for view in queue.schedules()}
-    assert views["a-broken"].next_tick == past and views["a-broken"].fired == 0  # still due
+    assert views["a-broken"].next_tick == stored["a-broken"]  # still due
+    assert views["a-broken"].fired == 0
     with pytest.raises(InvalidInput, match="400"):
         queue.run_schedule("a-broken")
     assert queue.count() == 1
