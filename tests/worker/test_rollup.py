@@ -21,8 +21,8 @@ from tablequeue.rollup import (
     rollup_table,
 )
 from tablequeue.rollup.table import BUCKET_COLUMNS
+from tablequeue.worker.rollup import Rollup
 from tests.support.waiting import wait_until
-from worker.rollup import Rollup
 
 from .helpers import FAST_POLL, SYNC, MakeQueue, StartWorker, enqueue
 
