@@ -13,6 +13,7 @@ spans are its children, and an HTTP handler gets it as its `traceparent` header.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -58,8 +59,9 @@ class Tracing:
 
     def leased(self, messages: Sequence[Message], start_ns: int, end_ns: int) -> None:
         """One lease span per message, over the lease statement, child of its enqueue context."""
-        if len(self._parents) + len(messages) > MAX_FORGOTTEN:
-            self._parents.clear()
+        excess = len(self._parents) + len(messages) - MAX_FORGOTTEN
+        for message_id in list(itertools.islice(self._parents, max(excess, 0))):
+            del self._parents[message_id]  # the oldest leased (a dict keeps insertion order)
         for message in messages:
             parent = trace_context.extract(message.headers)
             attributes = self._attributes(message, "lease")

@@ -18,6 +18,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from tablequeue.database import Database
+from tablequeue.models import Completion
+from tablequeue.worker import tracing
 from tablequeue.worker.config import WorkerConfig
 from tablequeue.worker.handlers import load_handler
 from tablequeue.worker.main import serve
@@ -222,3 +224,35 @@ def test_an_exporter_the_worker_lacks_is_one_clear_error(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
     line = run_failing_worker("--db", f"sqlite:///{tmp_path}/x.db", "--handler", TRACED)
     assert "HTTP only (http/protobuf)" in line
+
+
+def test_past_the_bound_only_the_oldest_parents_are_dropped(
+    make_queue: MakeQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over MAX_FORGOTTEN held parents, the oldest go: the settle spans of the messages leased
+    since stay in their enqueue's trace (all of them were dropped before)."""
+    monkeypatch.setattr(tracing, "MAX_FORGOTTEN", 2)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    queue = make_queue("orders")
+    ids, traces = [], []
+    for n in range(3):
+        trace_id = os.urandom(16).hex()
+        traceparent = f"00-{trace_id}-{os.urandom(8).hex()}-01"
+        [one] = enqueue(queue, [{"n": n}], headers={"traceparent": traceparent})
+        ids.append(one)
+        traces.append(trace_id)
+    stored = all_messages(queue)
+    spans = Tracing(provider, "orders")
+    spans.leased([stored[ids[0]], stored[ids[1]]], 1, 2)
+    spans.leased([stored[ids[2]]], 3, 4)  # one over the bound: the first is forgotten
+    spans.settled([Completion(stored[i]) for i in ids], 5)
+    settle = {
+        span.attributes["tablequeue.message.id"]: span
+        for span in exporter.get_finished_spans()
+        if span.name == "settle orders" and span.attributes is not None
+    }
+    assert settle[ids[0]].parent is None  # forgotten: a new trace
+    for message_id, trace_id in zip(ids[1:], traces[1:], strict=True):
+        assert trace.format_trace_id(settle[message_id].context.trace_id) == trace_id
