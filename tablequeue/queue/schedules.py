@@ -19,7 +19,7 @@ import pydantic
 from sqlalchemy.engine import Connection
 
 from .. import cron
-from ..errors import InvalidInput, ScheduleNotFound
+from ..errors import Conflict, InvalidInput, ScheduleNotFound
 from ..models import Enqueued, NewMessage
 from ..spec import QueueSpec, Schedule
 from ..storage import Storage, registry
@@ -109,7 +109,16 @@ def set_next_tick(queue: QueueContext, schedule: str, when: datetime | None) -> 
 def run_now(queue: QueueContext, schedule: str) -> Fired | None:
     """Enqueue a schedule's message now (its tick is now) and keep its next tick; None when
     another caller fired it in between (it was enqueued once all the same). The error of a
-    message that cannot be enqueued (e.g. a messageId rendered too long) is raised."""
+    message that cannot be enqueued (e.g. a messageId rendered too long) is raised; a
+    suspended schedule is a Conflict (running it would fire nothing and lose its next tick)."""
+    storage = queue.storage
+    with storage.transaction() as connection:
+        row = registry.registry_row(storage, connection, queue.name)
+    declared = QueueSpec.model_validate(row.settings).schedules if row is not None else []
+    if any(one.name == schedule and one.suspend for one in declared):
+        raise Conflict(
+            f"schedule {schedule!r} of queue {queue.name!r} is suspended: resume it first"
+        )
     set_next_tick(queue, schedule, None)
     fired, failed = _fire_each(queue)
     _log_failures({name: error for name, error in failed.items() if name != schedule}, queue)

@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue import Database, connect, cron
-from tablequeue.errors import InvalidInput, ScheduleNotFound
+from tablequeue.errors import Conflict, InvalidInput, ScheduleNotFound
 from tablequeue.queue.schedules import Fired
 from tablequeue.spec import QueueResource
 
@@ -272,3 +272,14 @@ def test_a_schedule_that_cannot_enqueue_stays_due_and_never_stops_the_others(
     with pytest.raises(InvalidInput, match="400"):
         queue.run_schedule("a-broken")
     assert queue.count() == 1
+
+
+def test_running_a_suspended_schedule_is_a_conflict_and_keeps_its_next_tick(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    queue = make_queue("reports", schedules=[NIGHTLY | {"suspend": True}])
+    [before] = queue.schedules()
+    with pytest.raises(Conflict, match="suspended"):
+        queue.run_schedule("nightly")
+    [after] = queue.schedules()
+    assert after.next_tick == before.next_tick and queue.count() == 0
