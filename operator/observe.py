@@ -11,6 +11,7 @@ import kopf
 
 from tablequeue import metrics
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound
+from tablequeue.health import WorkerPresence
 from tablequeue.spec import QueueResource
 
 from . import builders
@@ -35,8 +36,13 @@ def observe_queue(
         return  # the queue of that name is another Queue's: its counts are not this one's
     try:
         database = state.database(namespace, resource)
-        stats, effective_default_status = state.databases.bounded(
-            database, lambda: (database.queue(name).stats(), database.default_status_of(name))
+        stats, effective_default_status, present = state.databases.bounded(
+            database,
+            lambda: (
+                database.queue(name).stats(),
+                database.default_status_of(name),
+                database.worker_presence(name),
+            ),
         )
     except NotReady as problem:
         _trouble(body, patch, status, problem)
@@ -73,10 +79,19 @@ def observe_queue(
                 "WorkersReady",
                 ready,
                 "WorkersReady" if ready else "WorkersStarting",
-                f"{scaled['ready']} of {scaled['desired']} worker replicas ready",
+                f"{scaled['ready']} of {scaled['desired']} worker replicas ready"
+                + _heartbeats(present),
             )
         )
     patch.status["conditions"] = merge(status.get("conditions"), updates, generation)
+
+
+def _heartbeats(present: WorkerPresence | None) -> str:
+    """What `tablequeue_workers` says: worker processes heartbeating for this queue."""
+    if present is None:
+        return ""
+    stale = f", {present.stale} stale" if present.stale else ""
+    return f"; {present.live} heartbeating{stale}"
 
 
 def _reason(status: kopf.Status, kind: str) -> str | None:

@@ -165,6 +165,14 @@ class HealthRules(_Model):
     max_oldest_pending_seconds: float = Field(
         0.0, ge=0, description="Unhealthy when the oldest Pending is older; 0 = off"
     )
+    when_no_workers: HealthLevel = Field(
+        "Unhealthy",
+        description="Health when workers are expected, none heartbeats and due messages waited "
+        "longer than noWorkersAfterSeconds",
+    )
+    no_workers_after_seconds: float = Field(
+        120.0, ge=0, description="How long due messages may wait for a first worker (scale-up)"
+    )
 
 
 class HttpHandler(_Model):

@@ -18,6 +18,7 @@ from ..models import canonical_json
 from .schema import queue_table, registry_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
+from .workers import workers_table
 
 PING_AFTER_IDLE_SECONDS = 1.0
 QUERY_CANCELED = "57014"
@@ -71,6 +72,7 @@ class Storage:
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
+        self.workers_table = workers_table(self.metadata)
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}

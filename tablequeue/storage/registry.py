@@ -15,6 +15,7 @@ from ..models import message_columns
 from .engine import Storage
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
+from .workers import ensure_table as ensure_workers_table
 
 if TYPE_CHECKING:
     from ..spec import QueueResource, QueueSpec
@@ -27,6 +28,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.dialect.lock_for_ddl(connection, "registry")
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
+        ensure_workers_table(storage, connection)
 
 
 def _check_owner(name: str, row: Any, owner: str | None) -> None:
