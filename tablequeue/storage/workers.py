@@ -137,8 +137,8 @@ def presence_of(workers: Sequence[WorkerInfo]) -> WorkerPresence:
     return WorkerPresence(live, len(workers) - live)
 
 
-def beat(storage: Storage, heartbeat: Heartbeat) -> None:
-    """Record a heartbeat: insert the worker's row, or update it (one upsert)."""
+def heartbeat_statement(storage: Storage, heartbeat: Heartbeat) -> sa.Executable:
+    """The upsert of one heartbeat: the worker's row, inserted or brought up to date."""
     heartbeat.checked()
     table, dialect = storage.workers_table, storage.dialect
     values: dict[str, Any] = {
@@ -155,8 +155,14 @@ def beat(storage: Storage, heartbeat: Heartbeat) -> None:
         "failed": heartbeat.failed,
     }
     update = [name for name in values if name not in ("worker_id", "started_at")]
+    return dialect.upsert(table, ["worker_id"], values, update)
+
+
+def beat(storage: Storage, heartbeat: Heartbeat) -> None:
+    """Record a heartbeat: insert the worker's row, or update it (one statement)."""
+    statement = heartbeat_statement(storage, heartbeat)
     with storage.transaction() as connection:
-        connection.execute(dialect.upsert(table, ["worker_id"], values, update))
+        connection.execute(statement)
 
 
 def forget(storage: Storage, worker_id: str) -> bool:
