@@ -27,7 +27,6 @@ def _age(seconds: float) -> str:
 
 
 def _row(worker: WorkerInfo) -> dict[str, str]:
-    up = (worker.last_seen - worker.started_at).total_seconds() + worker.seconds_since_seen
     return {
         "QUEUE": worker.queue,
         "WORKER": worker.worker_id,
@@ -35,7 +34,7 @@ def _row(worker: WorkerInfo) -> dict[str, str]:
         "HOST": worker.host,
         "PID": str(worker.pid),
         "VERSION": worker.version,
-        "UP": _age(up),
+        "UP": _age(worker.up_seconds),
         "SEEN": f"{_age(worker.seconds_since_seen)} ago",
         "IN FLIGHT": str(worker.in_flight),
         "PROCESSED": str(worker.processed),

@@ -106,6 +106,13 @@ class WorkerInfo:
     failed: int
 
     @property
+    def up_seconds(self) -> float:
+        """Seconds since the first heartbeat (database clock); a stale worker's ends at its
+        last heartbeat."""
+        known = (self.last_seen - self.started_at).total_seconds()
+        return max(known + (self.seconds_since_seen if self.state == "live" else 0.0), 0.0)
+
+    @property
     def stale_after_seconds(self) -> float:
         return stale_after(self.heartbeat_seconds)
 
