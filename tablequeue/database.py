@@ -77,6 +77,12 @@ class Database(Storage):
         """Record a worker's heartbeat in `tablequeue_workers` (one upsert)."""
         worker_rows.beat(self, beat)
 
+    def ensure_workers_table(self) -> None:
+        """Create `tablequeue_workers` if a registry made by an older tablequeue lacks it."""
+        with self.transaction() as connection:
+            self.dialect.lock_for_ddl(connection, "registry")
+            worker_rows.ensure_table(self, connection)
+
     def forget_worker(self, worker_id: str) -> bool:
         """Delete a worker's heartbeat row (its clean shutdown)."""
         return worker_rows.forget(self, worker_id)

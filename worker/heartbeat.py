@@ -16,6 +16,8 @@ import socket
 from collections.abc import Callable
 from importlib import metadata
 
+import sqlalchemy as sa
+
 from tablequeue.database import Database
 from tablequeue.storage.workers import Heartbeat
 
@@ -61,6 +63,7 @@ class Heartbeats:
         self.host = host_name()
         self.version = version()
         self.failing = False
+        self._tried_to_create = False
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -96,7 +99,16 @@ class Heartbeats:
         )
 
     def _beat(self, prune: bool) -> None:
-        self.database.heartbeat(self.heartbeat())
+        try:
+            self.database.heartbeat(self.heartbeat())
+        except sa.exc.DBAPIError:
+            if self.failing or self._tried_to_create:
+                raise
+            # A registry made before tablequeue_workers existed: make the table once (needs
+            # the right to; `queue apply` and the operator make it too), then beat again.
+            self._tried_to_create = True
+            self.database.ensure_workers_table()
+            self.database.heartbeat(self.heartbeat())
         if prune:
             self.database.prune_workers()
 

@@ -206,14 +206,17 @@ def listed(storage: Storage, queue: str | None = None, limit: int = MAX_LISTED) 
     if queue is not None:
         statement = statement.where(table.c.queue == queue)
     statement = statement.order_by(table.c.queue, table.c.started_at, table.c.worker_id)
-    try:
+    def read() -> list[Any]:
         with storage.transaction() as connection:
-            rows = connection.execute(statement.limit(limit)).all()
+            return list(connection.execute(statement.limit(limit)).all())
+
+    try:
+        rows = read()
     except sa.exc.DBAPIError:
         with storage.transaction() as connection:
             if not sa.inspect(connection).has_table(WORKERS_TABLE):
                 return []
-        raise
+        rows = read()  # made meanwhile; else the error again (e.g. no right to read it)
     return [_info(storage, row._mapping) for row in rows]
 
 

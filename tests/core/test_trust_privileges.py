@@ -14,20 +14,24 @@ import sqlalchemy as sa
 from tablequeue import Database, connect
 from tablequeue.models import Completion
 from tablequeue.spec import QueueResource
+from tablequeue.storage.workers import Heartbeat
 
 GRANTS = {
     "tq_operator": ["GRANT CREATE ON SCHEMA public TO tq_operator"],
     "tq_worker": [
         "GRANT SELECT ON tablequeue_queues TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_workers TO tq_worker",
     ],
     "tq_api_admin": [
         "GRANT SELECT, UPDATE (default_status, updated_at) ON tablequeue_queues TO tq_api_admin",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
+        "GRANT SELECT ON tablequeue_workers TO tq_api_admin",
     ],
     "tq_reader": [
         "GRANT SELECT ON tablequeue_queues TO tq_reader",
         "GRANT SELECT ON orders TO tq_reader",
+        "GRANT SELECT ON tablequeue_workers TO tq_reader",
     ],
 }
 """What docs/guarantees.md tells a DBA to grant (the operator's: as the owner of the tables)."""
@@ -46,7 +50,7 @@ def as_role(postgres_url: str) -> Iterator[dict[str, Database]]:
     for database in databases.values():
         database.close()
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute("DROP TABLE IF EXISTS orders, tablequeue_queues")
+        connection.execute("DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_workers")
         for role in GRANTS:
             connection.execute(f"DROP OWNED BY {role}")
             connection.execute(f"DROP ROLE {role}")
@@ -67,6 +71,9 @@ def test_each_component_works_with_only_its_grants(
     worker.complete("w1", [Completion(message)])
     worker.sweep()
     worker.vacuum()  # not the owner: PostgreSQL skips it with a warning, nothing fails
+    as_role["tq_worker"].heartbeat(Heartbeat("w1", "orders", "pod-1", 1, "0.1.0", 5.0))
+    as_role["tq_worker"].heartbeat(Heartbeat("w1", "orders", "pod-1", 1, "0.1.0", 5.0, 0, 1))
+    assert as_role["tq_worker"].prune_workers() == 0
 
     admin = as_role["tq_api_admin"]
     admin.queue("orders").enqueue({"n": 2})
@@ -76,6 +83,9 @@ def test_each_component_works_with_only_its_grants(
     reader = as_role["tq_reader"].queue("orders")
     assert reader.stats().counts == {"OnHold": 1}  # processed messages are deleted
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
+    [seen] = as_role["tq_reader"].workers("orders")
+    assert (seen.worker_id, seen.processed) == ("w1", 1)
+    assert as_role["tq_worker"].forget_worker("w1")
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
         reader.enqueue({"n": 3})
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):

@@ -68,3 +68,30 @@ def test_workers_heartbeat_count_turn_stale_when_killed_and_leave_when_stopped(
     assert two.process.wait(timeout=60) == 0
     assert set(rows(database)) == {one.name}
     assert any(line.get("message") == "worker stopped" for line in two.logs())
+
+
+def test_a_missing_workers_table_is_made_once_and_unrecordable_beats_only_log(
+    make_queue: MakeQueue, database: Database, db_url: str, start_worker: StartWorker
+) -> None:
+    """A registry from before tablequeue_workers: the worker makes the table and beats. Where it
+    cannot (here: a view of that name stands in the way), it works on and says so once."""
+    queue = make_queue("orders")
+    with database.transaction() as connection:
+        database.workers_table.drop(connection)
+    worker = start_worker("orders", db_url, SYNC, *BEAT, *FAST_POLL)
+    wait_until(lambda: worker.name in rows(database), timeout=60)
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(timeout=60) == 0
+
+    with database.transaction() as connection:
+        database.workers_table.drop(connection)
+        connection.exec_driver_sql("CREATE VIEW tablequeue_workers AS SELECT 1 AS x")
+    blocked = start_worker("orders", db_url, SYNC, *BEAT, *FAST_POLL)
+    enqueue(queue, [{"n": n} for n in range(5)])
+    wait_until(lambda: queue.count() == 0, timeout=60)  # it works regardless
+    blocked.process.send_signal(signal.SIGTERM)
+    assert blocked.process.wait(timeout=60) == 0
+    warnings = [
+        line for line in blocked.logs() if line.get("message") == "cannot record heartbeats"
+    ]
+    assert len(warnings) == 1
