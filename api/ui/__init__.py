@@ -12,7 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 
 from . import messages, queues, signin, workers
-from .rendering import STATIC, error_page
+from .rendering import STATIC, error_page, status_page
 
 PREFIX = "/ui"
 ROUTERS = [queues.router, signin.router, messages.router, workers.router]
@@ -30,4 +30,4 @@ def is_page(request: Request) -> bool:
     return request.url.path == PREFIX or request.url.path.startswith(PREFIX + "/")
 
 
-__all__ = ["error_page", "is_page", "mount"]
+__all__ = ["error_page", "is_page", "mount", "status_page"]

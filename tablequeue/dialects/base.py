@@ -84,6 +84,9 @@ class Dialect(Protocol):
         """The driver's connect arguments that bound connecting and each statement (None: no
         bound); a parameter the URL sets itself wins."""
 
+    def statement_cancelled(self, error: BaseException) -> bool:
+        """Whether a driver error says the server cancelled a statement past its time bound."""
+
     def tune_table(self, connection: Connection, table: sa.Table) -> None:
         """Storage settings of a queue table, applied at every `apply` (idempotent)."""
 

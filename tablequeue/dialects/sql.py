@@ -62,6 +62,9 @@ class SqlDialect(abc.ABC):
     def configure_engine(self, engine: Engine) -> None:
         return None  # SQLAlchemy's defaults
 
+    def statement_cancelled(self, error: BaseException) -> bool:
+        return False
+
     def tune_table(self, connection: Connection, table: sa.Table) -> None:
         return None  # the engine's defaults
 
