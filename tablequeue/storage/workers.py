@@ -206,6 +206,7 @@ def listed(storage: Storage, queue: str | None = None, limit: int = MAX_LISTED) 
     if queue is not None:
         statement = statement.where(table.c.queue == queue)
     statement = statement.order_by(table.c.queue, table.c.started_at, table.c.worker_id)
+
     def read() -> list[Any]:
         with storage.transaction() as connection:
             return list(connection.execute(statement.limit(limit)).all())
