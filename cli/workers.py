@@ -16,7 +16,7 @@ NUMBERS = ("PID", "IN FLIGHT", "PROCESSED", "FAILED")
 def _age(seconds: float) -> str:
     """4s, 3m 10s, 2h 5m, 1d 4h."""
     total = max(int(seconds), 0)
-    parts = []
+    parts: list[str] = []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if total >= size or (unit == "s" and not parts):
             parts.append(f"{total // size}{unit}")
