@@ -32,7 +32,7 @@ MIN_STALE_SECONDS = 10.0
 FORGET_AFTER_SECONDS = 3600.0
 """A worker silent this long is deleted (and never shown): the table stays bounded."""
 MAX_LISTED = 1000
-"""The most workers one read returns (live ones first, then the most recently seen)."""
+"""The most workers one read returns (by queue, then start time)."""
 WORKER_ID_LENGTH = 200  # as a message's lease_owner: the worker id is its lease owner
 HOST_LENGTH = 253
 
