@@ -38,10 +38,10 @@ class Merge(Executable, ClauseElement):
         keys: Sequence[str] = ("message_id",),
     ) -> None:
         self.table = table
-        self.keys = tuple(keys)
         self.source = source
         self.set_ = list(set_)
         self.when_matched = when_matched
+        self.keys = tuple(keys)
 
     def returning(self, *columns: sa.ColumnElement[Any]) -> Merge:
         merge = Merge(self.table, self.source, self.set_, self.when_matched, self.keys)
@@ -59,9 +59,8 @@ def _compile_merge(merge: Merge, compiler: SQLCompiler, **kw: Any) -> str:
     quote = compiler.preparer.quote
     table = compiler.preparer.format_table(merge.table)
     source = compiler.process(merge.source, asfrom=True, **kw)
-    on = compiler.process(
-        sa.and_(*(merge.table.c[key] == merge.source.c[key] for key in merge.keys)), **kw
-    )
+    same = [merge.table.c[key] == merge.source.c[key] for key in merge.keys]
+    on = compiler.process(sa.and_(*same), **kw)
     matched = "WHEN MATCHED"
     if merge.when_matched is not None:
         matched += " AND " + compiler.process(merge.when_matched, **kw)

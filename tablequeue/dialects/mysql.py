@@ -344,6 +344,10 @@ class MariaDbDialect(SqlDialect):
             ordered = [(k, sa.case((where, v), else_=table.c[k])) for k, v in ordered]
         return insert.on_duplicate_key_update(ordered)
 
+    def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
+        assert isinstance(insert, mysql.Insert)
+        return insert.on_duplicate_key_update(set_)
+
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         return select.with_for_update(skip_locked=True)  # unused: `lease` is overridden
 

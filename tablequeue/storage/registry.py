@@ -13,6 +13,7 @@ from .. import names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
 from .engine import Storage
+from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
 from .workers import ensure_table as ensure_workers_table
@@ -29,6 +30,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
         ensure_workers_table(storage, connection)
+        ensure_rollup(connection, storage.metadata)
 
 
 def _check_owner(name: str, row: Any, owner: str | None) -> None:
