@@ -19,13 +19,15 @@ from importlib import metadata
 import sqlalchemy as sa
 
 from tablequeue.database import Database
+from tablequeue.errors import TableQueueError
 from tablequeue.storage.workers import Heartbeat
 
 from .health import DATABASE_ERRORS
 from .waiting import sleep_unless
 
 log = logging.getLogger("tablequeue.worker")
-BEAT_ERRORS: tuple[type[Exception], ...] = (*DATABASE_ERRORS, OSError)
+BEAT_ERRORS: tuple[type[Exception], ...] = (*DATABASE_ERRORS, OSError, TableQueueError)
+"""What a beat may meet: logged, never the end of the worker."""
 PRUNE_EVERY_BEATS = 12
 """Every 12th beat also deletes workers silent for over an hour (their rows age out)."""
 
