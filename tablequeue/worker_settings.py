@@ -57,6 +57,9 @@ class WorkerSettings(BaseSettings):
     heartbeat_interval: float = Field(
         5.0, ge=0.1, le=3600, description="Seconds between heartbeats in tablequeue_workers."
     )
+    schedule_interval: float = Field(
+        5.0, ge=0.1, description="Seconds between checks for due ticks of the queue's schedules."
+    )
     vacuum_interval: float = Field(
         2.0, ge=0.1, description="PostgreSQL: seconds between checks for a table to vacuum."
     )

@@ -32,7 +32,7 @@ from .handlers import HttpHandler, PythonHandler
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .heartbeat import Heartbeats
 from .held import HeldMessages
-from .housekeeping import sweep_every, vacuum_when_bloated
+from .housekeeping import fire_schedules_every, sweep_every, vacuum_when_bloated
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
 from .rollup import Rollup
@@ -100,6 +100,10 @@ class Worker:
             asyncio.create_task(keeper.keep(config.lease_seconds), name="keep"),
             asyncio.create_task(
                 sweep_every(config.sweep_interval, queue, self.health, self.stopping), name="sweep"
+            ),
+            asyncio.create_task(
+                fire_schedules_every(config.schedule_interval, queue, self.health, self.stopping),
+                name="schedules",
             ),
             asyncio.create_task(
                 vacuum_when_bloated(config.vacuum_interval, queue, self.health, self.stopping),

@@ -1,10 +1,11 @@
 """The JSON API's routers, one per resource, and the probes."""
 
-from . import charts, jobs, messages, probes, queues, workers
+from . import charts, jobs, messages, probes, queues, schedules, workers
 
 ROUTERS = [
     probes.router,
     queues.router,
+    schedules.router,
     messages.router,
     jobs.router,
     charts.router,

@@ -91,6 +91,7 @@ def queue_page(
     stats = queue.stats()
     workers = database.workers(name)
     default_status = database.default_status_of(name)
+    schedules = queue.schedules()
     example = example_body(queue)
     status, where = status.strip(), where.strip()
     filter_error = None
@@ -131,6 +132,7 @@ def queue_page(
         oldest=age(stats.oldest_pending_seconds),
         workers=workers,
         live_workers=sum(1 for w in workers if w.state == "live"),
+        schedules=schedules,
     )
 
 

@@ -15,6 +15,7 @@ from ..dialects import Dialect
 from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
+from .schedules import schedules_table
 from .schema import queue_table, registry_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
@@ -71,6 +72,7 @@ class Storage:
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
         self.workers_table = workers_table(self.metadata)
+        self.schedules = schedules_table(self.metadata)
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}

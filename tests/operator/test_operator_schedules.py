@@ -1,0 +1,80 @@
+"""What the operator's timer runs for schedules: firing a Queue's due ticks before its counts are
+read (so a scaled-to-zero queue gets its message and the backlog that scales workers up), on a
+real database, alongside any worker doing the same; then once against a real control plane."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from tablequeue import connect
+from tablequeue.operator.observe import _fire_and_count
+from tablequeue.operator.schedules import fire_schedules
+from tablequeue.spec import QueueResource
+from tests.operator.conftest import replicas_of, wait
+from tests.support.kube import ControlPlane
+from tests.support.kube.fixtures import Operator, apply, queue, secret, wait_ready
+
+SCHEDULE = {"name": "nightly", "cron": "0 2 * * *", "message": {"report": "{{ tick }}"}}
+
+
+def test_the_timer_fires_due_ticks_before_counting(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with connect(f"sqlite:///{tmp_path / 'q.db'}") as database:
+        database.apply(QueueResource.from_name("reports", schedules=[SCHEDULE]))
+        stats, default_status = _fire_and_count(database, "reports", "ns/reports")
+        assert (stats.backlog, default_status) == (0, "Pending")  # nothing due yet
+
+        database.queue("reports").set_next_tick("nightly")
+        with caplog.at_level(logging.INFO, logger="tablequeue.operator.schedules"):
+            stats, _ = _fire_and_count(database, "reports", "ns/reports")
+        assert stats.backlog == 1 and stats.counts == {"Pending": 1}
+        assert "[ns/reports] schedule nightly fired tick" in caplog.text
+
+        # A worker (or another operator replica) calling at the same time finds nothing left.
+        assert fire_schedules(database.queue("reports"), "ns/reports") == []
+        stats, _ = _fire_and_count(database, "reports", "ns/reports")
+        assert stats.backlog == 1
+
+
+def test_a_queue_without_schedules_costs_one_empty_read(tmp_path: Path) -> None:
+    with connect(f"sqlite:///{tmp_path / 'q.db'}") as database:
+        database.apply(QueueResource.from_name("plain"))
+        assert fire_schedules(database.queue("plain"), "ns/plain") == []
+
+
+# --- against a real control plane -----------------------------------------------------------
+
+
+@pytest.mark.timeout(600)
+def test_the_operator_fires_the_schedule_of_a_queue_scaled_to_zero(
+    kube: ControlPlane, namespace: str, operator: Operator, postgres_url: str
+) -> None:
+    """No worker runs (minReplicas 0): the operator's timer enqueues the due tick, and that
+    message is the backlog that scales the workers up."""
+    autoscaling = {"mode": "Operator", "minReplicas": 0, "maxReplicas": 2, "cooldownSeconds": 3}
+    apply(
+        kube,
+        secret("db", namespace, postgres_url),
+        queue("reports", namespace, schedules=[SCHEDULE], workers={"autoscaling": autoscaling}),
+    )
+    wait_ready(kube, "reports", namespace)
+    db = connect(postgres_url)
+    try:
+        reports = db.queue("reports")
+        assert reports.count() == 0 and replicas_of(kube, "reports", namespace) == 0
+        reports.set_next_tick("nightly")
+        wait(lambda: reports.count() == 1)
+        wait(lambda: replicas_of(kube, "reports", namespace) == 1)
+        [view] = reports.schedules()
+        assert view.fired == 1 and view.last_message == reports.messages()[0].id
+    finally:
+        db.close()
+
+    # What the CRD schema can reject, kubectl apply rejects: two schedules of one name.
+    twice = queue("twice", namespace, schedules=[SCHEDULE, SCHEDULE])
+    refused = apply(kube, twice, check=False)
+    assert refused.returncode != 0 and "Duplicate value" in refused.stderr, refused.stderr
