@@ -64,6 +64,10 @@ def wait_ticks(operator: Operator, name: str, count: int) -> None:
     wait(lambda: ticks(operator, name) >= start + count, timeout=count * 5 + 10)
 
 
+SHARED_TABLES = ["tablequeue_queues", "tablequeue_rollup", "tablequeue_schedules"]
+"""The tables every database with queues has (made with the registry)."""
+
+
 def table_names(url: str) -> list[str]:
     engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
