@@ -64,7 +64,12 @@ def wait_ticks(operator: Operator, name: str, count: int) -> None:
     wait(lambda: ticks(operator, name) >= start + count, timeout=count * 5 + 10)
 
 
-SHARED_TABLES = ["tablequeue_queues", "tablequeue_rollup", "tablequeue_schedules"]
+SHARED_TABLES = [
+    "tablequeue_queues",
+    "tablequeue_rollup",
+    "tablequeue_schedules",
+    "tablequeue_workers",
+]
 """The tables every database with queues has (made with the registry)."""
 
 
