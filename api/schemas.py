@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
 from tablequeue.limits import MAX_PRIORITY
+from tablequeue.models import Delivery as CoreDelivery
 from tablequeue.models import Enqueued, Message, NewMessage
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
@@ -66,10 +67,12 @@ if TYPE_CHECKING:  # mypy cannot see the fields of a model built at runtime
     MessageOut = FromCore
     Job = FromCore
     EnqueueResult = FromCore
+    Delivery = FromCore
 else:
     MessageOut = _from_core("MessageOut", Message)
     Job = _from_core("Job", Message, JOB_FIELDS, queue=(str, ...))
     EnqueueResult = _from_core("EnqueueResult", Enqueued)
+    Delivery = _from_core("Delivery", CoreDelivery)
 
 
 class EnqueueResponse(Out):
@@ -77,6 +80,11 @@ class EnqueueResponse(Out):
 
 
 EnqueueBody = NewMessage | list[NewMessage]
+
+
+class PublishResponse(Out):
+    topic: str
+    deliveries: list[Delivery] = Field(description="One per subscribed queue, by queue name")
 
 
 class MessagePage(Out):

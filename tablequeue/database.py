@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from . import names
 from .errors import InvalidInput, MessageNotFound, QueueNotFound
 from .health import WorkerPresence
-from .models import Message
-from .queue import Queue
+from .models import Delivery, Message, NewMessage
+from .queue import Queue, publish
 from .spec import QueueSpec
 from .storage import Storage, registry
 from .storage import workers as worker_rows
@@ -63,6 +63,17 @@ class Database(Storage):
             )
         spec = QueueSpec.model_validate(row.settings)
         return Queue(self, name, self.table(row.table_name), spec)
+
+    def publish(
+        self, topic: str, message: Any, *, connection: Any = None, **options: Any
+    ) -> list[Delivery]:
+        """Enqueue `message` into every queue subscribed to `topic` (`spec.subscriptions`)
+        whose predicate matches it, in one transaction; one `Delivery` per subscribed queue
+        (`filtered` where the predicate did not match), none when nobody subscribes.
+
+        `options` as for `Queue.enqueue` (message_id, headers, priority, after, ...);
+        `connection`: the caller's transaction, as for `Queue.enqueue`."""
+        return publish.publish(self, topic, NewMessage(message=message, **options), connection)
 
     def queues(self) -> list[dict[str, Any]]:
         return registry.queues(self)

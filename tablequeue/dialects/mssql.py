@@ -204,6 +204,14 @@ class MssqlDialect(SqlDialect):
 
     # --- SQL parts --------------------------------------------------------------------------
 
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        return tuple(
+            connection.execute(sa.text("SELECT @@SERVERNAME, DB_NAME(), SCHEMA_NAME()")).one()
+        )
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        return bool(dbapi_connection.autocommit)  # pyodbc
+
     def now(self) -> sa.ColumnElement[datetime]:
         return sa.func.sysutcdatetime(type_=sa.DateTime())
 
