@@ -6,6 +6,7 @@ SQL-side clock values are produced in exactly that format so that text compariso
 
 import json
 import os
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -136,6 +137,13 @@ class SqliteDialect(SqlDialect):
             set_=set_,
             where=where,
         )
+
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable:
+        insert = sqlite.insert(table).values(**values)
+        set_ = {column: insert.excluded[column] for column in update}
+        return insert.on_conflict_do_update(index_elements=list(key), set_=set_)
 
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, sqlite.Insert)

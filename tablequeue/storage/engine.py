@@ -21,6 +21,7 @@ from .schema import queue_table, registry_table
 from .subscriptions import SUBSCRIPTIONS_TABLE, subscriptions_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
+from .workers import workers_table
 
 PING_AFTER_IDLE_SECONDS = 1.0
 
@@ -72,6 +73,7 @@ class Storage:
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
+        self.workers_table = workers_table(self.metadata)
         self.schedules = schedules_table(self.metadata)
         self.subscriptions = subscriptions_table(self.metadata)
         self._has_subscriptions = False

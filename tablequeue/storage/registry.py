@@ -17,6 +17,7 @@ from .engine import Storage
 from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
+from .workers import ensure_table as ensure_workers_table
 
 if TYPE_CHECKING:
     from ..spec import QueueResource, QueueSpec
@@ -29,6 +30,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.dialect.lock_for_ddl(connection, "registry")
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
+        ensure_workers_table(storage, connection)
         storage.schedules.create(connection, checkfirst=True)
         subscriptions.ensure(storage, connection)
         ensure_rollup(connection, storage.metadata)
