@@ -224,6 +224,30 @@ class Autoscaling(_Model):
         return self
 
 
+MAX_RATE = 1_000_000.0
+"""Messages per second a rate limit may allow at most."""
+
+
+class RateLimit(_Model):
+    """Leases of the queue across all its workers: on average at most `messagesPerSecond`, and
+    at most `burst` at once after a quiet spell (a token bucket kept in the database)."""
+
+    messages_per_second: float = Field(
+        gt=0, le=MAX_RATE, description="Messages leased per second, all workers together"
+    )
+    burst: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="Messages leased at once after a quiet spell; default: one second's worth",
+    )
+
+    @property
+    def bucket_size(self) -> int:
+        """`burst`, or one second's worth (at least 1)."""
+        return self.burst if self.burst is not None else max(1, math.ceil(self.messages_per_second))
+
+
 class WorkerSpec(_Model):
     handler: HandlerSpec = Field(
         default_factory=lambda: HandlerSpec(http=HttpHandler()),
@@ -262,6 +286,12 @@ class QueueSpec(_Model):
         None, json_schema_extra=_FREE_FORM, description="Prefilled in the admin UI"
     )
     workers: WorkerSpec = Field(default_factory=WorkerSpec, description="Worker Deployment")
+    paused: bool = Field(
+        False, description="Workers lease nothing while paused; enqueue still works"
+    )
+    rate_limit: RateLimit | None = Field(
+        None, description="Most messages leased per second, all workers together"
+    )
 
     @model_validator(mode="after")
     def _scalable(self) -> QueueSpec:

@@ -332,21 +332,25 @@ class MariaDbDialect(SqlDialect):
 
     # --- whole operations -------------------------------------------------------------------
 
-    def queries(self, table: sa.Table, registry: sa.Table) -> Queries:
-        return MariaDbQueries(self, table, registry)
+    def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
+        return MariaDbQueries(self, table, registry, rate_limits)
 
     def lease(
         self,
         connection: Connection,
         queries: Queries,
         *,
+        queue: str,
         owner: str,
         batch_size: int,
         lease_seconds: float,
         correlation_id: str,
+        limited: bool = False,
     ) -> LeasedRows:
         assert isinstance(queries, MariaDbQueries)
-        candidates = connection.execute(queries.lease(), {"b_n": batch_size}).all()
+        candidates = connection.execute(
+            queries.lease(limited), {"b_n": batch_size, "b_queue": queue}
+        ).all()
         if not candidates:
             return []
         in_lease_order = sorted(candidates, key=lambda r: (-r.priority, r.process_after, r.id))

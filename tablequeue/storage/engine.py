@@ -15,6 +15,7 @@ from ..dialects import Dialect
 from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
+from .flow_control import rate_limit_table
 from .schema import queue_table, registry_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
@@ -71,6 +72,7 @@ class Storage:
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
+        self.rate_limits = rate_limit_table(self.metadata)
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
@@ -118,5 +120,7 @@ class Storage:
         """The statements of a queue table on this engine, made once."""
         queries = self.statements.get(table.name)
         if queries is None:
-            queries = self.statements[table.name] = self.dialect.queries(table, self.registry)
+            queries = self.statements[table.name] = self.dialect.queries(
+                table, self.registry, self.rate_limits
+            )
         return queries

@@ -13,6 +13,7 @@ from .. import names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
 from .engine import Storage
+from .flow_control import declared_pause, forget_rate_limit, sync_rate_limit
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
 
@@ -27,6 +28,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.dialect.lock_for_ddl(connection, "registry")
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
+        storage.rate_limits.create(connection, checkfirst=True)
 
 
 def _check_owner(name: str, row: Any, owner: str | None) -> None:
@@ -111,8 +113,10 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
                     created_at=now,
                     updated_at=now,
                     owner=owner,
+                    paused_at=declared_pause(storage, spec.paused),
                 )
             )
+            sync_rate_limit(storage, connection, name, spec.rate_limit, now)
             return "created"
         claims = owner is not None and row.owner is None
         if row.settings == settings and row.schema_version == SCHEMA_VERSION and not claims:
@@ -129,7 +133,16 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
         # set at runtime (admin UI, API) survives re-applying an unchanged spec.
         if row.settings.get("defaultStatus", "Pending") != spec.default_status:
             values["default_status"] = spec.default_status
+        # The same rule for a pause: `queue pause`/`resume` at runtime hold until spec.paused
+        # itself changes (a pause declared again keeps the time it began).
+        if row.settings.get("paused", False) != spec.paused:
+            if not spec.paused:
+                values["paused_at"] = None
+            elif row.paused_at is None:
+                values["paused_at"] = declared_pause(storage, True)
         connection.execute(registry.update().where(registry.c.name == name).values(**values))
+        if row.settings.get("rateLimit") != settings.get("rateLimit"):
+            sync_rate_limit(storage, connection, name, spec.rate_limit, now)
         return "updated"
 
 
@@ -206,12 +219,14 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         row = None
         if _registry_exists(storage, connection):
             migrate_registry(connection, registry)
+            storage.rate_limits.create(connection, checkfirst=True)
             row = connection.execute(sa.select(registry).where(registry.c.name == name)).first()
         if row is None:
             raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
         if owner is not None and row.owner != owner:
             return False
         connection.execute(registry.delete().where(registry.c.name == name))
+        forget_rate_limit(storage, connection, name)
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True
