@@ -116,6 +116,7 @@ def queue_page(
         queue=queue,
         stats=stats,
         default_status=default_status,
+        flow=database.flow_state(name),
         statuses=ordered_statuses(stats.counts, status),
         status=status,
         where=where,

@@ -96,13 +96,15 @@ def set_paused(storage: Storage, name: str, paused: bool) -> FlowState:
     registry = storage.registry
     paused_at: Any = sa.func.coalesce(registry.c.paused_at, storage.dialect.now())
     with storage.transaction() as connection:
-        updated = connection.execute(
+        # Existence is read, not taken from the row count (MariaDB's ODBC driver counts only
+        # rows that changed: a second pause would look like a missing queue).
+        connection.execute(
             registry.update()
             .where(registry.c.name == name)
             .values(paused_at=paused_at if paused else None)
-        ).rowcount
+        )
         state = flow_state(storage, connection, name)
-    if not updated or state is None:
+    if state is None:
         raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
     return state
 
