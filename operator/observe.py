@@ -14,7 +14,7 @@ from tablequeue.errors import DatabaseUnavailable, QueueNotFound
 from tablequeue.spec import QueueResource
 
 from . import builders
-from .conditions import NotReady, condition, merge
+from .conditions import NotReady, condition, merge, paused_condition
 from .kube import Kube
 from .state import OperatorState
 
@@ -35,8 +35,13 @@ def observe_queue(
         return  # the queue of that name is another Queue's: its counts are not this one's
     try:
         database = state.database(namespace, resource)
-        stats, effective_default_status = state.databases.bounded(
-            database, lambda: (database.queue(name).stats(), database.default_status_of(name))
+        stats, effective_default_status, flow = state.databases.bounded(
+            database,
+            lambda: (
+                database.queue(name).stats(),
+                database.default_status_of(name),
+                database.flow_state(name),
+            ),
         )
     except NotReady as problem:
         _trouble(body, patch, status, problem)
@@ -62,10 +67,15 @@ def observe_queue(
             "health": stats.health,
             "healthReasons": stats.health_reasons,
             "effectiveDefaultStatus": effective_default_status,
+            "paused": flow.paused,
+            "pausedAt": flow.paused_at.isoformat() if flow.paused_at else None,
             "replicas": replicas,
         }
     )
-    updates = [condition("DatabaseReachable", True, "Connected", database.shown_url)]
+    updates = [
+        condition("DatabaseReachable", True, "Connected", database.shown_url),
+        paused_condition(flow.paused_at),
+    ]
     if scaled is not None:  # without a Deployment, reconcile makes it or says why not
         ready = scaled["ready"] >= scaled["desired"]
         updates.append(

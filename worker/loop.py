@@ -206,6 +206,7 @@ class Worker:
                     continue
                 if batch.throttled_for is not None:
                     # The rate limit: no token before then, whatever is enqueued meanwhile.
+                    self.metrics.throttled.inc()
                     held.start_waiting(config.concurrency, self.stopping)
                     await sleep_unless(_throttle(batch.throttled_for, poll_max), self.stopping)
                     continue
@@ -216,6 +217,7 @@ class Worker:
     def _note_pause(self, paused: bool) -> None:
         if paused != self._paused:
             self._paused = paused
+            self.metrics.paused.set(1 if paused else 0)
             log.info("queue paused: leasing nothing" if paused else "queue resumed")
 
     async def _shut_down(

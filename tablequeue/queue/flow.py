@@ -92,9 +92,7 @@ def lease_rows(
     # time the rows record.
     started = max(now, _seconds(_started_at(queue, rows[0])))
     arrival = max(arrival, started - burst / rate) + len(rows) / rate
-    connection.execute(
-        queue.queries.take_tokens(), {"b_queue": queue.name, "b_arrival": arrival}
-    )
+    connection.execute(queue.queries.take_tokens(), {"b_queue": queue.name, "b_arrival": arrival})
     throttled = None
     if allowed < batch_size and len(rows) == allowed:
         throttled = max(0.0, arrival + 1 / rate - started)

@@ -80,7 +80,9 @@ def flow_states(storage: Storage) -> dict[str, FlowState]:
                 g.outerjoin(r, r.c.queue == g.c.name)
             )
         )
-        return {row.name: FlowState(row.paused_at, row.messages_per_second, row.burst) for row in rows}
+        return {
+            row.name: FlowState(row.paused_at, row.messages_per_second, row.burst) for row in rows
+        }
 
 
 def flow_state_of(storage: Storage, name: str) -> FlowState:

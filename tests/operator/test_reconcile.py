@@ -96,6 +96,7 @@ def test_a_queue_gets_its_table_registry_row_deployment_status_and_events(
         "ERRORS",
         "REPLICAS",
         "HEALTH",
+        "PAUSED",
         "READY",
         "AGE",
     ]
@@ -106,6 +107,7 @@ def test_a_queue_gets_its_table_registry_row_deployment_status_and_events(
         "ERRORS": "1",
         "REPLICAS": "1",
         "HEALTH": "Unhealthy",
+        "PAUSED": "false",
         "READY": "True",
         "AGE": "?",
     }
@@ -119,6 +121,7 @@ def test_a_queue_gets_its_table_registry_row_deployment_status_and_events(
         "TableReady": ("True", "TableReady"),
         "DatabaseReachable": ("True", "Connected"),
         "WorkersReady": ("False", "WorkersStarting"),  # no kubelet: Pods never get ready
+        "Paused": ("False", "Running"),
     }
     assert all(c["lastTransitionTime"] and c["message"] for c in found.values())
     assert found["DatabaseReachable"]["message"] == postgres_url  # (it has no password)

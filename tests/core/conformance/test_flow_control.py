@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Completion, Database, NewMessage
+from tablequeue import Completion, Database, NewMessage, Queue
 from tablequeue.errors import QueueNotFound, SpecError
 from tablequeue.spec import QueueResource, validate_queue
 from tests.support.waiting import wait_until
@@ -17,7 +17,7 @@ from tests.support.waiting import wait_until
 from .helpers import MakeQueue, lease_all
 
 
-def enqueue(queue, count: int) -> None:  # type: ignore[no-untyped-def]
+def enqueue(queue: Queue, count: int) -> None:
     queue.enqueue_many([NewMessage(message={"n": n}) for n in range(count)])
 
 
@@ -106,7 +106,9 @@ def test_a_handle_follows_a_limit_added_and_lifted_while_it_leases(
     queue = make_queue()
     enqueue(queue, 10)
     assert len(queue.lease("w1", 2).messages) == 2  # no limit yet
-    database.apply(QueueResource.from_name("orders", rate_limit={"messagesPerSecond": 0.01, "burst": 2}))
+    database.apply(
+        QueueResource.from_name("orders", rate_limit={"messagesPerSecond": 0.01, "burst": 2})
+    )
     # This handle last saw no limit: the lease statement itself refuses, then it reads the limit.
     assert len(queue.lease("w1", 10).messages) == 2
     assert queue.lease("w1", 10).messages == []
@@ -121,7 +123,9 @@ def test_changing_the_rate_keeps_the_bucket_and_deleting_the_queue_drops_it(
     queue = make_queue(rate_limit={"messagesPerSecond": 0.01, "burst": 2})
     enqueue(queue, 5)
     assert len(lease_all(queue)) == 2
-    database.apply(QueueResource.from_name("orders", rate_limit={"messagesPerSecond": 0.02, "burst": 2}))
+    database.apply(
+        QueueResource.from_name("orders", rate_limit={"messagesPerSecond": 0.02, "burst": 2})
+    )
     assert database.flow_state("orders").messages_per_second == 0.02
     assert lease_all(queue) == []  # emptied by the leases above, not refilled by the change
     database.delete_queue("orders", drop_table=True)
