@@ -81,11 +81,9 @@ class Database(Storage):
     def pause(self, name: str) -> FlowState:
         """Workers lease nothing from this queue until `resume` (enqueue still works; leased
         messages finish). Holds until `spec.paused` itself changes."""
-        registry.ensure_registry(self)
         return flow_control.set_paused(self, names.queue_name(name), True)
 
     def resume(self, name: str) -> FlowState:
-        registry.ensure_registry(self)
         return flow_control.set_paused(self, names.queue_name(name), False)
 
     def flow_state(self, name: str) -> FlowState:

@@ -19,14 +19,18 @@ GRANTS = {
     "tq_operator": ["GRANT CREATE ON SCHEMA public TO tq_operator"],
     "tq_worker": [
         "GRANT SELECT ON tablequeue_queues TO tq_worker",
+        "GRANT SELECT, UPDATE (theoretical_arrival, updated_at) ON tablequeue_rate_limits"
+        " TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
     ],
     "tq_api_admin": [
-        "GRANT SELECT, UPDATE (default_status, updated_at) ON tablequeue_queues TO tq_api_admin",
+        "GRANT SELECT, UPDATE (default_status, paused_at, updated_at) ON tablequeue_queues"
+        " TO tq_api_admin",
+        "GRANT SELECT ON tablequeue_rate_limits TO tq_api_admin",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
     ],
     "tq_reader": [
-        "GRANT SELECT ON tablequeue_queues TO tq_reader",
+        "GRANT SELECT ON tablequeue_queues, tablequeue_rate_limits TO tq_reader",
         "GRANT SELECT ON orders TO tq_reader",
     ],
 }
@@ -46,7 +50,7 @@ def as_role(postgres_url: str) -> Iterator[dict[str, Database]]:
     for database in databases.values():
         database.close()
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute("DROP TABLE IF EXISTS orders, tablequeue_queues")
+        connection.execute("DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rate_limits")
         for role in GRANTS:
             connection.execute(f"DROP OWNED BY {role}")
             connection.execute(f"DROP ROLE {role}")
@@ -56,7 +60,8 @@ def test_each_component_works_with_only_its_grants(
     postgres_url: str, as_role: dict[str, Database]
 ) -> None:
     operator = as_role["tq_operator"]
-    assert operator.apply(QueueResource.from_name("orders")) == "created"
+    limited = QueueResource.from_name("orders", rate_limit={"messagesPerSecond": 100})
+    assert operator.apply(limited) == "created"
     with operator.transaction() as connection:
         for statement in [g for role in GRANTS if role != "tq_operator" for g in GRANTS[role]]:
             connection.exec_driver_sql(statement)
@@ -72,9 +77,11 @@ def test_each_component_works_with_only_its_grants(
     admin.queue("orders").enqueue({"n": 2})
     admin.queue("orders").set_status("OnHold", from_status="Pending")
     admin.set_default_status("orders", "Paused")
+    assert admin.pause("orders").paused and not admin.resume("orders").paused
 
     reader = as_role["tq_reader"].queue("orders")
     assert reader.stats().counts == {"OnHold": 1}  # processed messages are deleted
+    assert as_role["tq_reader"].flow_states()["orders"].limited
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
         reader.enqueue({"n": 3})
