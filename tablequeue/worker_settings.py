@@ -57,6 +57,11 @@ class WorkerSettings(BaseSettings):
     vacuum_interval: float = Field(
         2.0, ge=0.1, description="PostgreSQL: seconds between checks for a table to vacuum."
     )
+    rollup_interval: float = Field(
+        20.0,
+        ge=0,
+        description="Seconds between writes of the chart rollup (counts per minute); 0: none.",
+    )
     listen: bool = Field(
         True, description="PostgreSQL: wake on NOTIFY instead of waiting for the next poll."
     )

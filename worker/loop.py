@@ -33,6 +33,7 @@ from .held import HeldMessages
 from .housekeeping import sweep_every, vacuum_when_bloated
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
+from .rollup import Rollup
 from .settling import Settlement
 from .waiting import sleep_unless
 
@@ -80,12 +81,14 @@ class Worker:
         config = self.config
         config.resolve(queue)
         log.info("worker started", extra=self._describe())
-        settlement = Settlement(queue, config.owner, self.health, self.metrics)
+        rollup = Rollup(self.database, queue, config.rollup_interval)
+        settlement = Settlement(queue, config.owner, self.health, self.metrics, rollup)
+        await rollup.write()  # the first samples, before this worker takes anything away
         held = HeldMessages(self.handler, self.database, queue, settlement, self.metrics)
         self._in_flight.set_function(lambda: len(held.running))
         keeper = LeaseKeeper(queue, config.owner, held, settlement, self.health, self.metrics)
         assert config.lease_seconds
-        lease_loop = asyncio.create_task(self._lease_loop(settlement, held), name="lease")
+        lease_loop = asyncio.create_task(self._lease_loop(settlement, held, rollup), name="lease")
         settler = asyncio.create_task(settlement.flush_on_time(self.stopping), name="settle")
         self._tasks = [
             lease_loop,
@@ -99,6 +102,10 @@ class Worker:
                 name="vacuum",
             ),
         ]
+        if rollup.enabled:
+            self._tasks.append(
+                asyncio.create_task(rollup.write_every(self.stopping), name="rollup")
+            )
         if config.execution_timeout:
             self._tasks.append(
                 asyncio.create_task(
@@ -109,7 +116,7 @@ class Worker:
         if notifications is not None:
             self._tasks.append(asyncio.create_task(notifications, name="listen"))
         await self.stopping.wait()
-        await self._shut_down(queue, held, settlement, lease_loop, settler)
+        await self._shut_down(queue, held, settlement, rollup, lease_loop, settler)
         return 0
 
     def stop(self) -> None:
@@ -153,7 +160,7 @@ class Worker:
             return None
         return dialect.listen(self.database.url, queue.table.name, self._wake)
 
-    async def _lease_loop(self, settlement: Settlement, held: HeldMessages) -> None:
+    async def _lease_loop(self, settlement: Settlement, held: HeldMessages, rollup: Rollup) -> None:
         config = self.config
         assert config.batch_size and config.concurrency
         poll_min, poll_max = config.poll_min or 0.1, config.poll_max or 5
@@ -186,6 +193,7 @@ class Worker:
                         },
                     )
                 held.add(batch.messages)
+                rollup.leased(batch.messages)
                 self._note_pause(batch.paused)
                 if batch.paused:
                     # Enqueues would wake it for nothing: look again after the longest delay.
@@ -225,6 +233,7 @@ class Worker:
         queue: Queue,
         held: HeldMessages,
         settlement: Settlement,
+        rollup: Rollup,
         lease_loop: asyncio.Task[None],
         settler: asyncio.Task[None],
     ) -> None:
@@ -250,5 +259,6 @@ class Worker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await rollup.write()  # what was counted since the last write, the last outcomes too
         await self.handler.close()
         log.info("worker stopped")

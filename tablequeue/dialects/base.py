@@ -84,6 +84,9 @@ class Dialect(Protocol):
         """The driver's connect arguments that bound connecting and each statement (None: no
         bound); a parameter the URL sets itself wins."""
 
+    def statement_cancelled(self, error: BaseException) -> bool:
+        """Whether a driver error says the server cancelled a statement past its time bound."""
+
     def tune_table(self, connection: Connection, table: sa.Table) -> None:
         """Storage settings of a queue table, applied at every `apply` (idempotent)."""
 
@@ -223,6 +226,21 @@ class Dialect(Protocol):
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
         """A DELETE of at most `limit` rows matching `where` (bounded purges)."""
+
+    def accumulate(
+        self,
+        table: sa.Table,
+        row: dict[str, Any],
+        *,
+        add: Sequence[str],
+        largest: Sequence[str],
+        smallest: Sequence[str],
+        latest: Sequence[str],
+    ) -> sa.Executable:
+        """Insert `row`, or update the row with its primary key: the `add` columns add the new
+        value to the stored one, `largest` keep the larger, `smallest` the smaller, `latest`
+        take the new value unless it is NULL (counters written by many processes at once, as
+        by the chart rollup)."""
 
     def backlog(self, connection: Connection, queries: Queries) -> tuple[int, Any, Any]:
         """Due messages: their number, the oldest due time, the database's clock (raw)."""

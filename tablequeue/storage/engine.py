@@ -21,8 +21,6 @@ from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
 
 PING_AFTER_IDLE_SECONDS = 1.0
-QUERY_CANCELED = "57014"
-"""The SQLSTATE of a statement the server cancelled (PostgreSQL's statement_timeout)."""
 
 
 def _ping_when_idle(engine: Engine) -> None:
@@ -98,7 +96,7 @@ class Storage:
                 raise DatabaseUnavailable(
                     f"lost connection to {self.shown_url}: {_first_line(error)}"
                 ) from error
-            if getattr(error.orig, "sqlstate", None) == QUERY_CANCELED:
+            if self.dialect.statement_cancelled(error.orig or error):
                 raise DatabaseUnavailable(
                     f"{self.shown_url} cancelled a statement: {_first_line(error)}"
                 ) from error

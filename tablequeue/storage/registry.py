@@ -14,6 +14,7 @@ from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewher
 from ..models import message_columns
 from .engine import Storage
 from .flow_control import declared_pause, forget_rate_limit, sync_rate_limit
+from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
 
@@ -29,6 +30,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
         storage.rate_limits.create(connection, checkfirst=True)
+        ensure_rollup(connection, storage.metadata)
 
 
 def _check_owner(name: str, row: Any, owner: str | None) -> None:

@@ -34,6 +34,7 @@ EXPECTED = {
     "expire": exp.Update,
     "backlog": exp.Select,
     "count_by_status": exp.Select,
+    "rollup_accumulate": exp.Merge,
 }
 
 

@@ -6,6 +6,7 @@ API reader only reads."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -13,6 +14,7 @@ import sqlalchemy as sa
 
 from tablequeue import Database, connect
 from tablequeue.models import Completion
+from tablequeue.rollup import MinuteCounts, chart_series, minute_of, prune, write_minutes
 from tablequeue.spec import QueueResource
 
 GRANTS = {
@@ -22,16 +24,19 @@ GRANTS = {
         "GRANT SELECT, UPDATE (theoretical_arrival, updated_at) ON tablequeue_rate_limits"
         " TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_rollup TO tq_worker",
     ],
     "tq_api_admin": [
         "GRANT SELECT, UPDATE (default_status, paused_at, updated_at) ON tablequeue_queues"
         " TO tq_api_admin",
         "GRANT SELECT ON tablequeue_rate_limits TO tq_api_admin",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
+        "GRANT SELECT ON tablequeue_rollup TO tq_api_admin",
     ],
     "tq_reader": [
         "GRANT SELECT ON tablequeue_queues, tablequeue_rate_limits TO tq_reader",
         "GRANT SELECT ON orders TO tq_reader",
+        "GRANT SELECT ON tablequeue_rollup TO tq_reader",
     ],
 }
 """What docs/guarantees.md tells a DBA to grant (the operator's: as the owner of the tables)."""
@@ -50,7 +55,10 @@ def as_role(postgres_url: str) -> Iterator[dict[str, Database]]:
     for database in databases.values():
         database.close()
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute("DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rate_limits")
+        connection.execute(
+            "DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rate_limits,"
+            " tablequeue_rollup"
+        )
         for role in GRANTS:
             connection.execute(f"DROP OWNED BY {role}")
             connection.execute(f"DROP ROLE {role}")
@@ -72,6 +80,11 @@ def test_each_component_works_with_only_its_grants(
     worker.complete("w1", [Completion(message)])
     worker.sweep()
     worker.vacuum()  # not the owner: PostgreSQL skips it with a warning, nothing fails
+    counts = MinuteCounts(processed=1)
+    write_minutes(
+        as_role["tq_worker"], "orders", worker.table, {minute_of(datetime.now(UTC)): counts}
+    )
+    prune(as_role["tq_worker"])
 
     admin = as_role["tq_api_admin"]
     admin.queue("orders").enqueue({"n": 2})
@@ -79,7 +92,9 @@ def test_each_component_works_with_only_its_grants(
     admin.set_default_status("orders", "Paused")
     assert admin.pause("orders").paused and not admin.resume("orders").paused
 
+    assert sum(chart_series(admin, "1h", ["orders"])["queues"][0]["processed"]) == 1
     reader = as_role["tq_reader"].queue("orders")
+    assert sum(chart_series(as_role["tq_reader"], "24h")["total"]["processed"]) == 1
     assert reader.stats().counts == {"OnHold": 1}  # processed messages are deleted
     assert as_role["tq_reader"].flow_states()["orders"].limited
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]

@@ -64,7 +64,7 @@ def wait_ticks(operator: Operator, name: str, count: int) -> None:
     wait(lambda: ticks(operator, name) >= start + count, timeout=count * 5 + 10)
 
 
-SHARED_TABLES = ("tablequeue_rate_limits",)
+SHARED_TABLES = ("tablequeue_rate_limits", "tablequeue_rollup")
 """Tables every registry has beside `tablequeue_queues` (left out of `table_names`)."""
 
 
