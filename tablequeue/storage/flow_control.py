@@ -98,6 +98,8 @@ def set_paused(storage: Storage, name: str, paused: bool) -> FlowState:
     registry = storage.registry
     paused_at: Any = sa.func.coalesce(registry.c.paused_at, storage.dialect.now())
     with storage.transaction() as connection:
+        if not sa.inspect(connection).has_table(registry.name):
+            raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
         # Existence is read, not taken from the row count (MariaDB's ODBC driver counts only
         # rows that changed: a second pause would look like a missing queue).
         connection.execute(
