@@ -86,7 +86,8 @@ def test_a_queue_gets_its_table_registry_row_deployment_status_and_events(
 
     def listed() -> dict[str, str] | None:
         [row] = table_rows(kube.kubectl("get", "tq", "-n", namespace).stdout)
-        return row if row["PENDING"] == "3" and row["REPLICAS"] == "1" else None
+        settled = row["PENDING"] == "3" and row["ERRORS"] == "1"  # not between lease and fail
+        return row if settled and row["REPLICAS"] == "1" else None
 
     row = wait(listed)
     assert list(row) == [
