@@ -34,11 +34,19 @@ class Database(Storage):
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def apply(self, resource: QueueResource, owner: str | None = None) -> str:
-        """Create or migrate the table and registry row: created, updated or unchanged.
+    def apply(
+        self,
+        resource: QueueResource,
+        owner: str | None = None,
+        index_wait_seconds: float = 3600.0,
+    ) -> str:
+        """Create or migrate the table and registry row, and the indexes of `spec.indexes`:
+        created, updated or unchanged.
 
-        `owner` (`namespace/name`) claims the queue for one Queue resource (the operator)."""
-        return registry.apply(self, resource, owner)
+        `owner` (`namespace/name`) claims the queue for one Queue resource (the operator).
+        `index_wait_seconds`: how long to wait while another apply builds indexes on the
+        database (PostgreSQL) before IndexBuildBusy."""
+        return registry.apply(self, resource, owner, index_wait_seconds)
 
     def queue(self, name: str) -> Queue:
         """A handle on an existing queue, with the settings it was applied with."""

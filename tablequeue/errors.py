@@ -33,6 +33,10 @@ class MessageNotFound(TableQueueError, LookupError):
     """No message with that id or tracking id."""
 
 
+class ScheduleNotFound(TableQueueError, LookupError):
+    """No schedule of that name in the queue."""
+
+
 class Conflict(TableQueueError):
     """The request is valid but the row is in a state that forbids it."""
 
@@ -43,6 +47,10 @@ class QueueOwnedElsewhere(Conflict):
 
 class NotAQueueTable(Conflict):
     """A table to adopt exists but is not a queue table."""
+
+
+class IndexBuildBusy(Conflict):
+    """Another apply is building the JSON indexes of this database (PostgreSQL); try later."""
 
 
 class DatabaseUnavailable(TableQueueError, ConnectionError):

@@ -7,6 +7,7 @@ operator generates the CRD's openAPIV3Schema from these models: keep constraints
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import timedelta
@@ -26,11 +27,13 @@ from pydantic import (
     field_serializer,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
-from . import names
+from . import cron, names
 from .errors import SpecError
+from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY
+from .spec_base import RateLimit as RateLimit
+from .spec_base import SpecModel
 
 API_VERSION: Final = "tablequeue.dev/v1"
 KIND: Final = "Queue"
@@ -43,6 +46,8 @@ Backoff = Literal["fixed", "exponential"]
 HealthLevel = Literal["Healthy", "Degraded", "Unhealthy"]
 DeletionPolicy = Literal["Retain", "Delete"]
 AutoscalingMode = Literal["Operator", "HPA", "KEDA", "None"]
+MissedTicks = Literal["CatchUpOnce", "Skip"]
+SCHEDULE_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"
 
 # One regex for the schema (RE2/ECMA compatible: no lookarounds) and for parsing.
 DURATION_PATTERN = r"^(forever|([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+(\.[0-9]+)?s)?)$"
@@ -131,32 +136,26 @@ PythonFunction = Annotated[
 _FREE_FORM: JsonDict = {"x-kubernetes-preserve-unknown-fields": True}
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True
-    )
-
-
-class SecretKeyRef(_Model):
+class SecretKeyRef(SpecModel):
     name: str = Field(min_length=1, description="Secret in the Queue's namespace")
     key: str = Field("url", min_length=1, description="Key holding the SQLAlchemy URL")
 
 
-class DatabaseRef(_Model):
+class DatabaseRef(SpecModel):
     secret_ref: SecretKeyRef = Field(description="Secret with the database URL")
     dialect: Dialect | None = Field(
         None, description="Database kind, checked against the URL; default: from the URL"
     )
 
 
-class RetryPolicy(_Model):
+class RetryPolicy(SpecModel):
     delay_seconds: float = Field(10.0, ge=0, description="Delay before the first retry")
     backoff: Backoff = Field("exponential", description="fixed, or doubling per attempt")
     max_delay_seconds: float = Field(3600.0, ge=0, description="Upper bound of the delay")
     jitter: float = Field(0.1, ge=0, le=1, description="Fraction of the delay randomized")
 
 
-class HealthRules(_Model):
+class HealthRules(SpecModel):
     enabled: bool = Field(True, description="Report health for this queue")
     when_errors: HealthLevel = Field("Unhealthy", description="Health while Error rows exist")
     when_abandoned: HealthLevel = Field(
@@ -167,13 +166,13 @@ class HealthRules(_Model):
     )
 
 
-class HttpHandler(_Model):
+class HttpHandler(SpecModel):
     port: int = Field(8080, ge=1, le=65535, description="Port of the app container")
     path: str = Field("/process", pattern="^/", description="Path messages are POSTed to")
     timeout_seconds: float = Field(30.0, gt=0, description="Request timeout")
 
 
-class HandlerSpec(_Model):
+class HandlerSpec(SpecModel):
     """Exactly one of `http` or `python`."""
 
     http: HttpHandler | None = Field(None, description="POST each message to the app")
@@ -188,7 +187,7 @@ class HandlerSpec(_Model):
         return self
 
 
-class PollInterval(_Model):
+class PollInterval(SpecModel):
     min_seconds: float = Field(0.1, gt=0, description="Delay after a non-empty batch")
     max_seconds: float = Field(5.0, gt=0, description="Longest delay when idle")
 
@@ -202,7 +201,7 @@ class PollInterval(_Model):
         return self
 
 
-class Autoscaling(_Model):
+class Autoscaling(SpecModel):
     mode: AutoscalingMode = Field(
         "Operator",
         description="Who scales the workers: the operator, an HPA, KEDA (PostgreSQL), or no one",
@@ -224,31 +223,7 @@ class Autoscaling(_Model):
         return self
 
 
-MAX_RATE = 1_000_000.0
-"""Messages per second a rate limit may allow at most."""
-
-
-class RateLimit(_Model):
-    """Leases of the queue across all its workers: on average at most `messagesPerSecond`, and
-    at most `burst` at once after a quiet spell (a token bucket kept in the database)."""
-
-    messages_per_second: float = Field(
-        gt=0, le=MAX_RATE, description="Messages leased per second, all workers together"
-    )
-    burst: int | None = Field(
-        None,
-        ge=1,
-        le=1_000_000,
-        description="Messages leased at once after a quiet spell; default: one second's worth",
-    )
-
-    @property
-    def bucket_size(self) -> int:
-        """`burst`, or one second's worth (at least 1)."""
-        return self.burst if self.burst is not None else max(1, math.ceil(self.messages_per_second))
-
-
-class WorkerSpec(_Model):
+class WorkerSpec(SpecModel):
     handler: HandlerSpec = Field(
         default_factory=lambda: HandlerSpec(http=HttpHandler()),
         description="How a message is processed",
@@ -265,7 +240,133 @@ class WorkerSpec(_Model):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")
 
 
-class QueueSpec(_Model):
+_PATH_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_PATH_KEY = r'\["[A-Za-z0-9_ .:@/$+][A-Za-z0-9_ .:@/$+-]{0,63}"\]'
+INDEX_PATH_PATTERN = rf"^({_PATH_NAME}|{_PATH_KEY})(\.{_PATH_NAME}|\[[0-9]{{1,9}}\]|{_PATH_KEY})*$"
+"""Paths of the predicate language (`Product.Sku`, `Items[0]["unit price"]`) whose quoted keys
+hold letters, digits, space and `_ . : @ / $ + -` (not first): an index writes them into DDL."""
+_INDEX_PATH = re.compile(INDEX_PATH_PATTERN)
+_PATH_SEGMENT = re.compile(rf'\.?({_PATH_NAME})|\[([0-9]+)\]|\["([^"]*)"\]')
+_KEYWORDS = frozenset({"and", "or", "not", "true", "false", "null"})
+
+
+def index_path_segments(value: str) -> tuple[str | int, ...]:
+    """The segments of a valid index path: `a.b` and `a["b"]` are the same path."""
+    return tuple(
+        int(m.group(2)) if m.group(2) is not None else (m.group(1) or m.group(3))
+        for m in _PATH_SEGMENT.finditer(value)
+    )
+
+
+def _index_path(value: str) -> str:
+    if not _INDEX_PATH.fullmatch(value):
+        raise ValueError(
+            f"invalid index path {value[:80]!r}: write it as predicates do (Product.Sku,"
+            ' Items[0]["unit price"]); quoted keys may hold letters, digits, space and'
+            " _ . : @ / $ + - (not first)"
+        )
+    first = re.match(_PATH_NAME, value)
+    if first and first.group().lower() in _KEYWORDS:
+        raise ValueError(
+            f"invalid index path {value[:80]!r}: {first.group()!r} is a keyword;"
+            f' write ["{first.group()}"]'
+        )
+    return value
+
+
+class IndexSpec(SpecModel):
+    path: Annotated[
+        str,
+        AfterValidator(_index_path),
+        Field(json_schema_extra={"pattern": INDEX_PATH_PATTERN}),
+    ] = Field(
+        min_length=1, max_length=200, description="Body path, as predicates write it: Product.Sku"
+    )
+    type: Literal["text", "number", "boolean"] = Field(
+        "text", description="JSON type of the values compared: text, number or boolean"
+    )
+
+
+def _cron(value: str) -> str:
+    expression = cron.cron_expression(value)
+    try:
+        cron.next_tick(expression, "UTC", cron.SAMPLE_TICK)
+    except (ValueError, KeyError, ArithmeticError) as error:  # croniter's errors are ValueErrors
+        raise ValueError(f"cron expression {value!r} never fires: {error}") from None
+    return expression
+
+
+def _time_zone(value: str) -> str:
+    cron.time_zone(value)
+    return value
+
+
+CronExpression = Annotated[
+    str, AfterValidator(_cron), Field(min_length=1, max_length=200, description="Cron")
+]
+TimeZone = Annotated[str, AfterValidator(_time_zone), Field(min_length=1, max_length=64)]
+
+
+class Schedule(SpecModel):
+    """A message enqueued on every tick of a cron expression (see tablequeue/cron.py)."""
+
+    name: str = Field(
+        pattern=SCHEDULE_NAME_PATTERN, max_length=63, description="Unique within the queue"
+    )
+    cron: CronExpression = Field(
+        description="5 fields: minute hour day-of-month month day-of-week, or @daily etc."
+    )
+    time_zone: TimeZone = Field("UTC", description="IANA time zone the cron expression reads")
+    message: Any = Field(
+        json_schema_extra=_FREE_FORM,
+        description="The body; strings may hold {{ tick }}, {{ tick:%Y-%m-%d }}, {{ tickUtc }}, "
+        "{{ tickEpoch }}, {{ schedule }}, {{ queue }}",
+    )
+    message_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_MESSAGE_ID_LENGTH,
+        description="messageId pattern, e.g. nightly-{{ tick:%Y%m%d }}; without placeholders "
+        "every tick updates one message",
+    )
+    priority: int = Field(0, ge=-MAX_PRIORITY - 1, le=MAX_PRIORITY, description="Priority")
+    headers: dict[str, Any] | None = Field(
+        None, json_schema_extra=_FREE_FORM, description="Headers; values may hold placeholders"
+    )
+    missed: MissedTicks = Field(
+        "CatchUpOnce",
+        description="Ticks missed while nothing ran: CatchUpOnce enqueues one message for the "
+        "latest of them; Skip enqueues nothing for a tick older than startingDeadlineSeconds",
+    )
+    starting_deadline_seconds: int = Field(
+        300, ge=1, le=86400, description="A later tick counts as missed (Skip)"
+    )
+    suspend: bool = Field(
+        False, description="Fire nothing; ticks passing meanwhile are missed ticks on resume"
+    )
+
+    @model_validator(mode="after")
+    def _renders(self) -> Schedule:
+        sample = cron.TickContext("queue", self.name, cron.SAMPLE_TICK)
+        try:
+            body = cron.render(self.message, sample)
+            cron.render(self.headers, sample)
+            text = json.dumps(body, allow_nan=False)  # what the enqueue checks further
+            if "\\u0000" in text:
+                raise ValueError("strings may not contain NUL (\\u0000)")
+            if self.message_id is not None:
+                rendered = cron.render_text(self.message_id, sample)
+                if not rendered or len(rendered) > MAX_MESSAGE_ID_LENGTH:
+                    raise ValueError(
+                        f"messageId {self.message_id!r} renders to {len(rendered)} characters: "
+                        f"it needs 1 to {MAX_MESSAGE_ID_LENGTH}"
+                    )
+        except ValueError as error:
+            raise ValueError(f"schedule {self.name!r}: {error}") from None
+        return self
+
+
+class QueueSpec(SpecModel):
     database: DatabaseRef | None = Field(None, description="Where the table lives")
     table: TableName | None = Field(None, description="Table name; default: from the name")
     category: str = Field(
@@ -286,12 +387,36 @@ class QueueSpec(_Model):
         None, json_schema_extra=_FREE_FORM, description="Prefilled in the admin UI"
     )
     workers: WorkerSpec = Field(default_factory=WorkerSpec, description="Worker Deployment")
+    indexes: list[IndexSpec] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Indexes on body paths, for predicates on big queues",
+    )
+    schedules: list[Schedule] = Field(
+        default_factory=list,
+        max_length=100,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+        description="Recurring messages, each enqueued once per tick",
+    )
+
     paused: bool = Field(
         False, description="Workers lease nothing while paused; enqueue still works"
     )
     rate_limit: RateLimit | None = Field(
         None, description="Most messages leased per second, all workers together"
     )
+
+    @model_validator(mode="after")
+    def _unique_schedules(self) -> QueueSpec:
+        seen: dict[str, int] = {}
+        for index, schedule in enumerate(self.schedules):
+            if schedule.name in seen:
+                raise ValueError(
+                    f"duplicate schedule name {schedule.name!r} (schedules {seen[schedule.name]} "
+                    f"and {index})"
+                )
+            seen[schedule.name] = index
+        return self
 
     @model_validator(mode="after")
     def _scalable(self) -> QueueSpec:
@@ -301,6 +426,19 @@ class QueueSpec(_Model):
                 f"workers.autoscaling.mode KEDA reads the backlog with KEDA's postgresql scaler: "
                 f"database.dialect {dialect} cannot be scaled by it (use Operator or HPA)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _distinct_indexes(self) -> QueueSpec:
+        seen: dict[tuple[Any, str], str] = {}
+        for index in self.indexes:
+            key = (index_path_segments(index.path), index.type)
+            if key in seen:
+                raise ValueError(
+                    f"indexes: {index.path!r} ({index.type}) is declared twice"
+                    f" (also as {seen[key]!r})"
+                )
+            seen[key] = index.path
         return self
 
     @model_validator(mode="before")
@@ -341,7 +479,7 @@ class ObjectMeta(BaseModel):
     annotations: dict[str, str] = Field(default_factory=dict)
 
 
-class QueueResource(_Model):
+class QueueResource(SpecModel):
     api_version: Literal["tablequeue.dev/v1"] = API_VERSION
     kind: Literal["Queue"] = KIND
     metadata: ObjectMeta

@@ -14,12 +14,15 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
+
+if TYPE_CHECKING:
+    from .json_index import JsonIndexes
 
 JsonKind = Literal["string", "number", "boolean"]
 JsonPath = Sequence[str | int]
@@ -57,6 +60,10 @@ class Dialect(Protocol):
 
     json_type: sa.types.TypeEngine[Any]
     """Column type of `message`, `previous_message`, `headers`, `result`, `progress`."""
+
+    @property
+    def json_indexes(self) -> JsonIndexes:
+        """How this engine indexes JSON body paths (`spec.indexes`)."""
 
     # --- connecting and tables --------------------------------------------------------------
 

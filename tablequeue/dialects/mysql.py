@@ -34,6 +34,7 @@ from sqlalchemy.sql.selectable import Select
 
 from ..sqltypes import UtcDateTime
 from .base import Capabilities, JsonKind, JsonPath, LeasedRows
+from .json_index import MariaDbIndexes
 from .mysql_queries import NOW_LABEL, MariaDbQueries
 from .queries import LeaseExpiredPolicy, Queries
 from .sql import SqlDialect
@@ -196,6 +197,7 @@ class MariaDbDialect(SqlDialect):
         notifies=False, estimates_counts=True, vacuums=False, first_schema_version=2
     )
     json_type: sa.types.TypeEngine[Any] = mysql.JSON()
+    json_index_strategy = MariaDbIndexes
 
     # --- connecting and tables --------------------------------------------------------------
 

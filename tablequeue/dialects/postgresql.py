@@ -17,6 +17,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from .base import Capabilities, JsonKind, JsonPath, notify_channel
+from .json_index import PostgresIndexes
 from .queries import Queries
 from .sql import SqlDialect
 
@@ -94,6 +95,7 @@ class PostgresDialect(SqlDialect):
     url_hint = "postgresql://"
     capabilities = Capabilities(notifies=True, estimates_counts=True, vacuums=True)
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
+    json_index_strategy = PostgresIndexes
 
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None

@@ -18,6 +18,7 @@ from sqlalchemy.sql.selectable import Select
 
 from ..errors import InvalidInput
 from .base import Capabilities, JsonKind, JsonPath
+from .json_index import SqliteIndexes
 from .sql import SqlDialect
 
 _TYPES: dict[JsonKind, tuple[str, ...]] = {
@@ -66,6 +67,7 @@ class SqliteDialect(SqlDialect):
     url_hint = "sqlite:///"
     capabilities = Capabilities(notifies=False, estimates_counts=False, vacuums=False)
     json_type: sa.types.TypeEngine[Any] = sqlite.JSON()
+    json_index_strategy = SqliteIndexes
 
     def check_url(self, url: sa.URL) -> None:
         if url.database in (None, "", ":memory:"):

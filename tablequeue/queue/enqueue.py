@@ -12,6 +12,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .. import trace_context
 from ..models import Enqueued, NewMessage
 from ..storage import registry
 from .context import QueueContext
@@ -25,16 +26,24 @@ def enqueue_many(queue: QueueContext, messages: Sequence[NewMessage]) -> list[En
     """
     if not messages:
         return []
-    now = datetime.now(UTC)
-    results: list[Enqueued | None] = [None] * len(messages)
     storage = queue.storage
     try:
         with storage.transaction() as connection:
-            for round_indexes in _rounds_of_unique_ids(messages):
-                _enqueue_round(queue, connection, messages, round_indexes, results, now)
+            return enqueue_in(queue, connection, messages)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
         registry.default_status_of(storage, queue.name)  # QueueNotFound if it was deleted
         raise
+
+
+def enqueue_in(
+    queue: QueueContext, connection: Connection, messages: Sequence[NewMessage]
+) -> list[Enqueued]:
+    """`enqueue_many` in the caller's transaction (e.g. with the claim of a schedule's tick)."""
+    now = datetime.now(UTC)
+    trace_headers = trace_context.current_headers()  # the caller's span, if any
+    results: list[Enqueued | None] = [None] * len(messages)
+    for round_indexes in _rounds_of_unique_ids(messages):
+        _enqueue_round(queue, connection, messages, round_indexes, results, now, trace_headers)
     return [result for result in results if result is not None]
 
 
@@ -45,13 +54,14 @@ def _enqueue_round(
     round_indexes: list[int],
     results: list[Enqueued | None],
     now: datetime,
+    trace_headers: dict[str, str] | None,
 ) -> None:
     """One statement for messages with distinct identities; wakes listening workers."""
     # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
     round_indexes.sort(key=lambda i: messages[i].message_id or "")
     tracking_ids = _random_uuids(len(round_indexes))
     rows = [
-        _row(messages[i], now, tracking_id)
+        _row(messages[i], now, tracking_id, trace_headers)
         for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
     ]
     returned = queue.dialect.enqueue_round(
@@ -89,16 +99,22 @@ def _rounds_of_unique_ids(messages: Sequence[NewMessage]) -> list[list[int]]:
     return rounds
 
 
-def _row(new: NewMessage, now: datetime, tracking_id: uuid.UUID) -> dict[str, Any]:
+def _row(
+    new: NewMessage,
+    now: datetime,
+    tracking_id: uuid.UUID,
+    trace_headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """A new message's per-row parameters; its status None means the queue's default status,
-    read by the statement itself (it may change at runtime)."""
+    read by the statement itself (it may change at runtime). The caller's trace context joins
+    headers that have no `traceparent`."""
     return {
         "b_message_id": new.message_id,
         "b_status": new.status,
         "b_scheduled": (new.at is not None and new.at > now) or (new.after or 0) > 0,
         "b_priority": new.priority,
         "b_message": new.message,
-        "b_headers": new.headers,
+        "b_headers": trace_context.with_context(new.headers, trace_headers),
         "b_at": new.at,
         "b_after": new.after or 0.0,
         "b_expires_at": new.expires_at,

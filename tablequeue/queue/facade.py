@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -28,7 +28,9 @@ from ..models import (
 from ..spec import QueueSpec
 from ..storage import Storage
 from . import admin, enqueue, read, settle
+from . import schedules as recurring
 from .context import QueueContext
+from .schedules import Fired, ScheduleView
 
 
 class Queue:
@@ -121,9 +123,18 @@ class Queue:
         with self.database.transaction() as connection:
             return settle.fail(self._queue, connection, owner, failures)
 
-    def report_progress(self, message_id: int, progress: Any) -> None:
-        """Store a handler's progress while it runs (readable by tracking id)."""
-        admin.report_progress(self._queue, message_id, progress)
+    def report_progress(
+        self,
+        message_id: int,
+        progress: Any,
+        *,
+        owner: str | None = None,
+        correlation_id: str | None = None,
+    ) -> None:
+        """Store a handler's progress while it runs (readable by tracking id). With `owner` and
+        the lease batch's `correlation_id`, only while that lease holds the message (Conflict
+        otherwise)."""
+        admin.report_progress(self._queue, message_id, progress, owner, correlation_id)
 
     def cancel(self, tracking_id: uuid.UUID | str) -> Message:
         """Cancel by tracking id. A running handler learns it when its lease extension fails."""
@@ -149,6 +160,25 @@ class Queue:
         Default: Processed messages older than keepProcessedFor (nothing when kept forever).
         """
         return admin.purge(self._queue, statuses, older_than)
+
+    def fire_schedules(self) -> list[Fired]:
+        """Claim and enqueue the due ticks of the queue's schedules (`spec.schedules`), each
+        exactly once whoever else calls it at the same time. Workers call it with their
+        housekeeping and the operator on its timer."""
+        return recurring.fire_due(self._queue)
+
+    def schedules(self) -> list[ScheduleView]:
+        """The queue's declared schedules with their next tick, last tick fired and counts."""
+        return recurring.overview(self._queue)
+
+    def set_next_tick(self, schedule: str, when: datetime | None = None) -> None:
+        """Move a schedule's next tick (default: to the database's now), e.g. to have the next
+        housekeeping fire it. Missed-tick rules apply to a time in the past."""
+        recurring.set_next_tick(self._queue, schedule, when)
+
+    def run_schedule(self, schedule: str) -> Fired | None:
+        """Enqueue a schedule's message now, once, keeping its next tick."""
+        return recurring.run_now(self._queue, schedule)
 
     # --- people and tools -------------------------------------------------------------------
 

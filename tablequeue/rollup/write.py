@@ -96,17 +96,23 @@ def minute_of(moment: datetime) -> datetime:
 
 
 def write_minutes(
-    storage: Storage, queue: str, table: sa.Table, minutes: dict[datetime, MinuteCounts]
+    storage: Storage,
+    queue: str,
+    table: sa.Table,
+    minutes: dict[datetime, MinuteCounts],
+    backlog: int | None = None,
 ) -> datetime:
-    """Add `minutes` to the rollup and sample the queue (its highest id and its backlog) into
-    the current minute, in one transaction; the database's clock."""
+    """Add `minutes` to the rollup and sample the queue (its highest id and its backlog, unless
+    the caller just counted it) into the current minute, in one transaction; the database's
+    clock."""
     rollup = rollup_table(storage.metadata)
     dialect = storage.dialect
     with storage.transaction() as connection:
         now, highest = connection.execute(
             sa.select(sa.type_coerce(dialect.now(), UtcDateTime()), sa.func.max(table.c.id))
         ).one()
-        backlog, _, _ = dialect.backlog(connection, storage.queries(table))
+        if backlog is None:
+            backlog, _, _ = dialect.backlog(connection, storage.queries(table))
         current = minute_of(now)
         pending = dict(minutes)
         sample = pending.setdefault(current, MinuteCounts())

@@ -16,6 +16,7 @@ from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
 from .flow_control import rate_limit_table
+from .schedules import schedules_table
 from .schema import queue_table, registry_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
@@ -71,6 +72,7 @@ class Storage:
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
         self.rate_limits = rate_limit_table(self.metadata)
+        self.schedules = schedules_table(self.metadata)
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}

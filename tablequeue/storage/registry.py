@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .. import names
+from .. import indexes, names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
+from . import schedules
 from .engine import Storage
 from .flow_control import declared_pause, forget_rate_limit, sync_rate_limit
 from .rollup import ensure_rollup
@@ -30,6 +31,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
         storage.rate_limits.create(connection, checkfirst=True)
+        storage.schedules.create(connection, checkfirst=True)
         ensure_rollup(connection, storage.metadata)
 
 
@@ -59,11 +61,35 @@ def _check_queue_table(connection: Connection, table_name: str) -> None:
         )
 
 
-def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -> str:
+def apply(
+    storage: Storage,
+    resource: QueueResource,
+    owner: str | None = None,
+    index_wait_seconds: float = indexes.WAIT_SECONDS,
+) -> str:
     """Create or migrate the table and registry row: created, updated or unchanged.
 
     `owner` (`namespace/name`, from the operator) claims the queue for one Queue resource; the
-    CLI applies without one and leaves the recorded owner as it is."""
+    CLI applies without one and leaves the recorded owner as it is. The table's JSON indexes
+    follow `spec.indexes`: new ones exist before the registry names them (PostgreSQL's are
+    built CONCURRENTLY after it, which only delays their use), dropped ones go once it no
+    longer does; a change of indexes alone makes the queue `updated`. While another apply
+    builds indexes on the database (PostgreSQL), this one waits up to `index_wait_seconds`,
+    then raises IndexBuildBusy (the operator waits 0 s and retries later)."""
+    outcome, created = _apply_table(storage, resource, owner)
+    spec = resource.spec
+    table_name = spec.table_for(resource.name)
+    changes = indexes.sync(
+        storage.engine, storage.dialect, table_name, spec.indexes, index_wait_seconds
+    )
+    if outcome == "unchanged" and (created or changes["created"] or changes["dropped"]):
+        return "updated"
+    return outcome
+
+
+def _apply_table(
+    storage: Storage, resource: QueueResource, owner: str | None
+) -> tuple[str, list[str]]:
     name = names.queue_name(resource.name)
     spec = resource.spec
     declared = spec.database.dialect if spec.database is not None else None
@@ -102,6 +128,10 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
             # A kept table of a deleted queue has no registry row: assume the oldest.
             migrate(connection, table, row.schema_version if row is not None else 1)
         storage.dialect.tune_table(connection, table)
+        created = indexes.create_before_registry(
+            connection, storage.dialect, table_name, spec.indexes
+        )
+        schedules.sync(connection, storage.schedules, storage.dialect, name, spec.schedules)
         now = datetime.now(UTC)
         if row is None:
             connection.execute(
@@ -119,10 +149,10 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
                 )
             )
             sync_rate_limit(storage, connection, name, spec.rate_limit, now)
-            return "created"
+            return "created", created
         claims = owner is not None and row.owner is None
         if row.settings == settings and row.schema_version == SCHEMA_VERSION and not claims:
-            return "unchanged"
+            return "unchanged", created
         values: dict[str, Any] = {
             "category": spec.category,
             "settings": settings,
@@ -145,7 +175,7 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
         connection.execute(registry.update().where(registry.c.name == name).values(**values))
         if row.settings.get("rateLimit") != settings.get("rateLimit"):
             sync_rate_limit(storage, connection, name, spec.rate_limit, now)
-        return "updated"
+        return "updated", created
 
 
 def spec_settings(spec: QueueSpec) -> dict[str, Any]:
@@ -229,6 +259,8 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
             return False
         connection.execute(registry.delete().where(registry.c.name == name))
         forget_rate_limit(storage, connection, name)
+        if sa.inspect(connection).has_table(storage.schedules.name):
+            schedules.forget(connection, storage.schedules, name)
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True

@@ -23,6 +23,7 @@ GRANTS = {
         "GRANT SELECT ON tablequeue_queues TO tq_worker",
         "GRANT SELECT, UPDATE (theoretical_arrival, updated_at) ON tablequeue_rate_limits"
         " TO tq_worker",
+        "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_rollup TO tq_worker",
     ],
@@ -30,11 +31,13 @@ GRANTS = {
         "GRANT SELECT, UPDATE (default_status, paused_at, updated_at) ON tablequeue_queues"
         " TO tq_api_admin",
         "GRANT SELECT ON tablequeue_rate_limits TO tq_api_admin",
+        "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_api_admin",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
         "GRANT SELECT ON tablequeue_rollup TO tq_api_admin",
     ],
     "tq_reader": [
         "GRANT SELECT ON tablequeue_queues, tablequeue_rate_limits TO tq_reader",
+        "GRANT SELECT ON tablequeue_schedules TO tq_reader",
         "GRANT SELECT ON orders TO tq_reader",
         "GRANT SELECT ON tablequeue_rollup TO tq_reader",
     ],
@@ -68,8 +71,10 @@ def test_each_component_works_with_only_its_grants(
     postgres_url: str, as_role: dict[str, Database]
 ) -> None:
     operator = as_role["tq_operator"]
-    limited = QueueResource.from_name("orders", rate_limit={"messagesPerSecond": 100})
-    assert operator.apply(limited) == "created"
+    schedule = {"name": "nightly", "cron": "0 2 * * *", "message": {"n": 0}}
+    limited = {"messagesPerSecond": 100}
+    resource = QueueResource.from_name("orders", schedules=[schedule], rate_limit=limited)
+    assert operator.apply(resource) == "created"
     with operator.transaction() as connection:
         for statement in [g for role in GRANTS if role != "tq_operator" for g in GRANTS[role]]:
             connection.exec_driver_sql(statement)
@@ -80,6 +85,11 @@ def test_each_component_works_with_only_its_grants(
     worker.complete("w1", [Completion(message)])
     worker.sweep()
     worker.vacuum()  # not the owner: PostgreSQL skips it with a warning, nothing fails
+    worker.set_next_tick("nightly")
+    [fired] = worker.fire_schedules()
+    [scheduled] = worker.lease("w1", 10).messages
+    assert fired.message is not None and scheduled.id == fired.message.id
+    worker.complete("w1", [Completion(scheduled)])
     counts = MinuteCounts(processed=1)
     write_minutes(
         as_role["tq_worker"], "orders", worker.table, {minute_of(datetime.now(UTC)): counts}
@@ -90,12 +100,14 @@ def test_each_component_works_with_only_its_grants(
     admin.queue("orders").enqueue({"n": 2})
     admin.queue("orders").set_status("OnHold", from_status="Pending")
     admin.set_default_status("orders", "Paused")
+    assert admin.queue("orders").run_schedule("nightly") is not None  # Paused, the default
     assert admin.pause("orders").paused and not admin.resume("orders").paused
 
     assert sum(chart_series(admin, "1h", ["orders"])["queues"][0]["processed"]) == 1
     reader = as_role["tq_reader"].queue("orders")
+    assert [view.fired for view in reader.schedules()] == [2]
     assert sum(chart_series(as_role["tq_reader"], "24h")["total"]["processed"]) == 1
-    assert reader.stats().counts == {"OnHold": 1}  # processed messages are deleted
+    assert reader.stats().counts == {"OnHold": 1, "Paused": 1}  # processed ones are deleted
     assert as_role["tq_reader"].flow_states()["orders"].limited
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
