@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import names
 from .errors import InvalidInput, MessageNotFound, QueueNotFound
-from .models import Message
-from .queue import Queue
+from .health import WorkerPresence
+from .models import Delivery, Message, NewMessage
+from .queue import Queue, publish
 from .spec import QueueSpec
 from .storage import Storage, flow_control, registry
+from .storage import workers as worker_rows
 from .storage.flow_control import FlowState
+from .storage.workers import Heartbeat, WorkerInfo
 
 if TYPE_CHECKING:
     from .spec import QueueResource
@@ -62,6 +65,17 @@ class Database(Storage):
         spec = QueueSpec.model_validate(row.settings)
         return Queue(self, name, self.table(row.table_name), spec)
 
+    def publish(
+        self, topic: str, message: Any, *, connection: Any = None, **options: Any
+    ) -> list[Delivery]:
+        """Enqueue `message` into every queue subscribed to `topic` (`spec.subscriptions`)
+        whose predicate matches it, in one transaction; one `Delivery` per subscribed queue
+        (`filtered` where the predicate did not match), none when nobody subscribes.
+
+        `options` as for `Queue.enqueue` (message_id, headers, priority, after, ...);
+        `connection`: the caller's transaction, as for `Queue.enqueue`."""
+        return publish.publish(self, topic, NewMessage(message=message, **options), connection)
+
     def queues(self) -> list[dict[str, Any]]:
         return registry.queues(self)
 
@@ -78,6 +92,34 @@ class Database(Storage):
             with contextlib.suppress(MessageNotFound):
                 return queue, queue.get_by_tracking_id(tracking_id)
         raise MessageNotFound(f"no message with tracking id {tracking_id} in any queue")
+
+    def heartbeat(self, beat: Heartbeat) -> None:
+        """Record a worker's heartbeat in `tablequeue_workers` (one upsert)."""
+        worker_rows.beat(self, beat)
+
+    def ensure_workers_table(self) -> None:
+        """Create `tablequeue_workers` if a registry made by an older tablequeue lacks it."""
+        with self.transaction() as connection:
+            self.dialect.lock_for_ddl(connection, "registry")
+            worker_rows.ensure_table(self, connection)
+
+    def forget_worker(self, worker_id: str) -> bool:
+        """Delete a worker's heartbeat row (its clean shutdown)."""
+        return worker_rows.forget(self, worker_id)
+
+    def prune_workers(self, older_than: float = worker_rows.FORGET_AFTER_SECONDS) -> int:
+        """Delete the rows of workers silent for more than `older_than` seconds."""
+        return worker_rows.prune(self, older_than)
+
+    def workers(
+        self, queue: str | None = None, limit: int = worker_rows.MAX_LISTED
+    ) -> list[WorkerInfo]:
+        """Workers heard from in the last hour (live and stale), of one queue or all."""
+        return worker_rows.listed(self, queue, limit)
+
+    def worker_presence(self, queue: str) -> WorkerPresence | None:
+        """Live and stale workers of a queue; None when `tablequeue_workers` cannot be read."""
+        return worker_rows.presence(self, queue)
 
     def default_status_of(self, name: str) -> str:
         """The status new messages of this queue get now (it may be changed at runtime)."""

@@ -455,3 +455,56 @@ def _bind(value: str | int | float | bool, kind: JsonKind) -> sa.BindParameter[A
     if kind == "number":  # BIGINT or FLOAT: an int bound as INTEGER would overflow on PostgreSQL
         return sa.literal(value, sa.BigInteger() if isinstance(value, int) else sa.Float())
     return sa.literal(value, sa.Text() if kind == "string" else sa.Boolean())
+
+
+# --- evaluated in Python ---------------------------------------------------------------------
+# What `to_sql` selects on every engine, decided for one body without a database (publish
+# filters a body before it is stored). tests/core/test_predicate_properties.py checks that SQL
+# selects exactly what `holds` selects, on every engine.
+
+MISSING = object()
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq, "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge,
+}  # fmt: skip
+
+
+def _lookup(body: Any, path: tuple[str | int, ...]) -> Any:
+    for segment in path:
+        if isinstance(segment, int):
+            if not isinstance(body, list) or segment >= len(body):
+                return MISSING
+            body = body[segment]
+        else:
+            if not isinstance(body, dict) or segment not in body:
+                return MISSING
+            body = body[segment]
+    return body
+
+
+def json_kind(value: Any) -> str:
+    if value is None or value is MISSING:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {int: "number", float: "number", str: "string"}.get(type(value), "other")
+
+
+def holds(predicate: Predicate, body: Any) -> bool:
+    """Whether a JSON body (as `json.loads` returns it) matches the predicate."""
+    if isinstance(predicate, And):
+        return all(holds(p, body) for p in predicate.parts)
+    if isinstance(predicate, Or):
+        return any(holds(p, body) for p in predicate.parts)
+    if isinstance(predicate, Not):
+        return not holds(predicate.part, body)
+    actual = _lookup(body, predicate.path)
+    same_kind = json_kind(actual) == json_kind(predicate.value)
+    if predicate.op == "!=":
+        return not (same_kind and (predicate.value is None or actual == predicate.value))
+    return same_kind and (predicate.value is None or _OPS[predicate.op](actual, predicate.value))
+
+
+def as_stored(body: Any) -> Any:
+    """A body as the database stores it and returns it (JSON types only: tuples are arrays)."""
+    return json.loads(json.dumps(body, allow_nan=False))

@@ -8,7 +8,6 @@ operator generates the CRD's openAPIV3Schema from these models: keep constraints
 from __future__ import annotations
 
 import json
-import math
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -20,16 +19,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PlainSerializer,
-    PlainValidator,
     ValidationError,
-    WithJsonSchema,
     field_serializer,
     model_validator,
 )
 from pydantic.config import JsonDict
 
 from . import cron, names
+from .durations import Duration, format_duration
 from .errors import SpecError
 from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY
 from .spec_base import RateLimit as RateLimit
@@ -37,7 +34,6 @@ from .spec_base import SpecModel
 
 API_VERSION: Final = "tablequeue.dev/v1"
 KIND: Final = "Queue"
-FOREVER = "forever"
 
 Dialect = Literal["postgresql", "sqlite", "mssql", "mysql", "mariadb"]
 """`mysql` and `mariadb` both name the MariaDB engine; checked against the URL at apply."""
@@ -49,62 +45,10 @@ AutoscalingMode = Literal["Operator", "HPA", "KEDA", "None"]
 MissedTicks = Literal["CatchUpOnce", "Skip"]
 SCHEDULE_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"
 
-# One regex for the schema (RE2/ECMA compatible: no lookarounds) and for parsing.
-DURATION_PATTERN = r"^(forever|([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+(\.[0-9]+)?s)?)$"
-_DURATION = re.compile(DURATION_PATTERN)
-_UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 PYTHON_HANDLER_PATTERN = (
     r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 )
 _PYTHON_HANDLER = re.compile(PYTHON_HANDLER_PATTERN)
-
-
-def parse_duration(value: object) -> timedelta | None:
-    """`"90s"`, `"1h30m"`, `"2w"`, a number of seconds, or `"forever"` (None)."""
-    if value == FOREVER:
-        return None
-    try:
-        if isinstance(value, timedelta) and value >= timedelta(0):
-            return value
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if math.isfinite(value) and value >= 0:
-                return timedelta(seconds=value)
-        elif isinstance(value, str) and value and (match := _DURATION.fullmatch(value)):
-            parts = [part for part in match.groups()[1:6] if part]
-            return timedelta(seconds=sum(float(p[:-1]) * _UNIT_SECONDS[p[-1]] for p in parts))
-    except OverflowError:
-        pass
-    raise ValueError(f"invalid duration {value!r}: use e.g. 30s, 5m, 1h30m, 7d or forever")
-
-
-def format_duration(value: timedelta | None) -> str:
-    """The string form: `"forever"`, `"0s"`, `"1d2h30m"`, `"1.5s"`."""
-    if value is None:
-        return FOREVER
-    rest, text = value // timedelta(microseconds=1), ""
-    for unit in "dhm":
-        count, rest = divmod(rest, _UNIT_SECONDS[unit] * 1_000_000)
-        text += f"{count}{unit}" if count else ""
-    seconds, micros = divmod(rest, 1_000_000)
-    if seconds or micros or not text:
-        text += f"{seconds}" + (f".{micros:06d}".rstrip("0") if micros else "") + "s"
-    return text
-
-
-Duration = Annotated[
-    timedelta | None,
-    PlainValidator(parse_duration),
-    PlainSerializer(format_duration, return_type=str),
-    WithJsonSchema(
-        {
-            "anyOf": [{"type": "integer"}, {"type": "string"}],
-            "x-kubernetes-int-or-string": True,
-            "minimum": 0,
-            "pattern": DURATION_PATTERN,
-        }
-    ),
-]
-"""A duration; None means forever."""
 
 
 def _python_handler(value: str) -> str:
@@ -163,6 +107,14 @@ class HealthRules(SpecModel):
     )
     max_oldest_pending_seconds: float = Field(
         0.0, ge=0, description="Unhealthy when the oldest Pending is older; 0 = off"
+    )
+    when_no_workers: HealthLevel = Field(
+        "Unhealthy",
+        description="Health when workers are expected, none heartbeats and due messages waited "
+        "longer than noWorkersAfterSeconds",
+    )
+    no_workers_after_seconds: float = Field(
+        120.0, ge=0, description="How long due messages may wait for a first worker (scale-up)"
     )
 
 
@@ -366,6 +318,15 @@ class Schedule(SpecModel):
         return self
 
 
+class Subscription(SpecModel):
+    topic: Annotated[str, AfterValidator(names.topic_name)] = Field(
+        json_schema_extra={"pattern": names.TOPIC_NAME.pattern}, description="Topic name"
+    )
+    where: str | None = Field(  # predicate.MAX_LENGTH; its syntax is checked at apply
+        None, min_length=1, max_length=4000, description="Only bodies matching this predicate"
+    )
+
+
 class QueueSpec(SpecModel):
     database: DatabaseRef | None = Field(None, description="Where the table lives")
     table: TableName | None = Field(None, description="Table name; default: from the name")
@@ -398,12 +359,20 @@ class QueueSpec(SpecModel):
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
         description="Recurring messages, each enqueued once per tick",
     )
-
     paused: bool = Field(
         False, description="Workers lease nothing while paused; enqueue still works"
     )
     rate_limit: RateLimit | None = Field(
         None, description="Most messages leased per second, all workers together"
+    )
+    subscriptions: list[Subscription] = Field(
+        default_factory=list,
+        max_length=100,
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["topic"],
+        },
+        description="Topics this queue subscribes to (publish/subscribe), each at most once",
     )
 
     @model_validator(mode="after")

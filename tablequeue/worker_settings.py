@@ -54,6 +54,9 @@ class WorkerSettings(BaseSettings):
     poll_max: float | None = Field(None, ge=0.001)
     grace_period: float | None = Field(None, ge=0)
     sweep_interval: float = Field(30.0, ge=0.1)
+    heartbeat_interval: float = Field(
+        5.0, ge=0.1, le=3600, description="Seconds between heartbeats in tablequeue_workers."
+    )
     schedule_interval: float = Field(
         5.0, ge=0.1, description="Seconds between checks for due ticks of the queue's schedules."
     )

@@ -1,14 +1,16 @@
 """The JSON API's routers, one per resource, and the probes."""
 
-from . import charts, jobs, messages, probes, queues, schedules
+from . import charts, jobs, messages, probes, queues, schedules, topics, workers
 
 ROUTERS = [
     probes.router,
     queues.router,
     schedules.router,
     messages.router,
+    topics.router,
     jobs.router,
     charts.router,
+    workers.router,
 ]
 
 __all__ = ["ROUTERS"]

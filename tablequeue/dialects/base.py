@@ -41,6 +41,9 @@ class Capabilities:
     """Stats may estimate the count of a huge finished status from table statistics."""
     vacuums: bool
     """`vacuum_if_bloated` can reclaim dead rows' space (else the engine reuses it itself)."""
+    one_writer: bool = False
+    """One write transaction at a time in the whole database (SQLite): a lease waits while
+    another connection's transaction that wrote is open."""
     first_schema_version: int = 1
     """The oldest table layout (`storage.schema.SCHEMA_VERSION`) this engine ever had: tables
     of older versions, to migrate, exist only on engines supported back then."""
@@ -99,6 +102,14 @@ class Dialect(Protocol):
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         """Serialize schema changes for `key` across processes, for this transaction."""
+
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        """What identifies the database a connection works in (server, database, schema):
+        equal for two connections exactly when they reach the same queue tables."""
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        """True when a statement on this driver connection (the caller's) would commit on its
+        own: autocommit on and no transaction open."""
 
     # --- SQL parts of predicates and admin statements ---------------------------------------
 
@@ -220,6 +231,13 @@ class Dialect(Protocol):
         self, connection: Connection, queries: Queries, *, owner: str, ids: Sequence[int]
     ) -> int:
         """Give back unstarted leases and wake listeners; the number released."""
+
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable:
+        """Insert one row of `values` (bound values or SQL expressions), or, when a row with the
+        same `key` columns exists, set its `update` columns to the new values: one statement
+        (worker heartbeats)."""
 
     def update_one(
         self,

@@ -204,6 +204,14 @@ class MssqlDialect(SqlDialect):
 
     # --- SQL parts --------------------------------------------------------------------------
 
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        return tuple(
+            connection.execute(sa.text("SELECT @@SERVERNAME, DB_NAME(), SCHEMA_NAME()")).one()
+        )
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        return bool(dbapi_connection.autocommit)  # pyodbc
+
     def now(self) -> sa.ColumnElement[datetime]:
         return sa.func.sysutcdatetime(type_=sa.DateTime())
 
@@ -245,6 +253,14 @@ class MssqlDialect(SqlDialect):
 
     def insert(self, table: sa.Table) -> Insert:
         return sa.insert(table)
+
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable:
+        source = sa.select(
+            *(_value(table.c[name], value).label(name) for name, value in values.items())
+        ).subquery("s")
+        return Merge(table, source, [(c, source.c[c]) for c in update], None, keys=key)
 
     def excluded(self, insert: Insert) -> Any:
         return _source(insert).c
@@ -336,6 +352,12 @@ class MssqlDialect(SqlDialect):
             Enqueued(r.id, r.message_id, uuid.UUID(str(r.tracking_id)), r.version, r.status)
             for r in written
         ]
+
+
+def _value(column: sa.Column[Any], value: Any) -> sa.ColumnElement[Any]:
+    if isinstance(value, sa.ColumnElement):
+        return value
+    return sa.bindparam(None, value, type_=column.type)
 
 
 def _source(insert: Insert) -> sa.Subquery:

@@ -182,6 +182,10 @@ def _per_row_value(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
 
 
+_SERVER_STATUS_IN_TRANS = 1
+"""The server status flag of an open transaction (MariaDB's protocol)."""
+
+
 class MariaDbDialect(SqlDialect):
     name = "mariadb"
     url_schemes = {
@@ -304,6 +308,17 @@ class MariaDbDialect(SqlDialect):
         event.listen(connection, "commit", release, once=True)
         event.listen(connection, "rollback", release, once=True)
 
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        return tuple(
+            connection.execute(sa.text("SELECT @@hostname, @@port, @@datadir, DATABASE()")).one()
+        )
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        if hasattr(dbapi_connection, "get_autocommit"):  # PyMySQL: the server's status flags
+            in_transaction = dbapi_connection.server_status & _SERVER_STATUS_IN_TRANS
+            return bool(dbapi_connection.get_autocommit()) and not in_transaction
+        return bool(dbapi_connection.autocommit)  # pyodbc
+
     # --- SQL parts --------------------------------------------------------------------------
 
     def now(self) -> sa.ColumnElement[datetime]:
@@ -342,6 +357,12 @@ class MariaDbDialect(SqlDialect):
 
     def insert(self, table: sa.Table) -> Insert:
         return mysql.insert(table)
+
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable:
+        insert = mysql.insert(table).values(**values)  # the key is the primary or a unique key
+        return insert.on_duplicate_key_update({c: insert.inserted[c] for c in update})
 
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, mysql.Insert)

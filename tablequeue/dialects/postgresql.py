@@ -151,6 +151,13 @@ class PostgresDialect(SqlDialect):
             where=where,
         )
 
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable:
+        insert = pg.insert(table).values(**values)
+        set_ = {column: insert.excluded[column] for column in update}
+        return insert.on_conflict_do_update(index_elements=list(key), set_=set_)
+
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, pg.Insert)
         return insert.excluded
@@ -217,6 +224,23 @@ class PostgresDialect(SqlDialect):
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         lock_id = zlib.crc32(f"tablequeue:{key}".encode())
         connection.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id)))
+
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        # The server by its start time and port (anyone may read both), then the database and
+        # the schema unqualified names resolve to.
+        return tuple(
+            connection.execute(
+                sa.text(
+                    "SELECT pg_postmaster_start_time(), current_setting('port'),"
+                    " current_database(), current_schema()"
+                )
+            ).one()
+        )
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        # psycopg 3: autocommit, unless inside `with conn.transaction():` (BEGIN was sent).
+        status = getattr(dbapi_connection.info.transaction_status, "name", "")
+        return bool(dbapi_connection.autocommit) and status == "IDLE"
 
     def notify(self, connection: Connection, table_name: str) -> None:
         channel = sa.bindparam("b_channel", notify_channel(table_name), type_=sa.Text)

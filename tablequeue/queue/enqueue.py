@@ -18,27 +18,36 @@ from ..storage import registry
 from .context import QueueContext
 
 
-def enqueue_many(queue: QueueContext, messages: Sequence[NewMessage]) -> list[Enqueued]:
+def enqueue_many(
+    queue: QueueContext, messages: Sequence[NewMessage], connection: Any = None
+) -> list[Enqueued]:
     """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
 
     A messageId that appears several times in one batch is applied in order, as if the
-    messages had been enqueued one after the other.
+    messages had been enqueued one after the other. With `connection` (the caller's SQLAlchemy
+    Connection or DB-API connection), in the caller's transaction: committed or rolled back
+    with it, never by tablequeue.
     """
     if not messages:
         return []
     storage = queue.storage
     try:
-        with storage.transaction() as connection:
-            return enqueue_in(queue, connection, messages)
+        if connection is None:
+            with storage.transaction() as own:
+                return enqueue_in(queue, own, messages)
+        with storage.borrowed(connection) as theirs:
+            return enqueue_in(queue, theirs, messages)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
-        registry.default_status_of(storage, queue.name)  # QueueNotFound if it was deleted
+        with storage.reading() as reader:  # outside the caller's transaction, if any
+            registry.default_status(storage, reader, queue.name)  # QueueNotFound if deleted
         raise
 
 
 def enqueue_in(
     queue: QueueContext, connection: Connection, messages: Sequence[NewMessage]
 ) -> list[Enqueued]:
-    """`enqueue_many` in the caller's transaction (e.g. with the claim of a schedule's tick)."""
+    """Enqueue a batch with statements on `connection`, in whatever transaction it is in (the
+    caller's, a publish's, or the claim of a schedule's tick)."""
     now = datetime.now(UTC)
     trace_headers = trace_context.current_headers()  # the caller's span, if any
     results: list[Enqueued | None] = [None] * len(messages)

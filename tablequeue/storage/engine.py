@@ -15,11 +15,14 @@ from ..dialects import Dialect
 from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
+from .borrowed import bare, borrowed
 from .flow_control import rate_limit_table
 from .schedules import schedules_table
 from .schema import queue_table, registry_table
+from .subscriptions import SUBSCRIPTIONS_TABLE, subscriptions_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
+from .workers import workers_table
 
 PING_AFTER_IDLE_SECONDS = 1.0
 
@@ -72,11 +75,15 @@ class Storage:
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
         self.rate_limits = rate_limit_table(self.metadata)
+        self.workers_table = workers_table(self.metadata)
         self.schedules = schedules_table(self.metadata)
+        self.subscriptions = subscriptions_table(self.metadata)
+        self._has_subscriptions = False
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
         """The hot statements of each queue table, by table name."""
+        self._identity: tuple[Any, ...] | None = None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -105,6 +112,40 @@ class Storage:
             raise
         finally:
             connection.close()
+
+    def has_subscriptions_table(self, connection: Connection) -> bool:
+        """Whether `tablequeue_subscriptions` exists (asked until it does, then remembered)."""
+        if not self._has_subscriptions:
+            self._has_subscriptions = sa.inspect(connection).has_table(SUBSCRIPTIONS_TABLE)
+        return self._has_subscriptions
+
+    def identity(self, fresh: bool = False) -> tuple[Any, ...]:
+        """What identifies the database this engine's connections work in (server, database,
+        schema), remembered: a caller's connection must show the same to enqueue with it.
+        `fresh` asks again (a restarted or failed-over server has a new start time)."""
+        if self._identity is None or fresh:
+            with self.reading() as connection:
+                self._identity = self.dialect.identity(connection)
+        return self._identity
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A pooled connection for reads that takes no lock (no BEGIN IMMEDIATE on SQLite, so
+        it works while a caller's transaction holds the write lock); rolled back after."""
+        try:
+            pooled = self.engine.raw_connection()
+        except sa.exc.DBAPIError as error:
+            raise DatabaseUnavailable(
+                f"cannot connect to {self.shown_url}: {_first_line(error)}"
+            ) from None
+        try:
+            yield bare(self, pooled.dbapi_connection)
+        finally:
+            pooled.close()  # the pool's reset on return rolls back
+
+    def borrowed(self, connection: Any) -> contextlib.AbstractContextManager[Connection]:
+        """The queue's statements inside the caller's transaction (see `storage.borrowed`)."""
+        return borrowed(self, connection)
 
     def ping(self) -> None:
         with self.transaction() as connection:

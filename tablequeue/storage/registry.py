@@ -12,12 +12,13 @@ from sqlalchemy.engine import Connection
 from .. import indexes, names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
-from . import schedules
+from . import schedules, subscriptions
 from .engine import Storage
 from .flow_control import declared_pause, forget_rate_limit, sync_rate_limit
 from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
+from .workers import ensure_table as ensure_workers_table
 
 if TYPE_CHECKING:
     from ..spec import QueueResource, QueueSpec
@@ -31,7 +32,9 @@ def ensure_registry(storage: Storage) -> None:
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
         storage.rate_limits.create(connection, checkfirst=True)
+        ensure_workers_table(storage, connection)
         storage.schedules.create(connection, checkfirst=True)
+        subscriptions.ensure(storage, connection)
         ensure_rollup(connection, storage.metadata)
 
 
@@ -96,6 +99,7 @@ def _apply_table(
     check_declared_dialect(declared, storage.dialect, storage.shown_url)
     table_name = spec.table_for(name)
     settings = spec_settings(spec)
+    subscriptions.check(spec)
     registry = storage.registry
     ensure_registry(storage)
     with storage.transaction() as connection:
@@ -132,6 +136,7 @@ def _apply_table(
             connection, storage.dialect, table_name, spec.indexes
         )
         schedules.sync(connection, storage.schedules, storage.dialect, name, spec.schedules)
+        subscriptions.write(storage, connection, name, spec)
         now = datetime.now(UTC)
         if row is None:
             connection.execute(
@@ -261,6 +266,8 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         forget_rate_limit(storage, connection, name)
         if sa.inspect(connection).has_table(storage.schedules.name):
             schedules.forget(connection, storage.schedules, name)
+        if storage.has_subscriptions_table(connection):
+            subscriptions.forget(storage, connection, name)
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True

@@ -17,6 +17,7 @@ def test_every_command_is_in_the_group() -> None:
         "messages",
         "operator",
         "pipeline",
+        "publish",
         "purge",
         "queue",
         "schedules",
@@ -25,6 +26,7 @@ def test_every_command_is_in_the_group() -> None:
         "stats",
         "sweep",
         "worker",
+        "workers",
     ]
 
 

@@ -28,6 +28,7 @@ SAMPLES = {
     "poll_max": "2.0",
     "grace_period": "10.0",
     "sweep_interval": "5.0",
+    "heartbeat_interval": "2.5",
     "schedule_interval": "2.5",
     "vacuum_interval": "4.0",
     "rollup_interval": "7.0",
@@ -49,6 +50,7 @@ PARSED: dict[str, Any] = SAMPLES | {
     "poll_max": 2.0,
     "grace_period": 10.0,
     "sweep_interval": 5.0,
+    "heartbeat_interval": 2.5,
     "schedule_interval": 2.5,
     "vacuum_interval": 4.0,
     "rollup_interval": 7.0,
@@ -158,7 +160,7 @@ def test_the_operators_sidecar_sets_only_worker_options(
     ).spec
     env = worker_environment("orders", spec)
     known = {env_name(field) for field in WorkerSettings.model_fields}
-    assert {e["name"] for e in env} <= known
+    assert {e["name"] for e in env} - {"POD_NAME"} <= known  # and the pod's name, for heartbeats
     for entry in env:
         clean_environment.setenv(entry["name"], entry.get("value", "sqlite://"))
     settings = WorkerSettings()  # as the sidecar starts: no flags

@@ -16,6 +16,7 @@ from tablequeue import Database, connect
 from tablequeue.models import Completion
 from tablequeue.rollup import MinuteCounts, chart_series, minute_of, prune, write_minutes
 from tablequeue.spec import QueueResource
+from tablequeue.storage.workers import Heartbeat
 
 GRANTS = {
     "tq_operator": ["GRANT CREATE ON SCHEMA public TO tq_operator"],
@@ -25,6 +26,7 @@ GRANTS = {
         " TO tq_worker",
         "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_workers TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_rollup TO tq_worker",
     ],
     "tq_api_admin": [
@@ -33,12 +35,14 @@ GRANTS = {
         "GRANT SELECT ON tablequeue_rate_limits TO tq_api_admin",
         "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_api_admin",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
+        "GRANT SELECT ON tablequeue_workers TO tq_api_admin",
         "GRANT SELECT ON tablequeue_rollup TO tq_api_admin",
     ],
     "tq_reader": [
         "GRANT SELECT ON tablequeue_queues, tablequeue_rate_limits TO tq_reader",
         "GRANT SELECT ON tablequeue_schedules TO tq_reader",
         "GRANT SELECT ON orders TO tq_reader",
+        "GRANT SELECT ON tablequeue_workers TO tq_reader",
         "GRANT SELECT ON tablequeue_rollup TO tq_reader",
     ],
 }
@@ -59,8 +63,8 @@ def as_role(postgres_url: str) -> Iterator[dict[str, Database]]:
         database.close()
     with psycopg.connect(admin, autocommit=True) as connection:
         connection.execute(
-            "DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rate_limits,"
-            " tablequeue_rollup"
+            "DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rollup, tablequeue_workers,"
+            " tablequeue_rate_limits"
         )
         for role in GRANTS:
             connection.execute(f"DROP OWNED BY {role}")
@@ -85,6 +89,9 @@ def test_each_component_works_with_only_its_grants(
     worker.complete("w1", [Completion(message)])
     worker.sweep()
     worker.vacuum()  # not the owner: PostgreSQL skips it with a warning, nothing fails
+    as_role["tq_worker"].heartbeat(Heartbeat("w1", "orders", "pod-1", 1, "0.1.0", 5.0))
+    as_role["tq_worker"].heartbeat(Heartbeat("w1", "orders", "pod-1", 1, "0.1.0", 5.0, 0, 1))
+    assert as_role["tq_worker"].prune_workers() == 0
     worker.set_next_tick("nightly")
     [fired] = worker.fire_schedules()
     [scheduled] = worker.lease("w1", 10).messages
@@ -110,6 +117,9 @@ def test_each_component_works_with_only_its_grants(
     assert reader.stats().counts == {"OnHold": 1, "Paused": 1}  # processed ones are deleted
     assert as_role["tq_reader"].flow_states()["orders"].limited
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
+    [seen] = as_role["tq_reader"].workers("orders")
+    assert (seen.worker_id, seen.processed) == ("w1", 1)
+    assert as_role["tq_worker"].forget_worker("w1")
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
         reader.enqueue({"n": 3})
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
