@@ -16,6 +16,7 @@ from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
 from .borrowed import bare, borrowed
+from .flow_control import rate_limit_table
 from .schedules import schedules_table
 from .schema import queue_table, registry_table
 from .subscriptions import SUBSCRIPTIONS_TABLE, subscriptions_table
@@ -73,6 +74,7 @@ class Storage:
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
+        self.rate_limits = rate_limit_table(self.metadata)
         self.workers_table = workers_table(self.metadata)
         self.schedules = schedules_table(self.metadata)
         self.subscriptions = subscriptions_table(self.metadata)
@@ -159,5 +161,7 @@ class Storage:
         """The statements of a queue table on this engine, made once."""
         queries = self.statements.get(table.name)
         if queries is None:
-            queries = self.statements[table.name] = self.dialect.queries(table, self.registry)
+            queries = self.statements[table.name] = self.dialect.queries(
+                table, self.registry, self.rate_limits
+            )
         return queries
