@@ -25,21 +25,21 @@ def test_the_timer_fires_due_ticks_before_counting(
 ) -> None:
     with connect(f"sqlite:///{tmp_path / 'q.db'}") as database:
         database.apply(QueueResource.from_name("reports", schedules=[SCHEDULE]))
-        stats, default_status, schedules, _ = _fire_and_count(database, "reports", "ns/reports")
+        stats, default_status, schedules, *_ = _fire_and_count(database, "reports", "ns/reports")
         assert (stats.backlog, default_status) == (0, "Pending")  # nothing due yet
         [shown] = schedules
         assert shown["nextTick"].endswith("T02:00:00Z") and shown["lastTick"] is None
 
         database.queue("reports").set_next_tick("nightly")
         with caplog.at_level(logging.INFO, logger="tablequeue.operator.schedules"):
-            stats, _, schedules, _ = _fire_and_count(database, "reports", "ns/reports")
+            stats, _, schedules, *_ = _fire_and_count(database, "reports", "ns/reports")
         assert stats.backlog == 1 and stats.counts == {"Pending": 1}
         assert (schedules[0]["fired"], schedules[0]["lastMessage"]) == (1, 1)
         assert "[ns/reports] schedule nightly fired tick" in caplog.text
 
         # A worker (or another operator replica) calling at the same time finds nothing left.
         assert fire_schedules(database.queue("reports"), "ns/reports") == []
-        stats, _, _, _ = _fire_and_count(database, "reports", "ns/reports")
+        stats, *_ = _fire_and_count(database, "reports", "ns/reports")
         assert stats.backlog == 1
 
 
