@@ -27,6 +27,11 @@ worker_in_flight = Gauge("tablequeue_worker_in_flight", "Handlers running now", 
 worker_lease_batches = Counter(
     "tablequeue_worker_lease_batches", "Lease statements that returned messages", ["queue"]
 )
+worker_purged = Counter(
+    "tablequeue_worker_purged",
+    "Rows retention removed: messages (keepProcessedFor), results (keepResultsFor), attempts",
+    ["queue", "what"],
+)
 worker_errors = Counter(
     "tablequeue_worker_errors",
     "Errors by kind: database, handler, timeout",

@@ -33,7 +33,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from ..sqltypes import UtcDateTime
-from .base import Capabilities, JsonKind, JsonPath, LeasedRows
+from .base import Capabilities, JsonKind, JsonPath, LeasedRows, SweptLease
 from .mysql_queries import NOW_LABEL, MariaDbQueries
 from .queries import LeaseExpiredPolicy, Queries
 from .sql import SqlDialect
@@ -310,6 +310,10 @@ class MariaDbDialect(SqlDialect):
             ordered = [(k, sa.case((where, v), else_=table.c[k])) for k, v in ordered]
         return insert.on_duplicate_key_update(ordered)
 
+    def on_conflict_key(self, insert: Insert, key: str, set_: dict[str, Any]) -> Insert | None:
+        assert isinstance(insert, mysql.Insert)
+        return insert.on_duplicate_key_update(set_)
+
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         return select.with_for_update(skip_locked=True)  # unused: `lease` is overridden
 
@@ -404,15 +408,15 @@ class MariaDbDialect(SqlDialect):
         *,
         on_lease_expired: LeaseExpiredPolicy,
         max_attempts: int,
-    ) -> tuple[list[str], int]:
+    ) -> tuple[list[SweptLease], int]:
         assert isinstance(queries, MariaDbQueries)
         lapsed = connection.execute(queries.sweep_lapsed_leases(on_lease_expired, max_attempts))
-        swept: dict[int, str] = {row[0]: row[1] for row in lapsed}
+        swept = lapsed.all()
         if swept:
             settle = queries.settle_lapsed_leases(on_lease_expired, max_attempts)
-            connection.execute(settle, {"b_ids": list(swept)})
+            connection.execute(settle, {"b_ids": [row.id for row in swept]})
         expired = int(connection.execute(queries.expire()).rowcount)
-        return list(swept.values()), expired
+        return list(swept), expired
 
     def extend(
         self,

@@ -88,7 +88,9 @@ class PostgresDialect(SqlDialect):
         "postgresql+psycopg": "postgresql+psycopg",
     }
     url_hint = "postgresql://"
-    capabilities = Capabilities(notifies=True, estimates_counts=True, vacuums=True)
+    capabilities = Capabilities(
+        notifies=True, estimates_counts=True, vacuums=True, folds_writes=True
+    )
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
 
     def connect_args(
@@ -141,6 +143,10 @@ class PostgresDialect(SqlDialect):
             set_=set_,
             where=where,
         )
+
+    def on_conflict_key(self, insert: Insert, key: str, set_: dict[str, Any]) -> Insert | None:
+        assert isinstance(insert, pg.Insert)
+        return insert.on_conflict_do_update(index_elements=[key], set_=set_)
 
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, pg.Insert)

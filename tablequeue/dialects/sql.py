@@ -18,7 +18,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from .. import names
-from .base import Capabilities, JsonKind, JsonPath, LeasedRows, Rows
+from .base import Capabilities, JsonKind, JsonPath, LeasedRows, Rows, SweptLease
 from .per_row import PerRow
 from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
 
@@ -199,9 +199,9 @@ class SqlDialect(abc.ABC):
         *,
         on_lease_expired: LeaseExpiredPolicy,
         max_attempts: int,
-    ) -> tuple[list[str], int]:
+    ) -> tuple[list[SweptLease], int]:
         leases = queries.sweep_lapsed_leases(on_lease_expired, max_attempts)
-        swept = list(connection.execute(leases).scalars())
+        swept = list(connection.execute(leases).all())
         return swept, len(connection.execute(queries.expire()).all())
 
     def extend(
@@ -240,6 +240,9 @@ class SqlDialect(abc.ABC):
     ) -> sa.Row[Any] | None:
         statement = sa.update(table).where(where).values(**values).returning(*table.c)
         return connection.execute(statement).first()
+
+    def on_conflict_key(self, insert: Insert, key: str, set_: dict[str, Any]) -> Insert | None:
+        return None  # delete the old row first
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
         chosen = sa.select(table.c.id).where(where).limit(limit).scalar_subquery()

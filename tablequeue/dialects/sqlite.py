@@ -132,6 +132,10 @@ class SqliteDialect(SqlDialect):
             where=where,
         )
 
+    def on_conflict_key(self, insert: Insert, key: str, set_: dict[str, Any]) -> Insert | None:
+        assert isinstance(insert, sqlite.Insert)
+        return insert.on_conflict_do_update(index_elements=[key], set_=set_)
+
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, sqlite.Insert)
         return insert.excluded

@@ -15,6 +15,7 @@ from ..dialects import Dialect
 from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
+from .history import HistoryTables, history_tables
 from .schema import queue_table, registry_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
@@ -71,6 +72,8 @@ class Storage:
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
+        self.history: HistoryTables = history_tables(self.metadata, self.dialect)
+        """The shared tables of results, attempts and the housekeeping lease."""
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
