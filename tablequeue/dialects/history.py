@@ -51,7 +51,7 @@ class HistoryQueries:
 
     def finish_and_record(self, delete: bool) -> tuple[Insert, PerRow]:
         """Delete (or mark Processed) completed messages still held at the version leased and
-        upsert their results, in one statement; its row count is the number finished."""
+        upsert their results, in one statement returning a row per message finished."""
         return self._once(("fold", delete), lambda: self._finish_and_record(delete))
 
     def _finish_and_record(self, delete: bool) -> tuple[Insert, PerRow]:
@@ -87,7 +87,7 @@ class HistoryQueries:
         insert = d.insert(results).from_select(columns, source)
         upsert = d.on_conflict_key(insert, "tracking_id", self._replaced(insert))
         assert upsert is not None, "an engine that folds writes upserts"
-        return upsert.add_cte(done), per_row
+        return upsert.add_cte(done).returning(results.c.tracking_id), per_row
 
     def _replaced(self, insert: Insert) -> dict[str, Any]:
         new = self.dialect.excluded(insert)

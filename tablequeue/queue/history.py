@@ -161,7 +161,7 @@ def complete_recording(
     if queue.dialect.capabilities.folds_writes:
         statement, per_row = history.finish_and_record(delete)
         parameters = per_row.params(rows, {"b_owner": owner, "b_queue": queue.name})
-        return int(connection.execute(statement, parameters).rowcount)
+        return len(connection.execute(statement, parameters).all())
     marked, per_row = queue.queries.mark_processed()
     count = int(connection.execute(marked, per_row.params(rows, {"b_owner": owner})).rowcount)
     if not count:
