@@ -25,6 +25,7 @@ for command in (
     messages.purge,
     messages.sweep,
     messages.cancel,
+    messages.job,
     processes.worker,
     processes.api,
     processes.dev,

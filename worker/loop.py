@@ -30,7 +30,7 @@ from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .held import HeldMessages
-from .housekeeping import sweep_every, vacuum_when_bloated
+from .housekeeping import purge_every, sweep_every, vacuum_when_bloated
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
 from .settling import Settlement
@@ -86,6 +86,12 @@ class Worker:
             asyncio.create_task(keeper.keep(config.lease_seconds), name="keep"),
             asyncio.create_task(
                 sweep_every(config.sweep_interval, queue, self.health, self.stopping), name="sweep"
+            ),
+            asyncio.create_task(
+                purge_every(
+                    config.purge_interval, queue, config.owner, self.health, self.stopping
+                ),
+                name="purge",
             ),
             asyncio.create_task(
                 vacuum_when_bloated(config.vacuum_interval, queue, self.health, self.stopping),
