@@ -47,9 +47,7 @@ def test_show_says_when_nothing_failed(database: Database, db_url: str) -> None:
     assert shown.exit_code == 0 and "attempts: none failed or lost" in shown.output
 
 
-def test_job_answers_from_the_queue_then_from_the_results(
-    database: Database, db_url: str
-) -> None:
+def test_job_answers_from_the_queue_then_from_the_results(database: Database, db_url: str) -> None:
     queue = _queue(database)
     done = queue.enqueue({"n": 1})
     pending = json.loads(_run(db_url, "job", str(done.tracking_id), "--json").output)

@@ -107,7 +107,11 @@ def test_a_lost_lease_is_an_attempt(database: Database, make_queue: MakeQueue) -
     [m] = queue.lease("w1", 5, lease_seconds=1, correlation_id="lost-1").messages
     wait_until(lambda: queue.sweep().retried == 1)
     [attempt] = queue.attempts(queue.get(m.id))
-    assert (attempt.kind, attempt.owner, attempt.correlation_id) == ("lease-expired", "w1", "lost-1")
+    assert (attempt.kind, attempt.owner, attempt.correlation_id) == (
+        "lease-expired",
+        "w1",
+        "lost-1",
+    )
     assert attempt.attempt == 1 and "Pending" in (attempt.error or "")
     # The late worker's failure changes nothing and records no attempt.
     assert queue.fail("w1", [Failure(m, "late")]).lease_lost == 1
