@@ -88,9 +88,7 @@ class Worker:
                 sweep_every(config.sweep_interval, queue, self.health, self.stopping), name="sweep"
             ),
             asyncio.create_task(
-                purge_every(
-                    config.purge_interval, queue, config.owner, self.health, self.stopping
-                ),
+                purge_every(config.purge_interval, queue, config.owner, self.health, self.stopping),
                 name="purge",
             ),
             asyncio.create_task(

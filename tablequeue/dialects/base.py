@@ -224,9 +224,9 @@ class Dialect(Protocol):
         """Update the one row `where` chooses (by id or tracking id); the row as updated, or
         None when no row matched."""
 
-    def on_conflict_key(self, insert: Insert, key: str, set_: dict[str, Any]) -> Insert | None:
-        """Turn the insert into an upsert on the primary key `key` (`set_` may use
-        `excluded`), or None when the engine has no such statement (then delete first)."""
+    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        """Turn the insert into an upsert on the primary key `key` that replaces `columns`
+        with the new row's, or None when the engine has none (then delete first)."""
 
     def excluded(self, insert: Insert) -> Any:
         """The pseudo-table of the row that failed to insert (`EXCLUDED`)."""

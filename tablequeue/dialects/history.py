@@ -12,18 +12,30 @@ that deletes its row marks it Processed, records, then deletes it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.sql.dml import Insert
 
 from .. import names
-from ..storage.history import ATTEMPTS_KEPT, HistoryTables
+from ..limits import ATTEMPTS_KEPT
 from .base import Dialect
 from .per_row import PerRow
 from .queries import HELD_COLUMNS, Queries, literal_status
 
 S = TypeVar("S")
+
+
+class HistoryTables(Protocol):
+    """The shared history tables (`storage.history`)."""
+
+    @property
+    def results(self) -> sa.Table: ...
+
+    @property
+    def attempts(self) -> sa.Table: ...
+
+
 FOLDED_COLUMNS = ("tracking_id", "message_pk", "message_id", "status", "result", "last_error")
 
 
@@ -85,13 +97,12 @@ class HistoryQueries:
         )
         columns = [*FOLDED_COLUMNS[:1], "queue", *FOLDED_COLUMNS[1:], "attempts", "processed_at"]
         insert = d.insert(results).from_select(columns, source)
-        upsert = d.on_conflict_key(insert, "tracking_id", self._replaced(insert))
+        upsert = d.on_conflict_key(insert, "tracking_id", self._replaced())
         assert upsert is not None, "an engine that folds writes upserts"
         return upsert.add_cte(done).returning(results.c.tracking_id), per_row
 
-    def _replaced(self, insert: Insert) -> dict[str, Any]:
-        new = self.dialect.excluded(insert)
-        return {c.name: new[c.name] for c in self.tables.results.c if c.name != "tracking_id"}
+    def _replaced(self) -> list[str]:
+        return [c.name for c in self.tables.results.c if c.name != "tracking_id"]
 
     # --- results, recorded after the outcome ------------------------------------------------
 
@@ -135,7 +146,7 @@ class HistoryQueries:
             if c.name != "processed_at"
         }
         insert = d.insert(results).values(**values, processed_at=d.now())
-        upsert = d.on_conflict_key(insert, "tracking_id", self._replaced(insert))
+        upsert = d.on_conflict_key(insert, "tracking_id", self._replaced())
         return (insert, False) if upsert is None else (upsert, True)
 
     def forget_results(self) -> sa.Delete:

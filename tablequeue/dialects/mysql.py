@@ -310,9 +310,9 @@ class MariaDbDialect(SqlDialect):
             ordered = [(k, sa.case((where, v), else_=table.c[k])) for k, v in ordered]
         return insert.on_duplicate_key_update(ordered)
 
-    def on_conflict_key(self, insert: Insert, key: str, set_: dict[str, Any]) -> Insert | None:
+    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         assert isinstance(insert, mysql.Insert)
-        return insert.on_duplicate_key_update(set_)
+        return insert.on_duplicate_key_update({c: insert.inserted[c] for c in columns})
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         return select.with_for_update(skip_locked=True)  # unused: `lease` is overridden

@@ -144,9 +144,11 @@ class PostgresDialect(SqlDialect):
             where=where,
         )
 
-    def on_conflict_key(self, insert: Insert, key: str, set_: dict[str, Any]) -> Insert | None:
+    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         assert isinstance(insert, pg.Insert)
-        return insert.on_conflict_do_update(index_elements=[key], set_=set_)
+        return insert.on_conflict_do_update(
+            index_elements=[key], set_={c: insert.excluded[c] for c in columns}
+        )
 
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, pg.Insert)

@@ -241,7 +241,7 @@ class SqlDialect(abc.ABC):
         statement = sa.update(table).where(where).values(**values).returning(*table.c)
         return connection.execute(statement).first()
 
-    def on_conflict_key(self, insert: Insert, key: str, set_: dict[str, Any]) -> Insert | None:
+    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         return None  # delete the old row first
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:

@@ -5,6 +5,7 @@ SQL-side clock values are produced in exactly that format so that text compariso
 """
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -132,9 +133,11 @@ class SqliteDialect(SqlDialect):
             where=where,
         )
 
-    def on_conflict_key(self, insert: Insert, key: str, set_: dict[str, Any]) -> Insert | None:
+    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         assert isinstance(insert, sqlite.Insert)
-        return insert.on_conflict_do_update(index_elements=[key], set_=set_)
+        return insert.on_conflict_do_update(
+            index_elements=[key], set_={c: insert.excluded[c] for c in columns}
+        )
 
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, sqlite.Insert)

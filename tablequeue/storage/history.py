@@ -13,19 +13,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..dialects import Dialect
-from ..limits import MAX_MESSAGE_ID_LENGTH
+from ..limits import ATTEMPTS_KEPT, MAX_MESSAGE_ID_LENGTH
 from ..sqltypes import UtcDateTime
 
 RESULTS_TABLE = "tablequeue_results"
 ATTEMPTS_TABLE = "tablequeue_attempts"
 HOUSEKEEPING_TABLE = "tablequeue_housekeeping"
 QUEUE_NAME_LENGTH = 63
+__all__ = ["ATTEMPTS_KEPT", "HistoryTables", "ensure_history", "history_tables"]
 OWNER_LENGTH = 200
 CORRELATION_LENGTH = 100
 ERROR_LENGTH = 2000
 """Characters of an error text an attempt keeps (the message's own `last_error` keeps all)."""
-ATTEMPTS_KEPT = 20
-"""Attempts kept per message: older ones are removed when a newer one is recorded."""
 
 
 @dataclass(frozen=True)

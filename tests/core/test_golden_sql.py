@@ -25,6 +25,7 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue.dialects import DIALECTS
+from tablequeue.dialects.history import HistoryQueries
 from tablequeue.dialects.queries import Queries
 from tablequeue.storage import Storage
 
@@ -75,6 +76,24 @@ def render(engine: str) -> dict[str, str]:
             statements[f"create_index_{index.name}"] = sa.schema.CreateIndex(index)
         for name, build in QUERIES.items():
             statements[name] = build(queries)
+        for shared in storage.history.all():
+            statements[f"create_{shared.name}"] = sa.schema.CreateTable(shared)
+            for index in shared.indexes:
+                statements[f"create_index_{index.name}"] = sa.schema.CreateIndex(index)
+        history = HistoryQueries(storage.dialect, queries, storage.history)
+        statements.update(
+            {
+                "history_settled_rows": history.settled_rows(),
+                "history_delete_recorded": history.delete_recorded(),
+                "history_write_results": history.write_results()[0],
+                "history_forget_results": history.forget_results(),
+                "history_write_attempts": history.write_attempts(),
+                "history_trim_attempts": history.trim_attempts(),
+            }
+        )
+        if storage.dialect.capabilities.folds_writes:
+            statements["history_delete_done_and_record"] = history.finish_and_record(True)[0]
+            statements["history_mark_processed_and_record"] = history.finish_and_record(False)[0]
         extra_statements = getattr(queries, "extra_statements", None)  # an engine's own
         if extra_statements is not None:
             statements.update(extra_statements())
