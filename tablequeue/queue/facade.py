@@ -14,6 +14,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 
 from ..dialects import Dialect
+from ..limits import PURGE_BATCH
 from ..models import (
     Completion,
     Enqueued,
@@ -151,12 +152,15 @@ class Queue:
         return admin.purge(self._queue, statuses, older_than)
 
     def purge_retained(
-        self, owner: str, lease_seconds: float = retention.HOUSEKEEPING_LEASE_SECONDS
+        self,
+        owner: str,
+        lease_seconds: float = retention.HOUSEKEEPING_LEASE_SECONDS,
+        batch: int = PURGE_BATCH,
     ) -> retention.Purged | None:
         """One retention round (keepProcessedFor, keepResultsFor, attempts left alone) in
         bounded batches, if `owner` holds or takes the queue's housekeeping lease; None when
         another worker holds it. Workers call it every `purge_interval`."""
-        return retention.purge_retained(self._queue, owner, lease_seconds)
+        return retention.purge_retained(self._queue, owner, lease_seconds, batch)
 
     def release_housekeeping(self, owner: str) -> None:
         """Give up the housekeeping lease (a worker stopping)."""

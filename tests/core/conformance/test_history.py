@@ -12,7 +12,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Completion, Database, Failure
+from tablequeue import Completion, Database, Failure, NewMessage
 from tablequeue.errors import MessageNotFound
 from tablequeue.storage.history import ATTEMPTS_KEPT, ERROR_LENGTH
 from tests.support.waiting import wait_until
@@ -147,9 +147,18 @@ def test_retention_purges_messages_results_and_attempts_in_batches(
     kept_forever.enqueue({"n": 1})
     kept_forever.complete("w1", [Completion(m) for m in kept_forever.lease("w1", 5).messages])
 
-    purged = queue.purge_retained("w1")
-    assert purged is not None and purged.results == 0  # not 2 s old yet
-    wait_until(lambda: (p := queue.purge_retained("w1")) is not None and p.results == 7, 30)
+    removed: list[int] = []
+
+    def purge_results() -> bool:
+        purged = queue.purge_retained("w1", batch=2)
+        assert purged is not None
+        removed.append(purged.results)
+        return sum(removed) == 7
+
+    with _Statements(database) as seen:
+        wait_until(purge_results, 30)  # once 2 s old, in one round or several
+    deletes = [t for t in seen if t.lstrip().upper().startswith("DELETE FROM TABLEQUEUE_RESULTS")]
+    assert len(deletes) >= 4  # 7 results, at most 2 a statement
     assert _rows(database, database.history.results) == 1  # the other queue's
     assert _rows(database, database.history.attempts) == 2  # their rows still exist
     for m in batch[5:]:
@@ -178,9 +187,9 @@ def test_one_housekeeper_at_a_time(database: Database, make_queue: MakeQueue) ->
     assert other.purge_retained("w2") is None
     assert queue.purge_retained("w1") is not None  # the holder keeps it
     queue.release_housekeeping("w1")
-    assert other.purge_retained("w2", lease_seconds=1) is not None
-    assert queue.purge_retained("w1") is None
-    wait_until(lambda: queue.housekeeping_holder() is None, 30)  # w2's lease lapsed
+    assert other.purge_retained("w2", lease_seconds=8) is not None
+    assert queue.purge_retained("w1") is None  # (unless this machine stalled for 8 s)
+    wait_until(lambda: queue.housekeeping_holder() is None, 60)  # w2's lease lapsed
     assert queue.purge_retained("w1") is not None
 
 
@@ -215,3 +224,42 @@ def test_an_unknown_tracking_id_is_not_found(database: Database, make_queue: Mak
     make_queue("orders")
     with pytest.raises(MessageNotFound):
         database.find_job(str(uuid.uuid4()))
+
+
+class _Statements:
+    """The SQL statements a database runs meanwhile (SQLAlchemy's cursor events)."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.texts: list[str] = []
+
+    def __enter__(self) -> list[str]:
+        sa.event.listen(self.database.engine, "before_cursor_execute", self._seen)
+        return self.texts
+
+    def __exit__(self, *_: object) -> None:
+        sa.event.remove(self.database.engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, _connection: object, _cursor: object, statement: str, *_: object) -> None:
+        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SELECT 1")):
+            self.texts.append(statement)
+
+
+def test_results_cost_no_statement_when_off_and_none_where_the_engine_folds(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    off = make_queue("off", keep_results_for="0s")
+    on = make_queue("on")
+    for queue in (off, on):
+        queue.enqueue_many([NewMessage(message={"n": n}) for n in range(5)])
+    batch = off.lease("w1", 10).messages
+    with _Statements(database) as seen:
+        assert off.complete("w1", [Completion(m) for m in batch]).deleted == 5
+    assert not any("tablequeue_" in text for text in seen)
+    without_results = len(seen)
+    batch = on.lease("w1", 10).messages
+    with _Statements(database) as seen:
+        assert on.complete("w1", [Completion(m, result=m.id) for m in batch]).deleted == 5
+    assert any("tablequeue_results" in text for text in seen)
+    if database.dialect.capabilities.folds_writes:
+        assert len(seen) == without_results == 1
