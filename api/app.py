@@ -57,6 +57,8 @@ async def http_error(request: Request, error: HTTPException) -> Response:
 
     UI pages keep Starlette's answer (their sign-in redirect is a 303 with a Location header).
     """
+    if ui.is_page(request) and error.status_code in (404, 405):
+        return ui.status_page(request, error.status_code, f"no such page: {request.url.path}")
     if ui.is_page(request):
         return await http_exception_handler(request, error)
     response = error_response(error.status_code, str(error.detail))

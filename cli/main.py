@@ -6,7 +6,7 @@ import click
 
 from tablequeue.pipeline.cli import pipeline
 
-from . import messages, processes, queues
+from . import messages, processes, queues, schedules
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,6 +26,7 @@ for command in (
     messages.sweep,
     messages.cancel,
     messages.job,
+    schedules.schedules,
     processes.worker,
     processes.api,
     processes.dev,

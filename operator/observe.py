@@ -1,5 +1,6 @@
-"""Observing a Queue on the timer: read its counts, export the queue gauges, patch `status`, and
-in `Operator` mode scale its worker Deployment (in HPA mode, keep it off zero)."""
+"""Observing a Queue on the timer: fire its due schedule ticks, read its counts, export the
+queue gauges, patch `status`, and in `Operator` mode scale its worker Deployment (in HPA mode,
+keep it off zero)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ import time
 from typing import Any
 
 import kopf
+import sqlalchemy as sa
 
-from tablequeue import metrics
+from tablequeue import Database, metrics
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound
+from tablequeue.models import QueueStats
+from tablequeue.rollup import write_minutes
 from tablequeue.spec import QueueResource
 
 from . import builders
 from .conditions import NotReady, condition, merge
 from .kube import Kube
+from .schedules import fire_schedules
 from .state import OperatorState
 
 logger = logging.getLogger(__name__)
@@ -36,7 +41,7 @@ def observe_queue(
     try:
         database = state.database(namespace, resource)
         stats, effective_default_status = state.databases.bounded(
-            database, lambda: (database.queue(name).stats(), database.default_status_of(name))
+            database, lambda: _fire_and_count(database, name, f"{namespace}/{name}")
         )
     except NotReady as problem:
         _trouble(body, patch, status, problem)
@@ -50,6 +55,7 @@ def observe_queue(
     except QueueNotFound:
         return  # reconcile has not created it yet
     state.gauges.export((namespace, name), stats)
+    _sample_rollup(state, database, name, stats.backlog)
     scaled = _scale(state.kube, resource, namespace, body, stats.backlog, stats.leased, status)
     replicas = scaled or {"desired": 0, "ready": 0}
     metrics.operator_desired_replicas.labels(**labels).set(replicas["desired"])
@@ -77,6 +83,26 @@ def observe_queue(
             )
         )
     patch.status["conditions"] = merge(status.get("conditions"), updates, generation)
+
+
+def _fire_and_count(database: Database, name: str, label: str) -> tuple[QueueStats, str]:
+    """Fire the due schedule ticks first, so that the counts (and the scaling) see their
+    messages; then the counts and the effective default status."""
+    queue = database.queue(name)
+    fire_schedules(queue, label)
+    return queue.stats(), database.default_status_of(name)
+
+
+def _sample_rollup(state: OperatorState, database: Database, name: str, backlog: int) -> None:
+    """The chart rollup's samples (backlog, highest id) of this tick, so charts have them while
+    no worker runs (scaled to zero); a failure is logged, never the Queue's condition."""
+    try:
+        state.databases.bounded(
+            database,
+            lambda: write_minutes(database, name, database.queue(name).table, {}, backlog),
+        )
+    except (DatabaseUnavailable, QueueNotFound, sa.exc.DBAPIError) as error:
+        logger.warning("cannot sample the chart rollup of %s: %s", name, str(error)[:300])
 
 
 def _reason(status: kopf.Status, kind: str) -> str | None:

@@ -33,6 +33,10 @@ class MessageNotFound(TableQueueError, LookupError):
     """No message with that id or tracking id."""
 
 
+class ScheduleNotFound(TableQueueError, LookupError):
+    """No schedule of that name in the queue."""
+
+
 class Conflict(TableQueueError):
     """The request is valid but the row is in a state that forbids it."""
 

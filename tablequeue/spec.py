@@ -7,6 +7,7 @@ operator generates the CRD's openAPIV3Schema from these models: keep constraints
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import timedelta
@@ -29,8 +30,9 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
-from . import names
+from . import cron, names
 from .errors import SpecError
+from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY
 
 API_VERSION: Final = "tablequeue.dev/v1"
 KIND: Final = "Queue"
@@ -43,6 +45,8 @@ Backoff = Literal["fixed", "exponential"]
 HealthLevel = Literal["Healthy", "Degraded", "Unhealthy"]
 DeletionPolicy = Literal["Retain", "Delete"]
 AutoscalingMode = Literal["Operator", "HPA", "KEDA", "None"]
+MissedTicks = Literal["CatchUpOnce", "Skip"]
+SCHEDULE_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"
 
 # One regex for the schema (RE2/ECMA compatible: no lookarounds) and for parsing.
 DURATION_PATTERN = r"^(forever|([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+(\.[0-9]+)?s)?)$"
@@ -241,6 +245,82 @@ class WorkerSpec(_Model):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")
 
 
+def _cron(value: str) -> str:
+    expression = cron.cron_expression(value)
+    try:
+        cron.next_tick(expression, "UTC", cron.SAMPLE_TICK)
+    except (ValueError, KeyError, ArithmeticError) as error:  # croniter's errors are ValueErrors
+        raise ValueError(f"cron expression {value!r} never fires: {error}") from None
+    return expression
+
+
+def _time_zone(value: str) -> str:
+    cron.time_zone(value)
+    return value
+
+
+CronExpression = Annotated[
+    str, AfterValidator(_cron), Field(min_length=1, max_length=200, description="Cron")
+]
+TimeZone = Annotated[str, AfterValidator(_time_zone), Field(min_length=1, max_length=64)]
+
+
+class Schedule(_Model):
+    """A message enqueued on every tick of a cron expression (see tablequeue/cron.py)."""
+
+    name: str = Field(
+        pattern=SCHEDULE_NAME_PATTERN, max_length=63, description="Unique within the queue"
+    )
+    cron: CronExpression = Field(
+        description="5 fields: minute hour day-of-month month day-of-week, or @daily etc."
+    )
+    time_zone: TimeZone = Field("UTC", description="IANA time zone the cron expression reads")
+    message: Any = Field(
+        json_schema_extra=_FREE_FORM,
+        description="The body; strings may hold {{ tick }}, {{ tick:%Y-%m-%d }}, {{ tickUtc }}, "
+        "{{ tickEpoch }}, {{ schedule }}, {{ queue }}",
+    )
+    message_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_MESSAGE_ID_LENGTH,
+        description="messageId pattern, e.g. nightly-{{ tick:%Y%m%d }}; without placeholders "
+        "every tick updates one message",
+    )
+    priority: int = Field(0, ge=-MAX_PRIORITY - 1, le=MAX_PRIORITY, description="Priority")
+    headers: dict[str, Any] | None = Field(
+        None, json_schema_extra=_FREE_FORM, description="Headers; values may hold placeholders"
+    )
+    missed: MissedTicks = Field(
+        "CatchUpOnce",
+        description="Ticks missed while nothing ran: CatchUpOnce enqueues one message for the "
+        "latest of them; Skip enqueues nothing for a tick older than startingDeadlineSeconds",
+    )
+    starting_deadline_seconds: int = Field(
+        300, ge=1, le=86400, description="A later tick counts as missed (Skip)"
+    )
+
+    @model_validator(mode="after")
+    def _renders(self) -> Schedule:
+        sample = cron.TickContext("queue", self.name, cron.SAMPLE_TICK)
+        try:
+            body = cron.render(self.message, sample)
+            cron.render(self.headers, sample)
+            text = json.dumps(body, allow_nan=False)  # what the enqueue checks further
+            if "\\u0000" in text:
+                raise ValueError("strings may not contain NUL (\\u0000)")
+            if self.message_id is not None:
+                rendered = cron.render_text(self.message_id, sample)
+                if not rendered or len(rendered) > MAX_MESSAGE_ID_LENGTH:
+                    raise ValueError(
+                        f"messageId {self.message_id!r} renders to {len(rendered)} characters: "
+                        f"it needs 1 to {MAX_MESSAGE_ID_LENGTH}"
+                    )
+        except ValueError as error:
+            raise ValueError(f"schedule {self.name!r}: {error}") from None
+        return self
+
+
 class QueueSpec(_Model):
     database: DatabaseRef | None = Field(None, description="Where the table lives")
     table: TableName | None = Field(None, description="Table name; default: from the name")
@@ -266,6 +346,24 @@ class QueueSpec(_Model):
         None, json_schema_extra=_FREE_FORM, description="Prefilled in the admin UI"
     )
     workers: WorkerSpec = Field(default_factory=WorkerSpec, description="Worker Deployment")
+    schedules: list[Schedule] = Field(
+        default_factory=list,
+        max_length=100,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+        description="Recurring messages, each enqueued once per tick",
+    )
+
+    @model_validator(mode="after")
+    def _unique_schedules(self) -> QueueSpec:
+        seen: dict[str, int] = {}
+        for index, schedule in enumerate(self.schedules):
+            if schedule.name in seen:
+                raise ValueError(
+                    f"duplicate schedule name {schedule.name!r} (schedules {seen[schedule.name]} "
+                    f"and {index})"
+                )
+            seen[schedule.name] = index
+        return self
 
     @model_validator(mode="after")
     def _scalable(self) -> QueueSpec:

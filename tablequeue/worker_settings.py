@@ -60,8 +60,16 @@ class WorkerSettings(BaseSettings):
         description="Seconds between retention rounds (keepProcessedFor, keepResultsFor); "
         "one worker of a queue purges at a time.",
     )
+    schedule_interval: float = Field(
+        5.0, ge=0.1, description="Seconds between checks for due ticks of the queue's schedules."
+    )
     vacuum_interval: float = Field(
         2.0, ge=0.1, description="PostgreSQL: seconds between checks for a table to vacuum."
+    )
+    rollup_interval: float = Field(
+        20.0,
+        ge=0,
+        description="Seconds between writes of the chart rollup (counts per minute); 0: none.",
     )
     listen: bool = Field(
         True, description="PostgreSQL: wake on NOTIFY instead of waiting for the next poll."

@@ -1,4 +1,5 @@
-"""Housekeeping every worker of a queue shares: sweeping expired leases and messages,
+"""Housekeeping every worker of a queue shares: sweeping expired leases and messages, firing the
+due ticks of the queue's schedules (each exactly once, whichever worker or operator claims it),
 retention (one worker of a queue at a time, by the queue's housekeeping lease), and vacuuming
 the table when finished messages left it bloated (PostgreSQL)."""
 
@@ -30,6 +31,30 @@ async def sweep_every(
                 log.info("swept", extra=swept.__dict__)
         except DATABASE_ERRORS as error:
             health.trouble(error)
+        await sleep_unless(interval, stopping)
+
+
+async def fire_schedules_every(
+    interval: float, queue: Queue, health: DatabaseHealth, stopping: asyncio.Event
+) -> None:
+    """Enqueue the messages of due schedule ticks, every `interval` until stopping."""
+    while not stopping.is_set():
+        try:
+            for fired in await asyncio.to_thread(queue.fire_schedules):
+                log.info(
+                    "schedule fired" if fired.message else "schedule skipped missed ticks",
+                    extra={
+                        "schedule": fired.schedule,
+                        "tick": fired.tick.isoformat() if fired.tick else None,
+                        "due_ticks": fired.due,
+                        "message_row": fired.message.id if fired.message else None,
+                        "next_tick": fired.next_tick.isoformat(),
+                    },
+                )
+        except DATABASE_ERRORS as error:
+            health.trouble(error)
+        except Exception:  # a schedule that cannot render must not stop the others or the worker
+            log.exception("firing the queue's schedules failed")
         await sleep_unless(interval, stopping)
 
 

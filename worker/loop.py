@@ -30,9 +30,10 @@ from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .held import HeldMessages
-from .housekeeping import purge_every, sweep_every, vacuum_when_bloated
+from .housekeeping import fire_schedules_every, purge_every, sweep_every, vacuum_when_bloated
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
+from .rollup import Rollup
 from .settling import Settlement
 from .waiting import sleep_unless
 
@@ -73,12 +74,14 @@ class Worker:
         config = self.config
         config.resolve(queue)
         log.info("worker started", extra=self._describe())
-        settlement = Settlement(queue, config.owner, self.health, self.metrics)
+        rollup = Rollup(self.database, queue, config.rollup_interval)
+        settlement = Settlement(queue, config.owner, self.health, self.metrics, rollup)
+        await rollup.write()  # the first samples, before this worker takes anything away
         held = HeldMessages(self.handler, self.database, queue, settlement, self.metrics)
         self._in_flight.set_function(lambda: len(held.running))
         keeper = LeaseKeeper(queue, config.owner, held, settlement, self.health, self.metrics)
         assert config.lease_seconds
-        lease_loop = asyncio.create_task(self._lease_loop(settlement, held), name="lease")
+        lease_loop = asyncio.create_task(self._lease_loop(settlement, held, rollup), name="lease")
         settler = asyncio.create_task(settlement.flush_on_time(self.stopping), name="settle")
         self._tasks = [
             lease_loop,
@@ -86,6 +89,10 @@ class Worker:
             asyncio.create_task(keeper.keep(config.lease_seconds), name="keep"),
             asyncio.create_task(
                 sweep_every(config.sweep_interval, queue, self.health, self.stopping), name="sweep"
+            ),
+            asyncio.create_task(
+                fire_schedules_every(config.schedule_interval, queue, self.health, self.stopping),
+                name="schedules",
             ),
             asyncio.create_task(
                 purge_every(config.purge_interval, queue, config.owner, self.health, self.stopping),
@@ -96,6 +103,10 @@ class Worker:
                 name="vacuum",
             ),
         ]
+        if rollup.enabled:
+            self._tasks.append(
+                asyncio.create_task(rollup.write_every(self.stopping), name="rollup")
+            )
         if config.execution_timeout:
             self._tasks.append(
                 asyncio.create_task(
@@ -106,7 +117,7 @@ class Worker:
         if notifications is not None:
             self._tasks.append(asyncio.create_task(notifications, name="listen"))
         await self.stopping.wait()
-        await self._shut_down(queue, held, settlement, lease_loop, settler)
+        await self._shut_down(queue, held, settlement, rollup, lease_loop, settler)
         return 0
 
     def stop(self) -> None:
@@ -150,7 +161,7 @@ class Worker:
             return None
         return dialect.listen(self.database.url, queue.table.name, self._wake)
 
-    async def _lease_loop(self, settlement: Settlement, held: HeldMessages) -> None:
+    async def _lease_loop(self, settlement: Settlement, held: HeldMessages, rollup: Rollup) -> None:
         config = self.config
         assert config.batch_size and config.concurrency
         poll_min, poll_max = config.poll_min or 0.1, config.poll_max or 5
@@ -183,6 +194,7 @@ class Worker:
                         },
                     )
                 held.add(batch.messages)
+                rollup.leased(batch.messages)
                 if len(batch.messages) == wanted:
                     delay = 0.0
                 elif batch.messages:
@@ -204,6 +216,7 @@ class Worker:
         queue: Queue,
         held: HeldMessages,
         settlement: Settlement,
+        rollup: Rollup,
         lease_loop: asyncio.Task[None],
         settler: asyncio.Task[None],
     ) -> None:
@@ -229,5 +242,6 @@ class Worker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await rollup.write()  # what was counted since the last write, the last outcomes too
         await self.handler.close()
         log.info("worker stopped")

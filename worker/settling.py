@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from tablequeue.models import Completion, Failure, LeaseBatch
+from tablequeue.models import Completion, Failure, LeaseBatch, Settled
 from tablequeue.queue import Queue
 
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .metrics import WorkerMetrics
+from .rollup import Rollup
 from .waiting import sleep_unless
 
 log = logging.getLogger("tablequeue.worker")
@@ -35,12 +36,18 @@ class Settlement:
     on failure."""
 
     def __init__(
-        self, queue: Queue, owner: str, health: DatabaseHealth, metrics: WorkerMetrics
+        self,
+        queue: Queue,
+        owner: str,
+        health: DatabaseHealth,
+        metrics: WorkerMetrics,
+        rollup: Rollup | None = None,
     ) -> None:
         self.queue = queue
         self.owner = owner
         self.health = health
         self.metrics = metrics
+        self.rollup = rollup
         self._waiting: list[Outcome] = []
         self._in_flight = 0  # outcomes taken by a transaction that has not finished yet
         self._apart = False  # an outcome broke a settle-and-lease: settle on their own
@@ -88,7 +95,7 @@ class Settlement:
         finally:
             self._in_flight -= len(outcomes)
             self._changed.set()
-        self.metrics.count_settled(settled)
+        self._count(settled, outcomes)
         return batch
 
     async def flush_on_time(self, stopping: asyncio.Event) -> None:
@@ -124,14 +131,14 @@ class Settlement:
         one, logged and left to its lease's expiry (onLeaseExpired) rather than blocking all."""
         try:
             settled = await asyncio.to_thread(self.queue.settle, self.owner, batch)
-            self.metrics.count_settled(settled)
+            self._count(settled, batch)
         except DATABASE_ERRORS:
             raise
         except Exception:
             for outcome in batch:
                 try:
                     settled = await asyncio.to_thread(self.queue.settle, self.owner, [outcome])
-                    self.metrics.count_settled(settled)
+                    self._count(settled, [outcome])
                 except DATABASE_ERRORS:
                     raise
                 except Exception:
@@ -140,6 +147,11 @@ class Settlement:
                         extra={"message_id": outcome.message.id},
                     )
         self._apart = False
+
+    def _count(self, settled: Settled, outcomes: list[Outcome]) -> None:
+        self.metrics.count_settled(settled)
+        if self.rollup is not None:
+            self.rollup.settled(settled, outcomes)
 
     def _take(self) -> list[Outcome]:
         batch, self._waiting = self._waiting[:SETTLE_BATCH], self._waiting[SETTLE_BATCH:]

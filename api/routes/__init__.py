@@ -1,7 +1,14 @@
 """The JSON API's routers, one per resource, and the probes."""
 
-from . import jobs, messages, probes, queues
+from . import charts, jobs, messages, probes, queues, schedules
 
-ROUTERS = [probes.router, queues.router, messages.router, jobs.router]
+ROUTERS = [
+    probes.router,
+    queues.router,
+    schedules.router,
+    messages.router,
+    jobs.router,
+    charts.router,
+]
 
 __all__ = ["ROUTERS"]

@@ -11,11 +11,11 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 
-from . import messages, queues, signin
-from .rendering import STATIC, error_page
+from . import charts, messages, queues, signin
+from .rendering import STATIC, error_page, status_page
 
 PREFIX = "/ui"
-ROUTERS = [queues.router, signin.router, messages.router]
+ROUTERS = [queues.router, signin.router, messages.router, charts.router]
 
 
 def mount(app: FastAPI) -> None:
@@ -30,4 +30,4 @@ def is_page(request: Request) -> bool:
     return request.url.path == PREFIX or request.url.path.startswith(PREFIX + "/")
 
 
-__all__ = ["error_page", "is_page", "mount"]
+__all__ = ["error_page", "is_page", "mount", "status_page"]

@@ -90,6 +90,7 @@ def queue_page(
     queue = database.queue(name)
     stats = queue.stats()
     default_status = database.default_status_of(name)
+    schedules = queue.schedules()
     example = example_body(queue)
     status, where = status.strip(), where.strip()
     filter_error = None
@@ -128,6 +129,7 @@ def queue_page(
         status_choices=STATUS_CHOICES,
         default_status_choices=DEFAULT_STATUS_CHOICES,
         oldest=age(stats.oldest_pending_seconds),
+        schedules=schedules,
     )
 
 

@@ -83,7 +83,8 @@ templates = Jinja2Templates(env=_environment())
 
 @dataclass(frozen=True)
 class Renderer:
-    """Renders a page for one request, with what every page shows (sign-out, database URL)."""
+    """Renders a page for one request, with what every page shows (sign-out; the database URL,
+    password masked, for admins only: a reader need not learn where the database lives)."""
 
     request: Request
     auth_enabled: bool
@@ -97,7 +98,7 @@ class Renderer:
 
 
 def renderer(request: Request, database: DatabaseArg, auth: AuthArg) -> Renderer:
-    return Renderer(request, auth.enabled, database.shown_url)
+    return Renderer(request, auth.enabled, database.shown_url if auth.is_admin(request) else "")
 
 
 RenderArg = Annotated[Renderer, Depends(renderer)]
@@ -105,5 +106,10 @@ RenderArg = Annotated[Renderer, Depends(renderer)]
 
 def error_page(request: Request, error: errors.TableQueueError) -> Response:
     """A page that cannot be shown: the error in one line, with the API's status code."""
+    return status_page(request, status_of(error), public_message(error))
+
+
+def status_page(request: Request, status: int, message: str) -> Response:
+    """The error page with `message` and the HTTP `status` (e.g. 404 for an unknown page)."""
     render = renderer(request, get_database(request), get_auth(request))
-    return render("error.html", status_of(error), title="Error", error=public_message(error))
+    return render("error.html", status, title="Error", error=message)

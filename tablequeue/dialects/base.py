@@ -91,6 +91,9 @@ class Dialect(Protocol):
         """The driver's connect arguments that bound connecting and each statement (None: no
         bound); a parameter the URL sets itself wins."""
 
+    def statement_cancelled(self, error: BaseException) -> bool:
+        """Whether a driver error says the server cancelled a statement past its time bound."""
+
     def tune_table(self, connection: Connection, table: sa.Table) -> None:
         """Storage settings of a queue table, applied at every `apply` (idempotent)."""
 
@@ -224,7 +227,7 @@ class Dialect(Protocol):
         """Update the one row `where` chooses (by id or tracking id); the row as updated, or
         None when no row matched."""
 
-    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         """Turn the insert into an upsert on the primary key `key` that replaces `columns`
         with the new row's, or None when the engine has none (then delete first)."""
 
@@ -232,10 +235,25 @@ class Dialect(Protocol):
         """The pseudo-table of the row that failed to insert (`EXCLUDED`)."""
 
     def insert(self, table: sa.Table) -> Insert:
-        """An INSERT that supports `on_conflict_key`."""
+        """An INSERT that supports `upsert_on_key`."""
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
         """A DELETE of at most `limit` rows matching `where` (bounded purges)."""
+
+    def accumulate(
+        self,
+        table: sa.Table,
+        row: dict[str, Any],
+        *,
+        add: Sequence[str],
+        largest: Sequence[str],
+        smallest: Sequence[str],
+        latest: Sequence[str],
+    ) -> sa.Executable:
+        """Insert `row`, or update the row with its primary key: the `add` columns add the new
+        value to the stored one, `largest` keep the larger, `smallest` the smaller, `latest`
+        take the new value unless it is NULL (counters written by many processes at once, as
+        by the chart rollup)."""
 
     def backlog(self, connection: Connection, queries: Queries) -> tuple[int, Any, Any]:
         """Due messages: their number, the oldest due time, the database's clock (raw)."""

@@ -97,7 +97,7 @@ class HistoryQueries:
         )
         columns = [*FOLDED_COLUMNS[:1], "queue", *FOLDED_COLUMNS[1:], "attempts", "processed_at"]
         insert = d.insert(results).from_select(columns, source)
-        upsert = d.on_conflict_key(insert, "tracking_id", self._replaced())
+        upsert = d.upsert_on_key(insert, "tracking_id", self._replaced())
         assert upsert is not None, "an engine that folds writes upserts"
         return upsert.add_cte(done).returning(results.c.tracking_id), per_row
 
@@ -146,7 +146,7 @@ class HistoryQueries:
             if c.name != "processed_at"
         }
         insert = d.insert(results).values(**values, processed_at=d.now())
-        upsert = d.on_conflict_key(insert, "tracking_id", self._replaced())
+        upsert = d.upsert_on_key(insert, "tracking_id", self._replaced())
         return (insert, False) if upsert is None else (upsert, True)
 
     def forget_results(self) -> sa.Delete:

@@ -40,7 +40,7 @@ from .base import Capabilities, JsonKind, JsonPath
 from .mssql_merge import Merge
 from .per_row import PerRow
 from .queries import HELD_COLUMNS, Queries
-from .sql import SqlDialect
+from .sql import SqlDialect, accumulated
 
 COLLATION = "Latin1_General_100_BIN2_UTF8"
 PER_ROW_PARAMETER = "b_rows"
@@ -261,6 +261,23 @@ class MssqlDialect(SqlDialect):
             changed = sa.cast(table.c.message, as_bytes) != sa.cast(new, as_bytes)
         merge = Merge(table, _source(insert), list(set_.items()), changed)
         return merge  # type: ignore[return-value]  # executed like the Insert it replaces
+
+    def accumulate(
+        self,
+        table: sa.Table,
+        row: dict[str, Any],
+        *,
+        add: Sequence[str],
+        largest: Sequence[str],
+        smallest: Sequence[str],
+        latest: Sequence[str],
+    ) -> sa.Executable:
+        """MERGE ... WITH (HOLDLOCK) on the primary key, from one row of bound values."""
+        values = [sa.literal(value, table.c[name].type).label(name) for name, value in row.items()]
+        source = sa.select(*values).subquery("s")
+        set_ = accumulated(table, source.c, add, largest, smallest, latest)
+        keys = [column.name for column in table.primary_key.columns]
+        return Merge(table, source, list(set_.items()), None, keys)
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         # TOP (n) rather than SQLAlchemy's ROW_NUMBER() for a bound limit: the locking read

@@ -23,7 +23,8 @@ from sqlalchemy.sql.expression import ClauseElement, Executable
 
 class Merge(Executable, ClauseElement):
     """Insert rows of `source` (a subquery whose columns are named after the table's), or
-    update the row with the same message_id with `set_` (only where `when_matched` holds)."""
+    update the row with the same `keys` (message_id) with `set_` (only where `when_matched`
+    holds)."""
 
     inherit_cache = False  # the parts are plain attributes: compiled per execution
     _returning: tuple[sa.ColumnElement[Any], ...] = ()
@@ -34,14 +35,16 @@ class Merge(Executable, ClauseElement):
         source: sa.Subquery,
         set_: Sequence[tuple[str, Any]],
         when_matched: sa.ColumnElement[bool] | None,
+        keys: Sequence[str] = ("message_id",),
     ) -> None:
         self.table = table
         self.source = source
         self.set_ = list(set_)
         self.when_matched = when_matched
+        self.keys = tuple(keys)
 
     def returning(self, *columns: sa.ColumnElement[Any]) -> Merge:
-        merge = Merge(self.table, self.source, self.set_, self.when_matched)
+        merge = Merge(self.table, self.source, self.set_, self.when_matched, self.keys)
         merge._returning = self._returning + columns
         return merge
 
@@ -56,7 +59,8 @@ def _compile_merge(merge: Merge, compiler: SQLCompiler, **kw: Any) -> str:
     quote = compiler.preparer.quote
     table = compiler.preparer.format_table(merge.table)
     source = compiler.process(merge.source, asfrom=True, **kw)
-    on = compiler.process(merge.table.c.message_id == merge.source.c.message_id, **kw)
+    same = [merge.table.c[key] == merge.source.c[key] for key in merge.keys]
+    on = compiler.process(sa.and_(*same), **kw)
     matched = "WHEN MATCHED"
     if merge.when_matched is not None:
         matched += " AND " + compiler.process(merge.when_matched, **kw)

@@ -47,6 +47,12 @@ _JSON_TYPES: dict[JsonKind, tuple[str, ...]] = {
 }
 _DDL_LOCK_TIMEOUT_SECONDS = 60
 _ODBC_SERVER_PORT = re.compile(r"\bServer=([^;,]+),(\d+)", re.IGNORECASE)
+_STATEMENT_TIMEOUT = 1969
+"""ER_STATEMENT_TIMEOUT: `max_statement_time` exceeded (MariaDB)."""
+_READ_BOUND = "tablequeue_read_bound"
+"""A connect argument of ours, taken out before PyMySQL sees it: the read timeout a
+connection keeps once connected (PyMySQL's `read_timeout` also bounds the server's greeting,
+which `connect_timeout` does not)."""
 
 
 def _path_text(path: JsonPath) -> str:
@@ -212,11 +218,33 @@ class MariaDbDialect(SqlDialect):
         init_key = "InitStmt" if odbc else "init_command"
         if statement_seconds and init_key not in url.query:
             args[init_key] = f"SET SESSION max_statement_time = {statement_seconds:g}"
+        if not odbc and connect_seconds and "read_timeout" not in url.query:
+            # A silent server fails the greeting within the connect bound; once connected, a
+            # read waits for the server's own statement bound plus the connect bound.
+            args["read_timeout"] = max(1, math.ceil(connect_seconds))
+            args[_READ_BOUND] = (
+                math.ceil(statement_seconds + connect_seconds) if statement_seconds else None
+            )
         return args
+
+    def statement_cancelled(self, error: BaseException) -> bool:
+        code = error.args[0] if error.args else None
+        return code == _STATEMENT_TIMEOUT or "max_statement_time exceeded" in str(error)
 
     def configure_engine(self, engine: Engine) -> None:
         engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
         engine.dialect.statement_compiler = _per_row_first(engine.dialect.statement_compiler)
+        if engine.dialect.driver == "pymysql":
+
+            @event.listens_for(engine, "do_connect")
+            def _read_bound(dialect: Any, _record: Any, cargs: list[Any], cparams: Any) -> Any:
+                if _READ_BOUND not in cparams:
+                    return None  # SQLAlchemy connects as usual
+                bound = cparams.pop(_READ_BOUND)
+                connection = dialect.loaded_dbapi.connect(*cargs, **cparams)
+                connection._read_timeout = bound  # PyMySQL reads it before every read
+                return connection
+
         if engine.dialect.driver == "pyodbc":
 
             @event.listens_for(engine, "do_connect")
@@ -310,9 +338,13 @@ class MariaDbDialect(SqlDialect):
             ordered = [(k, sa.case((where, v), else_=table.c[k])) for k, v in ordered]
         return insert.on_duplicate_key_update(ordered)
 
-    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         assert isinstance(insert, mysql.Insert)
         return insert.on_duplicate_key_update({c: insert.inserted[c] for c in columns})
+
+    def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
+        assert isinstance(insert, mysql.Insert)
+        return insert.on_duplicate_key_update(set_)
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         return select.with_for_update(skip_locked=True)  # unused: `lease` is overridden

@@ -80,6 +80,10 @@ TCP_BOUNDS = {
 """A peer silent for about a minute (unacknowledged data, or no keepalive answers) is gone."""
 
 
+QUERY_CANCELED = "57014"
+"""The SQLSTATE of a statement the server cancelled (`statement_timeout`)."""
+
+
 class PostgresDialect(SqlDialect):
     name = "postgresql"
     url_schemes = {
@@ -109,6 +113,9 @@ class PostgresDialect(SqlDialect):
         if statement_seconds and "options" not in url.query:
             args["options"] = f"-c statement_timeout={math.ceil(statement_seconds * 1000)}"
         return args
+
+    def statement_cancelled(self, error: BaseException) -> bool:
+        return getattr(error, "sqlstate", None) == QUERY_CANCELED
 
     def now(self) -> sa.ColumnElement[datetime]:
         return sa.func.now(type_=sa.DateTime(timezone=True))
@@ -144,7 +151,7 @@ class PostgresDialect(SqlDialect):
             where=where,
         )
 
-    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         assert isinstance(insert, pg.Insert)
         return insert.on_conflict_do_update(
             index_elements=[key], set_={c: insert.excluded[c] for c in columns}

@@ -62,6 +62,9 @@ class SqlDialect(abc.ABC):
     def configure_engine(self, engine: Engine) -> None:
         return None  # SQLAlchemy's defaults
 
+    def statement_cancelled(self, error: BaseException) -> bool:
+        return False
+
     def tune_table(self, connection: Connection, table: sa.Table) -> None:
         return None  # the engine's defaults
 
@@ -241,8 +244,31 @@ class SqlDialect(abc.ABC):
         statement = sa.update(table).where(where).values(**values).returning(*table.c)
         return connection.execute(statement).first()
 
-    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         return None  # delete the old row first
+
+    def accumulate(
+        self,
+        table: sa.Table,
+        row: dict[str, Any],
+        *,
+        add: Sequence[str],
+        largest: Sequence[str],
+        smallest: Sequence[str],
+        latest: Sequence[str],
+    ) -> sa.Executable:
+        insert = self.insert(table).values(**row)
+        set_ = accumulated(table, self.excluded(insert), add, largest, smallest, latest)
+        return self.on_conflict_key(insert, set_)
+
+    def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
+        """`insert`, updating the row with the same primary key by `set_` instead."""
+        on_conflict = getattr(insert, "on_conflict_do_update")  # noqa: B009 (PostgreSQL, SQLite)
+        table = insert.table
+        assert isinstance(table, sa.Table)
+        keys = [column.name for column in table.primary_key.columns]
+        result: Insert = on_conflict(index_elements=keys, set_=set_)
+        return result
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
         chosen = sa.select(table.c.id).where(where).limit(limit).scalar_subquery()
@@ -278,3 +304,26 @@ def _run(
     owner: str,
 ) -> int:
     return int(connection.execute(statement, per_row.params(rows, {"b_owner": owner})).rowcount)
+
+
+def accumulated(
+    table: sa.Table,
+    new: Any,
+    add: Sequence[str],
+    largest: Sequence[str],
+    smallest: Sequence[str],
+    latest: Sequence[str],
+) -> dict[str, Any]:
+    """The assignments of `SqlDialect.accumulate`'s update: `new` are the written values."""
+    set_: dict[str, Any] = {name: table.c[name] + new[name] for name in add}
+    for name in largest:
+        stored = table.c[name]
+        larger = sa.or_(stored.is_(None), new[name] > stored)
+        set_[name] = sa.case((larger, new[name]), else_=stored)
+    for name in smallest:
+        stored = table.c[name]
+        smaller = sa.or_(stored.is_(None), new[name] < stored)
+        set_[name] = sa.case((smaller, new[name]), else_=stored)
+    for name in latest:
+        set_[name] = sa.func.coalesce(new[name], table.c[name])
+    return set_

@@ -133,7 +133,7 @@ class SqliteDialect(SqlDialect):
             where=where,
         )
 
-    def on_conflict_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         assert isinstance(insert, sqlite.Insert)
         return insert.on_conflict_do_update(
             index_elements=[key], set_={c: insert.excluded[c] for c in columns}

@@ -25,16 +25,23 @@ def enqueue_many(queue: QueueContext, messages: Sequence[NewMessage]) -> list[En
     """
     if not messages:
         return []
-    now = datetime.now(UTC)
-    results: list[Enqueued | None] = [None] * len(messages)
     storage = queue.storage
     try:
         with storage.transaction() as connection:
-            for round_indexes in _rounds_of_unique_ids(messages):
-                _enqueue_round(queue, connection, messages, round_indexes, results, now)
+            return enqueue_in(queue, connection, messages)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
         registry.default_status_of(storage, queue.name)  # QueueNotFound if it was deleted
         raise
+
+
+def enqueue_in(
+    queue: QueueContext, connection: Connection, messages: Sequence[NewMessage]
+) -> list[Enqueued]:
+    """`enqueue_many` in the caller's transaction (e.g. with the claim of a schedule's tick)."""
+    now = datetime.now(UTC)
+    results: list[Enqueued | None] = [None] * len(messages)
+    for round_indexes in _rounds_of_unique_ids(messages):
+        _enqueue_round(queue, connection, messages, round_indexes, results, now)
     return [result for result in results if result is not None]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -29,7 +29,9 @@ from ..models import (
 from ..spec import QueueSpec
 from ..storage import Storage
 from . import admin, enqueue, history, read, retention, settle
+from . import schedules as recurring
 from .context import QueueContext
+from .schedules import Fired, ScheduleView
 
 
 class Queue:
@@ -169,6 +171,25 @@ class Queue:
     def housekeeping_holder(self) -> str | None:
         """The worker that holds the housekeeping lease now, if any."""
         return retention.holder(self._queue)
+
+    def fire_schedules(self) -> list[Fired]:
+        """Claim and enqueue the due ticks of the queue's schedules (`spec.schedules`), each
+        exactly once whoever else calls it at the same time. Workers call it with their
+        housekeeping and the operator on its timer."""
+        return recurring.fire_due(self._queue)
+
+    def schedules(self) -> list[ScheduleView]:
+        """The queue's declared schedules with their next tick, last tick fired and counts."""
+        return recurring.overview(self._queue)
+
+    def set_next_tick(self, schedule: str, when: datetime | None = None) -> None:
+        """Move a schedule's next tick (default: to the database's now), e.g. to have the next
+        housekeeping fire it. Missed-tick rules apply to a time in the past."""
+        recurring.set_next_tick(self._queue, schedule, when)
+
+    def run_schedule(self, schedule: str) -> Fired | None:
+        """Enqueue a schedule's message now, once, keeping its next tick."""
+        return recurring.run_now(self._queue, schedule)
 
     # --- people and tools -------------------------------------------------------------------
 

@@ -16,13 +16,12 @@ from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
 from .history import HistoryTables, history_tables
+from .schedules import schedules_table
 from .schema import queue_table, registry_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
 
 PING_AFTER_IDLE_SECONDS = 1.0
-QUERY_CANCELED = "57014"
-"""The SQLSTATE of a statement the server cancelled (PostgreSQL's statement_timeout)."""
 
 
 def _ping_when_idle(engine: Engine) -> None:
@@ -74,6 +73,7 @@ class Storage:
         self.registry = registry_table(self.metadata)
         self.history: HistoryTables = history_tables(self.metadata, self.dialect)
         """The shared tables of results, attempts and the housekeeping lease."""
+        self.schedules = schedules_table(self.metadata)
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
@@ -99,7 +99,7 @@ class Storage:
                 raise DatabaseUnavailable(
                     f"lost connection to {self.shown_url}: {_first_line(error)}"
                 ) from error
-            if getattr(error.orig, "sqlstate", None) == QUERY_CANCELED:
+            if self.dialect.statement_cancelled(error.orig or error):
                 raise DatabaseUnavailable(
                     f"{self.shown_url} cancelled a statement: {_first_line(error)}"
                 ) from error

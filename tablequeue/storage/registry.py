@@ -12,8 +12,10 @@ from sqlalchemy.engine import Connection
 from .. import names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
+from . import schedules
 from .engine import Storage
 from .history import ensure_history
+from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
 
@@ -29,6 +31,8 @@ def ensure_registry(storage: Storage) -> None:
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
         ensure_history(connection, storage.history)
+        storage.schedules.create(connection, checkfirst=True)
+        ensure_rollup(connection, storage.metadata)
 
 
 def _check_owner(name: str, row: Any, owner: str | None) -> None:
@@ -100,6 +104,7 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
             # A kept table of a deleted queue has no registry row: assume the oldest.
             migrate(connection, table, row.schema_version if row is not None else 1)
         storage.dialect.tune_table(connection, table)
+        schedules.sync(connection, storage.schedules, storage.dialect, name, spec.schedules)
         now = datetime.now(UTC)
         if row is None:
             connection.execute(
@@ -214,6 +219,8 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         if owner is not None and row.owner != owner:
             return False
         connection.execute(registry.delete().where(registry.c.name == name))
+        if sa.inspect(connection).has_table(storage.schedules.name):
+            schedules.forget(connection, storage.schedules, name)
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True

@@ -4,6 +4,7 @@ errors an API client sees."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Iterator
 
 import httpx
@@ -62,6 +63,10 @@ def test_auth_and_routing_errors_have_the_documented_shape(client: httpx.Client)
     is_error_body(client.get("/no/such/route", headers=READ), 404)
     is_error_body(client.delete("/queues", headers=ADMIN), 405)
     assert client.get("/queues").headers.get("content-type") == "application/json"
+    # An unknown admin UI page is an HTML error page, not the API's JSON.
+    page = client.get("/ui/no/such/page")
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert "no such page: /ui/no/such/page" in page.text
 
 
 def test_without_a_token_a_broken_body_gets_401_not_422(
@@ -93,7 +98,11 @@ def test_a_missing_queue_does_not_tell_where_the_database_lives(
     client.cookies.set("tablequeue_token", "read-secret")
     page = client.get("/ui/queues/nope")
     assert page.status_code == 404 and "queue &#39;nope&#39; does not exist" in page.text
-    assert "does not exist in" not in page.text  # the page's footer names the database, masked
+    assert "does not exist in" not in page.text
+    assert database.shown_url not in page.text and "<footer>" not in page.text
+    client.cookies.set("tablequeue_token", "admin-secret")
+    # An admin sees which database the UI serves (password masked) in every page's footer.
+    assert f"<footer>{html.escape(database.shown_url)}</footer>" in client.get("/ui").text
 
 
 def test_what_is_open_without_a_token(client: httpx.Client) -> None:

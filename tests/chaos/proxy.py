@@ -62,7 +62,9 @@ class CuttableProxy:
         for end in ends:
             self._drop(end)
 
-    def restore(self) -> None:
+    def restore(self, target_port: int | None = None) -> None:
+        """Accept connections again, to `target_port` if given (a failover's new primary)."""
+        self.target_port = target_port or self.target_port
         self.open.set()
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ def test_every_command_is_in_the_group() -> None:
         "pipeline",
         "purge",
         "queue",
+        "schedules",
         "set-status",
         "show",
         "stats",

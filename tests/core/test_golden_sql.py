@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ import sqlalchemy as sa
 from tablequeue.dialects import DIALECTS
 from tablequeue.dialects.history import HistoryQueries
 from tablequeue.dialects.queries import Queries
+from tablequeue.rollup import MinuteCounts, rollup_table
+from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
 from tablequeue.storage import Storage
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -62,6 +65,22 @@ QUERIES: dict[str, Callable[[Queries], Any]] = {
 }
 
 
+def rollup_statements(storage: Storage) -> dict[str, Any]:
+    """The chart rollup's table, its index and the upsert every worker's write runs."""
+    rollup = rollup_table(storage.metadata)
+    row = MinuteCounts().row("orders", datetime(2026, 1, 1, tzinfo=UTC), 0)
+    upsert = storage.dialect.accumulate(
+        rollup, row, add=ADDED_UP, largest=LARGEST, smallest=SMALLEST, latest=LATEST
+    )
+    statements: dict[str, Any] = {
+        "create_rollup": sa.schema.CreateTable(rollup),
+        "rollup_accumulate": upsert,
+    }
+    for index in rollup.indexes:
+        statements[f"create_index_{index.name}"] = sa.schema.CreateIndex(index)
+    return statements
+
+
 def render(engine: str) -> dict[str, str]:
     """Every statement's text on `engine`, by golden file name (without `.sql`)."""
     storage = Storage(DIALECTS[engine].url_hint + "golden")  # never connects
@@ -94,6 +113,7 @@ def render(engine: str) -> dict[str, str]:
         if storage.dialect.capabilities.folds_writes:
             statements["history_delete_done_and_record"] = history.finish_and_record(True)[0]
             statements["history_mark_processed_and_record"] = history.finish_and_record(False)[0]
+        statements.update(rollup_statements(storage))
         extra_statements = getattr(queries, "extra_statements", None)  # an engine's own
         if extra_statements is not None:
             statements.update(extra_statements())

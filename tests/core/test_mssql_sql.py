@@ -39,6 +39,7 @@ EXPECTED = {
     "history_forget_results": exp.Delete,
     "history_trim_attempts": exp.Delete,
     "history_write": exp.Insert,
+    "rollup_accumulate": exp.Merge,
 }
 
 

@@ -6,6 +6,7 @@ API reader only reads."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -13,21 +14,28 @@ import sqlalchemy as sa
 
 from tablequeue import Database, connect
 from tablequeue.models import Completion
+from tablequeue.rollup import MinuteCounts, chart_series, minute_of, prune, write_minutes
 from tablequeue.spec import QueueResource
 
 GRANTS = {
     "tq_operator": ["GRANT CREATE ON SCHEMA public TO tq_operator"],
     "tq_worker": [
         "GRANT SELECT ON tablequeue_queues TO tq_worker",
+        "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_rollup TO tq_worker",
     ],
     "tq_api_admin": [
         "GRANT SELECT, UPDATE (default_status, updated_at) ON tablequeue_queues TO tq_api_admin",
+        "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_api_admin",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
+        "GRANT SELECT ON tablequeue_rollup TO tq_api_admin",
     ],
     "tq_reader": [
         "GRANT SELECT ON tablequeue_queues TO tq_reader",
+        "GRANT SELECT ON tablequeue_schedules TO tq_reader",
         "GRANT SELECT ON orders TO tq_reader",
+        "GRANT SELECT ON tablequeue_rollup TO tq_reader",
     ],
 }
 """What docs/guarantees.md tells a DBA to grant (the operator's: as the owner of the tables)."""
@@ -46,7 +54,7 @@ def as_role(postgres_url: str) -> Iterator[dict[str, Database]]:
     for database in databases.values():
         database.close()
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute("DROP TABLE IF EXISTS orders, tablequeue_queues")
+        connection.execute("DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rollup")
         for role in GRANTS:
             connection.execute(f"DROP OWNED BY {role}")
             connection.execute(f"DROP ROLE {role}")
@@ -56,7 +64,8 @@ def test_each_component_works_with_only_its_grants(
     postgres_url: str, as_role: dict[str, Database]
 ) -> None:
     operator = as_role["tq_operator"]
-    assert operator.apply(QueueResource.from_name("orders")) == "created"
+    schedule = {"name": "nightly", "cron": "0 2 * * *", "message": {"n": 0}}
+    assert operator.apply(QueueResource.from_name("orders", schedules=[schedule])) == "created"
     with operator.transaction() as connection:
         for statement in [g for role in GRANTS if role != "tq_operator" for g in GRANTS[role]]:
             connection.exec_driver_sql(statement)
@@ -67,14 +76,28 @@ def test_each_component_works_with_only_its_grants(
     worker.complete("w1", [Completion(message)])
     worker.sweep()
     worker.vacuum()  # not the owner: PostgreSQL skips it with a warning, nothing fails
+    worker.set_next_tick("nightly")
+    [fired] = worker.fire_schedules()
+    [scheduled] = worker.lease("w1", 10).messages
+    assert fired.message is not None and scheduled.id == fired.message.id
+    worker.complete("w1", [Completion(scheduled)])
+    counts = MinuteCounts(processed=1)
+    write_minutes(
+        as_role["tq_worker"], "orders", worker.table, {minute_of(datetime.now(UTC)): counts}
+    )
+    prune(as_role["tq_worker"])
 
     admin = as_role["tq_api_admin"]
     admin.queue("orders").enqueue({"n": 2})
     admin.queue("orders").set_status("OnHold", from_status="Pending")
     admin.set_default_status("orders", "Paused")
+    assert admin.queue("orders").run_schedule("nightly") is not None  # Paused, the default
 
+    assert sum(chart_series(admin, "1h", ["orders"])["queues"][0]["processed"]) == 1
     reader = as_role["tq_reader"].queue("orders")
-    assert reader.stats().counts == {"OnHold": 1}  # processed messages are deleted
+    assert [view.fired for view in reader.schedules()] == [2]
+    assert sum(chart_series(as_role["tq_reader"], "24h")["total"]["processed"]) == 1
+    assert reader.stats().counts == {"OnHold": 1, "Paused": 1}  # processed ones are deleted
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
         reader.enqueue({"n": 3})

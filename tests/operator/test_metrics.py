@@ -1,4 +1,5 @@
-"""The operator's /metrics match the database, and its liveness endpoint answers."""
+"""The operator's /metrics match the database (and its samples reach the chart rollup), and
+its liveness endpoint answers."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tablequeue import Database, connect
+from tablequeue.rollup import chart_series
 from tests.operator.conftest import (
     messages,
     wait,
@@ -53,6 +55,8 @@ def test_metrics_match_the_database_and_liveness_answers(
 
         text = wait(exported)
         assert sample(text, "tablequeue_messages", status="Pending", **labels) == 7
+        # No worker runs: the operator's ticks sample the backlog for the charts.
+        wait(lambda: 7 in chart_series(db, "1h", ["metered"])["queues"][0]["backlog"] or None)
         assert sample(text, "tablequeue_messages", status="OnHold", **labels) == 2
         assert sample(text, "tablequeue_queue_healthy", **labels) == 1
         assert sample(text, "tablequeue_oldest_pending_age_seconds", **labels) is not None

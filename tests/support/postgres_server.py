@@ -29,7 +29,7 @@ def free_port() -> int:
 def _bin_dir() -> Path:
     found = shutil.which("pg_ctl")
     if found:
-        return Path(found).parent
+        return Path(found).resolve().parent  # a symlink on PATH: the folder of all the binaries
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     if not candidates:
         raise RuntimeError("PostgreSQL server binaries not found: run scripts/test to install them")
@@ -43,6 +43,8 @@ class PostgresServer:
         self.data = base / "data"
         self.port = free_port()
         self.as_postgres = os.geteuid() == 0
+        self.environment: dict[str, str] = {}
+        """Added to the server's environment (e.g. libfaketime's, for a clock of its own)."""
 
     @property
     def url(self) -> str:
@@ -52,19 +54,21 @@ class PostgresServer:
         command = [str(self.bin / args[0]), *args[1:]]
         if self.as_postgres:
             command = ["runuser", "-u", "postgres", "--", *command]
-        subprocess.run(command, check=True, capture_output=True, text=True)
+        environment = os.environ | self.environment
+        subprocess.run(command, check=True, capture_output=True, text=True, env=environment)
 
     def init(self) -> None:
         if self.as_postgres:
             shutil.chown(self.base, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
 
-    def start(self) -> None:
+    def start(self, *settings: str) -> None:
+        """Start on its port; `settings` (`name=value`) come last and win over the defaults."""
         options = (
             f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.base}"
             " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             " -c max_connections=200"
-        )
+        ) + "".join(f" -c {setting}" for setting in settings)
         self._run(
             "pg_ctl",
             "-D",

@@ -1,0 +1,85 @@
+"""Charts of the past from the rollup table (`tablequeue.rollup`): per queue and for all.
+
+Every series has one value per step of the window, at the times of `time` (Unix seconds, the
+start of each step). Counts are totals over the step; latency percentiles (seconds, from due to
+processed) come from the step's merged histogram; `backlog` is the last sample in the step;
+null means nothing was measured (no success for latency, no worker sampling for backlog and
+enqueued).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from tablequeue.rollup import chart_series
+
+from ..dependencies import READER, DatabaseArg, QueueArg
+
+router = APIRouter(tags=["charts"])
+Window = Annotated[
+    Literal["1h", "24h", "7d"],
+    Query(description="1h: a point a minute; 24h: every 5 minutes; 7d: every hour."),
+]
+
+
+class Series(BaseModel):
+    enqueued: list[int | None] = Field(
+        description="How far the queue's highest message id moved (enqueues, including "
+        "updates of a messageId on PostgreSQL and MariaDB); null where no worker sampled it."
+    )
+    processed: list[int] = Field(description="Successes recorded.")
+    failed: list[int] = Field(description="Failures recorded (retried or sent to Error).")
+    latencyP50: list[float | None]
+    latencyP90: list[float | None]
+    latencyP99: list[float | None] = Field(
+        description="Seconds from due (process_after) to processed, of the step's successes."
+    )
+    latencyMax: list[float | None]
+    backlog: list[int | None] = Field(description="Due messages, the last sample of the step.")
+
+
+class QueueSeries(Series):
+    queue: str
+
+
+class Charts(BaseModel):
+    window: str
+    stepSeconds: int
+    from_: str = Field(alias="from", description="Start of the first step (UTC).")
+    to: str = Field(description="End of the last step (UTC), after the database's now.")
+    now: str = Field(description="The database's clock when read.")
+    time: list[int] = Field(description="Start of each step, Unix seconds.")
+
+
+class AllCharts(Charts):
+    queues: list[QueueSeries] = Field(description="Each queue in the registry, by name.")
+    total: Series = Field(description="All queues together (percentiles of all successes).")
+
+
+class QueueCharts(Charts, Series):
+    queue: str
+
+
+@router.get("/charts", dependencies=READER, response_model=AllCharts, response_model_by_alias=True)
+def all_charts(database: DatabaseArg, window: Window = "1h") -> dict[str, Any]:
+    """Enqueued, processed, failed, latency percentiles and backlog of every queue, and all."""
+    names = [row["name"] for row in database.queues()]
+    return chart_series(database, window, names)
+
+
+@router.get(
+    "/queues/{name}/charts",
+    dependencies=READER,
+    response_model=QueueCharts,
+    response_model_by_alias=True,
+)
+def queue_charts(database: DatabaseArg, queue: QueueArg, window: Window = "1h") -> dict[str, Any]:
+    """Enqueued, processed, failed, latency percentiles and backlog of one queue."""
+    charts = chart_series(database, window, [queue.name])
+    [series] = charts.pop("queues")
+    charts.pop("total")
+    shown: dict[str, Any] = charts | series
+    return shown

@@ -1,0 +1,132 @@
+// tablequeue admin UI: charts of the past from the JSON API's /charts routes, drawn by uPlot
+// (vendored: uPlot.iife.min.js, see VENDORED.md). Every chart is kept in window.tqCharts by
+// name, so a test (or a person in the console) can read back the data drawn.
+"use strict";
+
+(function () {
+  var COLORS = ["#2c5fd4", "#16a34a", "#c9372c", "#d97706", "#7c3aed", "#0891b2", "#db2777",
+                "#4b5563", "#65a30d", "#9333ea"];
+  var STEP_NAMES = { 60: "per minute", 300: "per 5 minutes", 3600: "per hour" };
+  window.tqCharts = {};
+
+  function seconds(value) {
+    if (value === null || value === undefined) return "–";
+    if (value < 1) return Math.round(value * 1000) + " ms";
+    if (value < 120) return value.toFixed(value < 10 ? 2 : 1) + " s";
+    if (value < 7200) return (value / 60).toFixed(1) + " min";
+    return (value / 3600).toFixed(1) + " h";
+  }
+
+  function count(value) {
+    return value === null || value === undefined ? "–" : String(Math.round(value));
+  }
+
+  function draw(name, element, time, series, options) {
+    if (!element) return;
+    var old = window.tqCharts[name];
+    if (old) old.destroy();
+    var width = Math.max(element.clientWidth, 300);
+    var opts = {
+      width: width,
+      height: 220,
+      scales: { x: { time: true }, y: options.log ? { distr: 3 } : { range: function (u, min, max) {
+        return [0, max > 0 ? max * 1.1 : 1];
+      } } },
+      axes: [{}, { values: function (u, ticks) { return ticks.map(options.format); }, size: 60 }],
+      series: [{}].concat(series.map(function (s, i) {
+        return {
+          label: s.label,
+          stroke: s.color || COLORS[i % COLORS.length],
+          width: 1.5,
+          fill: s.fill || undefined,
+          value: function (u, v) { return options.format(v); },
+          points: { show: time.length <= 90 },
+        };
+      })),
+      legend: { live: true },
+    };
+    var data = [time].concat(series.map(function (s) { return s.values; }));
+    window.tqCharts[name] = new uPlot(opts, data, element);
+  }
+
+  function positive(values) {
+    // A log scale cannot show 0: no latency measured is a gap, not a zero.
+    return values.map(function (v) { return v === null || v <= 0 ? null : v; });
+  }
+
+  function render(root, charts) {
+    var single = root.dataset.queue !== undefined;
+    var s = single ? charts : charts.total;
+    var per = STEP_NAMES[charts.stepSeconds] || "per " + charts.stepSeconds + " s";
+    document.getElementById("throughput-title").textContent = "Messages " + per;
+    draw("throughput", document.getElementById("chart-throughput"), charts.time, [
+      { label: "enqueued", values: s.enqueued, color: COLORS[0] },
+      { label: "processed", values: s.processed, color: COLORS[1] },
+      { label: "failed", values: s.failed, color: COLORS[2] },
+    ], { format: count });
+    draw("latency", document.getElementById("chart-latency"), charts.time, [
+      { label: "p50", values: positive(s.latencyP50), color: COLORS[1] },
+      { label: "p90", values: positive(s.latencyP90), color: COLORS[3] },
+      { label: "p99", values: positive(s.latencyP99), color: COLORS[2] },
+    ], { format: seconds, log: true });
+    draw("backlog", document.getElementById("chart-backlog"), charts.time, [
+      { label: "backlog", values: s.backlog, color: COLORS[4], fill: "rgba(124,58,237,0.08)" },
+    ], { format: count });
+    if (!single) {
+      var title = document.getElementById("by-queue-title");
+      if (title) title.textContent = "Processed by queue " + per;
+      var processed = charts.queues.map(function (q) { return { label: q.queue, values: q.processed }; });
+      var backlog = charts.queues.map(function (q) { return { label: q.queue, values: q.backlog }; });
+      draw("byQueue", document.getElementById("chart-by-queue"), charts.time, processed, { format: count });
+      draw("backlogByQueue", document.getElementById("chart-backlog-by-queue"), charts.time, backlog,
+           { format: count });
+    }
+  }
+
+  function load(root) {
+    var queue = root.dataset.queue;
+    var path = (queue !== undefined ? "/queues/" + encodeURIComponent(queue) : "") + "/charts";
+    var status = document.getElementById("charts-status");
+    fetch(path + "?window=" + encodeURIComponent(root.dataset.window), {
+      headers: { accept: "application/json" },
+    })
+      .then(function (response) {
+        return response.json().then(function (body) {
+          if (!response.ok) throw new Error(body.error || response.statusText);
+          return body;
+        });
+      })
+      .then(function (charts) {
+        render(root, charts);
+        var measured = (queue !== undefined ? [charts] : charts.queues).some(function (s) {
+          return s.processed.some(Boolean) || s.failed.some(Boolean) ||
+            s.backlog.some(function (v) { return v !== null; });
+        });
+        status.textContent = measured ? "" : "Nothing measured in this window yet: workers write " +
+          "what they counted every 20 seconds.";
+        status.hidden = measured;
+        root.dataset.loaded = charts.now;
+      })
+      .catch(function (error) {
+        status.hidden = false;
+        status.textContent = "Cannot load the charts: " + error.message;
+      });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var root = document.getElementById("charts");
+    if (!root || typeof uPlot === "undefined") return;
+    load(root);
+    setInterval(function () { load(root); }, 30000);
+    var resizing;
+    window.addEventListener("resize", function () {
+      clearTimeout(resizing);
+      resizing = setTimeout(function () {
+        Object.keys(window.tqCharts).forEach(function (name) {
+          var chart = window.tqCharts[name];
+          chart.setSize({ width: Math.max(chart.root.parentNode.clientWidth, 300), height: 220 });
+        });
+      }, 150);
+    });
+  });
+})();

@@ -1,0 +1,62 @@
+"""`tablequeue schedules QUEUE`: a queue's recurring messages, and running one now."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import click
+
+from tablequeue import connect
+
+from .options import db_options, emit
+
+
+def _when(value: datetime | None, empty: str) -> str:
+    return value.isoformat().replace("+00:00", "Z") if value else empty
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.option("--run", "run", metavar="SCHEDULE", help="Enqueue this schedule's message now.")
+@db_options
+def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> None:
+    """A queue's schedules (spec.schedules): next tick, last tick fired, counts."""
+    with connect(db_url) as database:
+        queue = database.queue(queue_name)
+        if run is not None:
+            fired = queue.run_schedule(run)
+            message = fired.message.id if fired and fired.message else None
+            emit(
+                as_json,
+                {"schedule": run, "tick": fired.tick if fired else None, "message": message},
+                f"schedule {run}: enqueued message {message}"
+                if message is not None
+                else f"schedule {run}: fired by another process at the same time",
+            )
+            return
+        views = queue.schedules()
+    data: list[dict[str, Any]] = [
+        {
+            "name": v.name,
+            "cron": v.cron,
+            "timeZone": v.time_zone,
+            "missed": v.missed,
+            "nextTick": v.next_tick,
+            "lastTick": v.last_tick,
+            "lastFiredAt": v.last_fired_at,
+            "lastMessage": v.last_message,
+            "fired": v.fired,
+            "skipped": v.skipped,
+        }
+        for v in views
+    ]
+    lines = [f"{'NAME':24} {'CRON':18} {'TIME ZONE':20} {'NEXT TICK':26} {'LAST TICK':26} FIRED"]
+    lines += [
+        f"{v.name:24} {v.cron:18} {v.time_zone:20} {_when(v.next_tick, '-'):26} "
+        f"{_when(v.last_tick, 'never'):26} {v.fired}"
+        for v in views
+    ]
+    if not views:
+        lines = [f"queue {queue_name} has no schedules"]
+    emit(as_json, data, "\n".join(lines))

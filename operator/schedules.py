@@ -1,0 +1,39 @@
+"""Firing a Queue's due schedule ticks on the operator's timer, so that recurring messages are
+enqueued even while no worker runs (autoscaling to zero: the message they enqueue is what scales
+the workers up again). Workers fire the same ticks; the claim in the database makes each tick
+enqueued once, whoever is first."""
+
+from __future__ import annotations
+
+import logging
+
+from tablequeue import Queue, TableQueueError
+from tablequeue.errors import DatabaseUnavailable
+from tablequeue.queue.schedules import Fired
+
+logger = logging.getLogger(__name__)
+
+
+def fire_schedules(queue: Queue, label: str) -> list[Fired]:
+    """Fire the queue's due ticks; a schedule that fails is logged, never the end of the
+    observation (the database being away is raised, as for the counts)."""
+    try:
+        fired = queue.fire_schedules()
+    except DatabaseUnavailable:
+        raise
+    except TableQueueError as error:
+        logger.warning("[%s] firing schedules failed: %s", label, error)
+        return []
+    for one in fired:
+        if one.message is not None and one.tick is not None:
+            logger.info(
+                "[%s] schedule %s fired tick %s (message %s; %d due)",
+                label,
+                one.schedule,
+                one.tick.isoformat(),
+                one.message.id,
+                one.due,
+            )
+        else:
+            logger.info("[%s] schedule %s skipped %d missed ticks", label, one.schedule, one.due)
+    return fired

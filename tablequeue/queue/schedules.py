@@ -1,0 +1,193 @@
+"""Firing recurring messages: each due tick of a queue's schedules is claimed and its message
+enqueued in one transaction, so that of any number of callers (every worker's housekeeping, every
+operator replica's timer) exactly one enqueues it, and a crash in between loses nothing.
+
+Ticks missed while nothing ran (no worker, no operator, the database away) follow the schedule's
+`missed` policy: `CatchUpOnce` enqueues one message, for the latest due tick, however many were
+missed; `Skip` enqueues that message only if the tick is at most `startingDeadlineSeconds` old,
+else nothing. Either way the schedule then waits for its next tick after now, and the ticks that
+enqueued nothing are counted in `skipped`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy.engine import Connection
+
+from .. import cron
+from ..errors import InvalidInput, ScheduleNotFound
+from ..models import Enqueued, NewMessage
+from ..spec import QueueSpec, Schedule
+from ..storage import Storage, registry
+from ..storage import schedules as store
+from ..storage.schedules import ScheduleState
+from .context import QueueContext
+from .enqueue import enqueue_in
+
+
+@dataclass(frozen=True)
+class Fired:
+    """What one claim did: the tick it enqueued (None when the due ticks were skipped), how
+    many ticks were due, the message and the schedule's next tick."""
+
+    schedule: str
+    tick: datetime | None
+    due: int
+    message: Enqueued | None
+    next_tick: datetime
+
+
+@dataclass(frozen=True)
+class ScheduleView:
+    """A declared schedule with its stored state, as the API, UI and CLI show it."""
+
+    name: str
+    cron: str
+    time_zone: str
+    missed: str
+    message_id: str | None
+    """The messageId pattern."""
+    next_tick: datetime | None
+    last_tick: datetime | None
+    last_fired_at: datetime | None
+    last_message: int | None
+    fired: int
+    skipped: int
+
+
+def overview(queue: QueueContext) -> list[ScheduleView]:
+    """The queue's declared schedules (in spec order) with when they fire next and last."""
+    if not queue.spec.schedules:
+        return []
+    storage = queue.storage
+    with storage.transaction() as connection:
+        stored = {
+            state.schedule: state
+            for state in store.states(connection, storage.schedules, queue.name)
+        }
+    views = []
+    for schedule in queue.spec.schedules:
+        state = stored.get(schedule.name)
+        views.append(
+            ScheduleView(
+                name=schedule.name,
+                cron=schedule.cron,
+                time_zone=schedule.time_zone,
+                missed=schedule.missed,
+                message_id=schedule.message_id,
+                next_tick=state.next_tick if state else None,
+                last_tick=state.last_tick if state else None,
+                last_fired_at=state.last_fired_at if state else None,
+                last_message=state.last_message if state else None,
+                fired=state.fired if state else 0,
+                skipped=state.skipped if state else 0,
+            )
+        )
+    return views
+
+
+def set_next_tick(queue: QueueContext, schedule: str, when: datetime | None) -> None:
+    """Move a schedule's next tick to `when` (None: the database's now)."""
+    if when is not None and when.tzinfo is None:
+        raise InvalidInput(f"naive time {when.isoformat()}: give a time zone")
+    storage = queue.storage
+    with storage.transaction() as connection:
+        if when is None:
+            when = store.database_now(connection, storage.dialect)
+        if not store.set_next_tick(connection, storage.schedules, queue.name, schedule, when):
+            raise ScheduleNotFound(f"queue {queue.name!r} has no schedule {schedule!r}")
+
+
+def run_now(queue: QueueContext, schedule: str) -> Fired | None:
+    """Enqueue a schedule's message now (its tick is now) and keep its next tick; None when
+    another caller fired it in between (it was enqueued once all the same)."""
+    set_next_tick(queue, schedule, None)
+    return next((fired for fired in fire_due(queue) if fired.schedule == schedule), None)
+
+
+def fire_due(queue: QueueContext) -> list[Fired]:
+    """Claim and enqueue every due tick of the queue's schedules; what this caller fired (an
+    empty list when others were first or nothing was due). Safe to call from any number of
+    processes at once."""
+    storage = queue.storage
+    with storage.transaction() as connection:
+        # The registry first: a queue without schedules never reads tablequeue_schedules (a
+        # worker needs no grant on it then), and one whose schedules were added after this
+        # handle was made is seen.
+        row = registry.registry_row(storage, connection, queue.name)
+        if row is None or not row.settings.get("schedules"):
+            return []
+        now = store.database_now(connection, storage.dialect)
+        due = store.due(connection, storage.schedules, queue.name, now)
+    fired = []
+    for state in due:
+        with storage.transaction() as connection:
+            result = _fire(queue, connection, state)
+        if result is not None:
+            fired.append(result)
+    return fired
+
+
+def _fire(queue: QueueContext, connection: Connection, state: ScheduleState) -> Fired | None:
+    storage = queue.storage
+    now = store.database_now(connection, storage.dialect)
+    schedule = _declared(storage, connection, queue.name, state)
+    if schedule is None:
+        return None  # removed or re-timed by an apply in progress: its rows follow
+    catch_up = cron.due_ticks(state.cron, state.time_zone, state.next_tick, now)
+    late = now - catch_up.latest > timedelta(seconds=schedule.starting_deadline_seconds)
+    tick = None if schedule.missed == "Skip" and late else catch_up.latest
+    claimed = store.claim(
+        connection,
+        storage.schedules,
+        state,
+        next_tick=catch_up.next,
+        fired_tick=tick,
+        skipped=catch_up.due - (tick is not None),
+        now=now,
+    )
+    if not claimed:
+        return None  # another caller was first
+    message = None
+    if tick is not None:
+        (message,) = enqueue_in(queue, connection, [new_message(queue.name, schedule, tick)])
+        store.record_message(connection, storage.schedules, state, message.id)
+    return Fired(state.schedule, tick, catch_up.due, message, catch_up.next)
+
+
+def _declared(
+    storage: Storage, connection: Connection, name: str, state: ScheduleState
+) -> Schedule | None:
+    """The schedule as the registry declares it now, if it still times the stored row."""
+    row = registry.registry_row(storage, connection, name)
+    if row is None:
+        return None
+    for schedule in QueueSpec.model_validate(row.settings).schedules:
+        if schedule.name == state.schedule:
+            same = (schedule.cron, schedule.time_zone) == (state.cron, state.time_zone)
+            return schedule if same else None
+    return None
+
+
+def new_message(queue: str, schedule: Schedule, tick: datetime) -> NewMessage:
+    """The message of one tick: placeholders replaced, the tick rendered in the schedule's
+    time zone."""
+    context = cron.TickContext(
+        queue, schedule.name, tick.astimezone(cron.time_zone(schedule.time_zone))
+    )
+    message_id = None
+    if schedule.message_id is not None:
+        message_id = cron.render_text(schedule.message_id, context)
+    headers = cron.render(schedule.headers, context)
+    return NewMessage(
+        message=cron.render(schedule.message, context),
+        message_id=message_id,
+        priority=schedule.priority,
+        headers={
+            "tablequeue-schedule": schedule.name,
+            "tablequeue-tick": context.value("tickUtc", None),
+        }
+        | (headers or {}),
+    )

@@ -1,0 +1,1 @@
+CREATE INDEX tablequeue_rollup_minute ON tablequeue_rollup (minute);

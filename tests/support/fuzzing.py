@@ -1,0 +1,148 @@
+"""Schema-driven fuzzing of the HTTP API (schemathesis) over real HTTP, shared by the quick and
+the deep fuzz tests: seeded queues to aim at, a cheap snapshot of every table, and one loop that
+sends the generated requests (as the admin, a reader or nobody when tokens are on) and checks
+after each: no 5xx, and a refused request, a read, and anything but an admin's change leave
+every table exactly as it was."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import requests
+import schemathesis
+import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+
+from tablequeue import Database, Failure, NewMessage, Queue
+from tablequeue.api.auth import Auth
+
+from .api_server import serve_api
+
+PREDICATES = ['Sku == "123"', "n >= 3", "Paid == true and Total > 100", "Missing == null"]
+STATUSES = ["Pending", "OnHold", "Error", "Paused", "Cancelled"]
+
+
+def seed_queues(make_queue: Callable[..., Queue]) -> dict[str, list[Any]]:
+    """Two queues with messages in most statuses, and their names, ids and tracking ids."""
+    orders = make_queue("orders", category="Sales", keep_processed_for="forever", max_attempts=2)
+    make_queue("audit-log", category="Ops", idempotent=True)
+    orders.enqueue_many(
+        [
+            NewMessage(
+                message={"n": n, "Sku": "123" if n % 2 else "9", "Paid": n > 3, "Total": n * 50},
+                message_id=f"M-{n}" if n % 3 == 0 else None,
+                priority=5 if n < 3 else 0,
+            )
+            for n in range(10)
+        ]
+    )
+    batch = orders.lease("fuzzer", batch_size=3)
+    orders.fail("fuzzer", [Failure(batch.messages[0], "boom", permanent=True)])
+    orders.enqueue({"n": 99}, status="OnHold", after=3600)
+    messages = orders.messages()
+    return {
+        "names": ["orders", "audit-log"],
+        "ids": [m.id for m in messages],
+        "tracking_ids": [str(m.tracking_id) for m in messages],
+    }
+
+
+def closing_session() -> requests.Session:
+    """One connection per request: after a 500, uvicorn drops the connection a pool would reuse."""
+    session = requests.Session()
+    session.headers["Connection"] = "close"
+    return session
+
+
+class Rows:
+    """`tests.support.snapshot.snapshot` with the reflection done once: the fuzzed API creates
+    no tables."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.metadata = sa.MetaData()
+        self.metadata.reflect(database.engine)
+
+    def snapshot(self) -> dict[str, list[tuple[Any, ...]]]:
+        with self.database.engine.connect() as connection:
+            return {
+                name: sorted(map(tuple, connection.execute(sa.select(table))), key=repr)
+                for name, table in self.metadata.tables.items()
+            }
+
+
+def steer(case: Any, data: st.DataObject, seeded: dict[str, list[Any]]) -> None:
+    """Aim part of the generated requests at things that exist, so success paths get fuzzed too."""
+    path = case.path_parameters or {}
+    for key, known in (
+        ("name", seeded["names"]),
+        ("message_id", seeded["ids"]),
+        ("tracking_id", seeded["tracking_ids"]),
+    ):
+        if key in path:
+            path[key] = data.draw(st.sampled_from([*known, path[key]]), label=key)
+    if isinstance(case.query, dict) and "where" in case.query:
+        case.query["where"] = data.draw(st.sampled_from([*PREDICATES, case.query["where"]]))
+    if isinstance(case.body, dict):
+        if "where" in case.body:
+            case.body["where"] = data.draw(st.sampled_from([*PREDICATES, case.body["where"]]))
+        if isinstance(case.body.get("status"), str):
+            case.body["status"] = data.draw(st.sampled_from([*STATUSES, case.body["status"]]))
+
+
+def fuzz_api(
+    database: Database,
+    seeded: dict[str, list[Any]],
+    requests_to_send: int,
+    auth: Auth | None = None,
+) -> Counter[str]:
+    """Send generated requests; count outcomes as `"<who> <status>xx"`: with `auth`, each is
+    sent as `admin`, `reader` or `none` (no token); without, to an open API as `open`."""
+    outcomes: Counter[str] = Counter()
+    rows = Rows(database)
+    state = {"rows": rows.snapshot()}  # the database after the last request
+    senders: dict[str, str | None] = (
+        {"admin": auth.admin_token, "reader": auth.read_token, "none": None}
+        if auth
+        else {"open": None}
+    )
+    changers = {"admin", "open"}
+    with serve_api(database, auth or Auth()) as url, closing_session() as session:
+        schema = schemathesis.openapi.from_url(url + "/openapi.json")
+        cases = st.one_of(
+            schema.as_strategy(GenerationMode.POSITIVE),
+            schema.as_strategy(GenerationMode.NEGATIVE),
+        )
+
+        @settings(
+            max_examples=requests_to_send,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(case=cases, data=st.data(), who=st.sampled_from(list(senders)))
+        def run(case: Any, data: st.DataObject, who: str) -> None:
+            steer(case, data, seeded)
+            token = senders[who]
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            before = state["rows"]
+            response = case.call(session=session, headers=headers, timeout=30)
+            state["rows"] = after = rows.snapshot()
+            where = f"{who}: {case.method} {case.formatted_path}"
+            outcomes[f"{who} {response.status_code // 100}xx"] += 1
+            case.validate_response(response, checks=[not_a_server_error])
+            assert response.status_code < 500, f"{where}: {response.text[:500]}"
+            if 400 <= response.status_code < 500:
+                assert response.json().get("error"), f"{where}: {response.text[:300]}"
+                assert after == before, f"{where} was refused but changed rows"
+            if who not in changers or case.method == "GET":
+                assert after == before, f"{where} may not change anything but changed rows"
+
+        run()
+    return outcomes

@@ -1,0 +1,125 @@
+"""The worker's share of the chart rollup (`tablequeue.rollup`): counts kept in memory per
+minute of the database's clock, written with one upsert per minute every `rollup_interval`
+seconds (and at shutdown), together with samples of the queue's highest id and backlog.
+
+Nothing is written per message: recording an outcome costs a dictionary lookup and a bucket
+index. A worker killed with SIGKILL loses what it counted since its last write (at most
+`rollup_interval` seconds); a write that fails is retried with the next one, its counts kept
+(the last hour of them). The rollup never decides the worker's readiness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+
+from tablequeue.database import Database
+from tablequeue.models import Completion, Failure, Message, Settled
+from tablequeue.queue import Queue
+from tablequeue.rollup import MinuteCounts, minute_of, prune, write_minutes
+
+from .health import DATABASE_ERRORS
+from .waiting import sleep_unless
+
+log = logging.getLogger("tablequeue.worker")
+PRUNE_EVERY = 600.0
+"""Seconds between two deletions of rows past the horizon by one worker."""
+WARN_EVERY = 600.0
+KEPT_MINUTES = 60
+"""Minutes of counts kept while writes fail (a missing table or grant, a database away)."""
+
+
+class Rollup:
+    """Counts of one worker for the rollup, per minute of the database's clock."""
+
+    def __init__(self, database: Database, queue: Queue, interval: float) -> None:
+        self.database = database
+        self.queue = queue
+        self.interval = interval
+        self.minutes: dict[datetime, MinuteCounts] = {}
+        self._clock_offset = timedelta(0)
+        """The database's clock minus this machine's, measured at each write."""
+        self._pruned_at: float | None = None
+        self._warned_at: float | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval > 0
+
+    def database_now(self) -> datetime:
+        return datetime.now(UTC) + self._clock_offset
+
+    def _current(self) -> tuple[datetime, MinuteCounts]:
+        now = self.database_now()
+        minute = minute_of(now)
+        counts = self.minutes.get(minute)
+        if counts is None:
+            counts = self.minutes[minute] = MinuteCounts()
+        return now, counts
+
+    def leased(self, messages: Sequence[Message]) -> None:
+        """The highest id leased: an enqueue seen even if its row is gone by the next sample."""
+        if self.enabled and messages:
+            self._current()[1].saw_id(max(message.id for message in messages))
+
+    def settled(self, settled: Settled, outcomes: Iterable[Completion | Failure]) -> None:
+        """Outcomes just recorded: successes with their latency (due to now), failures."""
+        if not self.enabled:
+            return
+        now, counts = self._current()
+        counts.processed += settled.processed + settled.deleted + settled.rescheduled
+        counts.failed += settled.retrying + settled.errored
+        for outcome in outcomes:
+            if isinstance(outcome, Completion):
+                counts.observe((now - outcome.message.process_after).total_seconds())
+
+    async def write_every(self, stopping: asyncio.Event) -> None:
+        """Write every `interval` until stopping (the worker wrote its first samples before
+        it leased anything, and writes the last counts after its last outcome)."""
+        while not stopping.is_set():
+            await sleep_unless(self.interval, stopping)
+            if not stopping.is_set():
+                await self.write()
+
+    async def write(self) -> None:
+        """Write what was counted; on a database error keep it for the next write."""
+        if not self.enabled:
+            return
+        taken, self.minutes = self.minutes, {}
+        try:
+            asked = time.time()
+            clock = await asyncio.to_thread(
+                write_minutes, self.database, self.queue.name, self.queue.table, taken
+            )
+            answered = time.time()
+            local = datetime.fromtimestamp((asked + answered) / 2, UTC)
+            self._clock_offset = clock - local
+            if self._pruned_at is None or answered - self._pruned_at >= PRUNE_EVERY:
+                self._pruned_at = answered
+                deleted = await asyncio.to_thread(prune, self.database)
+                if deleted:
+                    log.info("pruned the chart rollup", extra={"count": deleted})
+        except DATABASE_ERRORS as error:
+            self._keep(taken)
+            self._warn(error)
+
+    def _keep(self, taken: dict[datetime, MinuteCounts]) -> None:
+        """Counts a failed write took: back, for the next write (the last KEPT_MINUTES)."""
+        for minute, counts in taken.items():
+            self.minutes.setdefault(minute, MinuteCounts()).merge(counts)
+        for minute in sorted(self.minutes)[:-KEPT_MINUTES]:
+            del self.minutes[minute]
+
+    def _warn(self, error: BaseException) -> None:
+        """One log line now and then: the rollup never makes the worker unready (a database
+        that went away does, through the lease loop)."""
+        now = time.monotonic()
+        if self._warned_at is None or now - self._warned_at >= WARN_EVERY:
+            self._warned_at = now
+            log.warning(
+                "cannot write the chart rollup; counts are kept and written later",
+                extra={"error": str(error).splitlines()[0][:300]},
+            )
