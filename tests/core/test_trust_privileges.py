@@ -24,18 +24,22 @@ GRANTS = {
         "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_rollup TO tq_worker",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_results, tablequeue_attempts,"
+        " tablequeue_housekeeping TO tq_worker",
     ],
     "tq_api_admin": [
         "GRANT SELECT, UPDATE (default_status, updated_at) ON tablequeue_queues TO tq_api_admin",
         "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_api_admin",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
         "GRANT SELECT ON tablequeue_rollup TO tq_api_admin",
+        "GRANT SELECT ON tablequeue_results, tablequeue_attempts TO tq_api_admin",
     ],
     "tq_reader": [
         "GRANT SELECT ON tablequeue_queues TO tq_reader",
         "GRANT SELECT ON tablequeue_schedules TO tq_reader",
         "GRANT SELECT ON orders TO tq_reader",
         "GRANT SELECT ON tablequeue_rollup TO tq_reader",
+        "GRANT SELECT ON tablequeue_results, tablequeue_attempts TO tq_reader",
     ],
 }
 """What docs/guarantees.md tells a DBA to grant (the operator's: as the owner of the tables)."""
@@ -71,10 +75,11 @@ def test_each_component_works_with_only_its_grants(
             connection.exec_driver_sql(statement)
 
     worker = as_role["tq_worker"].queue("orders")
-    worker.enqueue({"n": 1})
+    done = worker.enqueue({"n": 1})
     [message] = worker.lease("w1", 10).messages
-    worker.complete("w1", [Completion(message)])
+    worker.complete("w1", [Completion(message)])  # its result is kept
     worker.sweep()
+    assert worker.purge_retained("w1") is not None
     worker.vacuum()  # not the owner: PostgreSQL skips it with a warning, nothing fails
     worker.set_next_tick("nightly")
     [fired] = worker.fire_schedules()
@@ -98,6 +103,8 @@ def test_each_component_works_with_only_its_grants(
     assert [view.fired for view in reader.schedules()] == [2]
     assert sum(chart_series(as_role["tq_reader"], "24h")["total"]["processed"]) == 1
     assert reader.stats().counts == {"OnHold": 1, "Paused": 1}  # processed ones are deleted
+    assert as_role["tq_reader"].find_job(str(done.tracking_id)).source == "results"
+    assert reader.attempts(reader.messages(status="OnHold")[0]) == []
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
         reader.enqueue({"n": 3})
