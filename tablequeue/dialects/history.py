@@ -4,9 +4,9 @@ of a finished message in `tablequeue_results`, each failed or lost attempt in
 
 On an engine with `capabilities.folds_writes` (PostgreSQL) a success and its result are one
 statement: `WITH done AS (DELETE | UPDATE ... RETURNING ...) INSERT INTO tablequeue_results
-SELECT ... FROM done ON CONFLICT ...`. Elsewhere the outcome is recorded first (the rows stay
-locked by the transaction), then the result is written from what the worker knows; a success
-that deletes its row marks it Processed, records, then deletes it.
+SELECT ... FROM done ON CONFLICT ...`. Elsewhere the outcome is recorded first, then the results
+are written from what the worker knows, by one more statement of the same transaction (when a
+batch was not recorded whole, which of it was is read back first).
 """
 
 from __future__ import annotations
@@ -121,17 +121,11 @@ class HistoryQueries:
             t.c.lease_expires_at.is_(None),
         )
 
-    def delete_recorded(self) -> sa.Delete:
-        """Delete the successes among :b_ids that this transaction marked Processed."""
-        return self._once(("delete_recorded",), self._delete_recorded)
-
-    def _delete_recorded(self) -> sa.Delete:
+    def present_ids(self) -> sa.Select[Any]:
+        """Which of :b_ids still have a row (a plain read: it locks nothing)."""
         t = self.table
-        return sa.delete(t).where(
-            t.c.id.in_(sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())),
-            t.c.status == literal_status(names.PROCESSED),
-            t.c.lease_owner == _bind("b_owner", sa.String()),
-        )
+        ids = sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())
+        return self._once(("present",), lambda: sa.select(t.c.id).where(t.c.id.in_(ids)))
 
     def write_results(self) -> tuple[Insert, bool]:
         """Upsert results (one parameter set per message; the database's clock), and whether

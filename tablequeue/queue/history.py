@@ -162,17 +162,25 @@ def complete_recording(
         statement, per_row = history.finish_and_record(delete)
         parameters = per_row.params(rows, {"b_owner": owner, "b_queue": queue.name})
         return len(connection.execute(statement, parameters).all())
-    marked, per_row = queue.queries.mark_processed()
-    count = int(connection.execute(marked, per_row.params(rows, {"b_owner": owner})).rowcount)
-    if not count:
-        return 0
     messages = [c.message for c in completions]
-    ours = _settled_by_us(history, connection, owner, messages, count, _processed)
     results = {c.message.id: c.result for c in completions}
-    write_results(queue, connection, [(m, "Processed", results[m.id], m.last_error) for m in ours])
     if delete:
-        ids = [m.id for m in ours]
-        connection.execute(history.delete_recorded(), {"b_ids": ids, "b_owner": owner})
+        deleting, per_row = queue.queries.delete_done()
+        parameters = per_row.params(rows, {"b_owner": owner})
+        count = int(connection.execute(deleting, parameters).rowcount)
+        ours = messages
+        if 0 < count < len(messages):  # rare: the rows still there were not ours to delete
+            ids = {"b_ids": [m.id for m in messages]}
+            left = set(connection.execute(history.present_ids(), ids).scalars())
+            ours = [m for m in messages if m.id not in left]
+    else:
+        marked, per_row = queue.queries.mark_processed()
+        parameters = per_row.params(rows, {"b_owner": owner})
+        count = int(connection.execute(marked, parameters).rowcount)
+        ours = _settled_by_us(history, connection, owner, messages, count, _processed)
+    if count:
+        outcomes = [(m, "Processed", results[m.id], m.last_error) for m in ours]
+        write_results(queue, connection, outcomes)
     return count
 
 

@@ -103,7 +103,7 @@ def render(engine: str) -> dict[str, str]:
         statements.update(
             {
                 "history_settled_rows": history.settled_rows(),
-                "history_delete_recorded": history.delete_recorded(),
+                "history_present_ids": history.present_ids(),
                 "history_write_results": history.write_results()[0],
                 "history_forget_results": history.forget_results(),
                 "history_write_attempts": history.write_attempts(),

@@ -35,7 +35,7 @@ EXPECTED = {
     "backlog": exp.Select,
     "count_by_status": exp.Select,
     "history_settled_rows": exp.Select,
-    "history_delete_recorded": exp.Delete,
+    "history_present_ids": exp.Select,
     "history_forget_results": exp.Delete,
     "history_trim_attempts": exp.Delete,
     "history_write": exp.Insert,
