@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
 from tablequeue.limits import MAX_PRIORITY
+from tablequeue.models import Delivery as CoreDelivery
 from tablequeue.models import Enqueued, Message, NewMessage
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 from tablequeue.queue import history
@@ -58,11 +59,13 @@ if TYPE_CHECKING:  # mypy cannot see the fields of a model built at runtime
     Job = FromCore
     EnqueueResult = FromCore
     AttemptOut = FromCore
+    Delivery = FromCore
 else:
     MessageOut = _from_core("MessageOut", Message)
     Job = _from_core("Job", history.Job)
     EnqueueResult = _from_core("EnqueueResult", Enqueued)
     AttemptOut = _from_core("AttemptOut", history.Attempt)
+    Delivery = _from_core("Delivery", CoreDelivery)
 
 
 class AttemptList(Out):
@@ -76,6 +79,11 @@ class EnqueueResponse(Out):
 
 
 EnqueueBody = NewMessage | list[NewMessage]
+
+
+class PublishResponse(Out):
+    topic: str
+    deliveries: list[Delivery] = Field(description="One per subscribed queue, by queue name")
 
 
 class MessagePage(Out):

@@ -6,7 +6,7 @@ import click
 
 from tablequeue.pipeline.cli import pipeline
 
-from . import messages, processes, queues, schedules
+from . import messages, processes, queues, schedules, topics
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,6 +18,7 @@ def main() -> None:
 for command in (
     queues.queue,
     messages.enqueue,
+    topics.publish,
     messages.messages,
     messages.show,
     messages.set_status,

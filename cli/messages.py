@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 from datetime import datetime, timedelta
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import click
@@ -17,6 +20,7 @@ from tablequeue.errors import InvalidInput
 from tablequeue.models import Message, NewMessage
 from tablequeue.spec import parse_duration
 
+from . import progress
 from .options import db_options, emit, validation_line
 
 
@@ -59,31 +63,41 @@ def _parse_json(text: str, where: str) -> Any:
         ) from None
 
 
-def _bodies(message: str | None, path: str | None) -> Iterator[tuple[Any, str]]:
+def _bodies(
+    message: str | None, path: str | None, as_json: bool = True
+) -> Generator[tuple[Any, str], None, None]:
     if (message is None) == (path is None):
         raise InvalidInput("give a JSON message or -f FILE.jsonl (one of them)")
     if message is not None:
         yield _parse_json(message, "message"), "message"
         return
     assert path is not None
-    source = sys.stdin if path == "-" else _open(path)
-    with source:
+    source, size = (sys.stdin.buffer, None) if path == "-" else _open(path)
+    with source, progress.step(as_json, f"reading {path}", size, unit="bytes") as advance:
         number = 0
-        try:
-            for number, line in enumerate(source, start=1):
-                if line.strip():
-                    yield _parse_json(line, f"on line {number} of {path}"), f"line {number}"
-        except UnicodeDecodeError as error:
-            raise InvalidInput(
-                f"cannot read {path}: not UTF-8 text after line {number} ({error.reason})"
-            ) from None
+        for number, raw in enumerate(source, start=1):
+            advance(len(raw))
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InvalidInput(
+                    f"cannot read {path}: not UTF-8 text after line {number - 1} ({error.reason})"
+                ) from None
+            if line.strip():
+                yield _parse_json(line, f"on line {number} of {path}"), f"line {number}"
 
 
-def _open(path: str) -> Any:
+def _open(path: str) -> tuple[Any, int | None]:
+    """The file in binary (lines are decoded one by one), and its size when it has one."""
     try:
-        return Path(path).open(encoding="utf-8")
+        file = Path(path).open("rb")  # noqa: SIM115 - closed by the caller's with
     except OSError as error:
         raise InvalidInput(f"cannot read {path}: {error.strerror}") from None
+    with contextlib.suppress(OSError):
+        stat = os.fstat(file.fileno())
+        if S_ISREG(stat.st_mode):
+            return file, stat.st_size
+    return file, None
 
 
 @click.command()
@@ -125,19 +139,25 @@ def enqueue(
     }
     options = {k: v for k, v in options.items() if v is not None and v != 0}
     batch: list[NewMessage] = []
-    for body, where in _bodies(message, path):
-        try:
-            if envelope:
-                batch.append(NewMessage.model_validate({**options, **body}))
-            else:
-                batch.append(NewMessage(message=body, message_id=message_id, **options))
-        except pydantic.ValidationError as error:
-            raise InvalidInput(f"invalid message ({where}): {validation_line(error)}") from None
-        except TypeError:
-            raise InvalidInput(f"invalid envelope ({where}): expected a JSON object") from None
+    bodies = contextlib.closing(_bodies(message, path, as_json))  # ends the progress display
+    with bodies as lines:
+        for body, where in lines:
+            try:
+                if envelope:
+                    batch.append(NewMessage.model_validate({**options, **body}))
+                else:
+                    batch.append(NewMessage(message=body, message_id=message_id, **options))
+            except pydantic.ValidationError as error:
+                problem = validation_line(error)
+                raise InvalidInput(f"invalid message ({where}): {problem}") from None
+            except TypeError:
+                raise InvalidInput(f"invalid envelope ({where}): expected a JSON object") from None
     if message_id is not None and len(batch) > 1:
         raise InvalidInput("--id names one message; use --envelope with messageId per line")
-    with connect(db_url) as database:
+    with (
+        connect(db_url) as database,
+        progress.step(as_json or len(batch) < 2, f"enqueueing {len(batch):,} messages"),
+    ):
         results = database.queue(queue_name).enqueue_many(batch)
     data = [
         {
@@ -199,7 +219,7 @@ def messages(
     desc: bool,
 ) -> None:
     """List messages, filtered by status and predicate, in id order."""
-    with connect(db_url) as database:
+    with connect(db_url) as database, progress.step(as_json, "searching"):
         found = database.queue(queue_name).messages(
             status=status,
             where=where,
@@ -285,7 +305,8 @@ def set_status(
     dry_run: bool,
 ) -> None:
     """Set STATUS on messages chosen by --id, --from and/or --where."""
-    with connect(db_url) as database:
+    verb = "counting" if dry_run else f"setting {status} on"
+    with connect(db_url) as database, progress.step(as_json, f"{verb} messages"):
         changed = database.queue(queue_name).set_status(
             status,
             ids=list(ids) or None,
@@ -303,7 +324,7 @@ def set_status(
 @db_options
 def stats(db_url: str, as_json: bool, queue_name: str) -> None:
     """Counts per status, backlog, oldest due message and health."""
-    with connect(db_url) as database:
+    with connect(db_url) as database, progress.step(as_json, "counting"):
         result = database.queue(queue_name).stats()
     lines = [f"{status:<12} {count}" for status, count in sorted(result.counts.items())]
     lines += [
@@ -326,7 +347,7 @@ def purge(
     """Delete finished messages: by default Processed ones past keepProcessedFor."""
     seconds = _duration_seconds(older_than, "--older-than")
     age = None if seconds is None else timedelta(seconds=seconds)
-    with connect(db_url) as database:
+    with connect(db_url) as database, progress.step(as_json, "deleting finished messages"):
         deleted = database.queue(queue_name).purge(list(statuses) or None, age)
     emit(as_json, {"deleted": deleted}, f"deleted {deleted} message(s)")
 
@@ -336,7 +357,7 @@ def purge(
 @db_options
 def sweep(db_url: str, as_json: bool, queue_name: str) -> None:
     """Apply the lease-expiry policy and expire messages past their expiry (workers do it too)."""
-    with connect(db_url) as database:
+    with connect(db_url) as database, progress.step(as_json, "sweeping"):
         result = database.queue(queue_name).sweep()
     data = result.__dict__
     emit(as_json, data, ", ".join(f"{k} {v}" for k, v in data.items()))

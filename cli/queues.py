@@ -7,6 +7,7 @@ import click
 from tablequeue import connect
 from tablequeue.spec import load_queue_file
 
+from . import progress
 from .options import db_options, emit
 
 
@@ -21,7 +22,7 @@ def queue() -> None:
 def queue_apply(db_url: str, as_json: bool, path: str) -> None:
     """Create or migrate the queues of a YAML file (the Queue resources you kubectl apply)."""
     resources = load_queue_file(path)
-    with connect(db_url) as database:
+    with connect(db_url) as database, progress.step(as_json, "applying (indexes may take a while)"):
         results = [(r.name, r.table, database.apply(r)) for r in resources]
     emit(
         as_json,

@@ -42,6 +42,7 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
             "cron": v.cron,
             "timeZone": v.time_zone,
             "missed": v.missed,
+            "suspend": v.suspend,
             "nextTick": v.next_tick,
             "lastTick": v.last_tick,
             "lastFiredAt": v.last_fired_at,
@@ -54,7 +55,7 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
     lines = [f"{'NAME':24} {'CRON':18} {'TIME ZONE':20} {'NEXT TICK':26} {'LAST TICK':26} FIRED"]
     lines += [
         f"{v.name:24} {v.cron:18} {v.time_zone:20} {_when(v.next_tick, '-'):26} "
-        f"{_when(v.last_tick, 'never'):26} {v.fired}"
+        f"{_when(v.last_tick, 'never'):26} {v.fired}{' (suspended)' if v.suspend else ''}"
         for v in views
     ]
     if not views:

@@ -20,7 +20,7 @@ from tablequeue.spec import QueueResource
 from . import builders
 from .conditions import NotReady, condition, merge
 from .kube import Kube
-from .schedules import fire_schedules
+from .schedules import fire_schedules, schedule_status
 from .state import OperatorState
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def observe_queue(
         return  # the queue of that name is another Queue's: its counts are not this one's
     try:
         database = state.database(namespace, resource)
-        stats, effective_default_status = state.databases.bounded(
+        stats, effective_default_status, schedules = state.databases.bounded(
             database, lambda: _fire_and_count(database, name, f"{namespace}/{name}")
         )
     except NotReady as problem:
@@ -69,6 +69,7 @@ def observe_queue(
             "healthReasons": stats.health_reasons,
             "effectiveDefaultStatus": effective_default_status,
             "replicas": replicas,
+            "schedules": schedules or None,  # null removes it (a merge patch)
         }
     )
     updates = [condition("DatabaseReachable", True, "Connected", database.shown_url)]
@@ -85,12 +86,14 @@ def observe_queue(
     patch.status["conditions"] = merge(status.get("conditions"), updates, generation)
 
 
-def _fire_and_count(database: Database, name: str, label: str) -> tuple[QueueStats, str]:
+def _fire_and_count(
+    database: Database, name: str, label: str
+) -> tuple[QueueStats, str, list[dict[str, Any]]]:
     """Fire the due schedule ticks first, so that the counts (and the scaling) see their
-    messages; then the counts and the effective default status."""
+    messages; then the counts, the effective default status and the schedules for `status`."""
     queue = database.queue(name)
     fire_schedules(queue, label)
-    return queue.stats(), database.default_status_of(name)
+    return queue.stats(), database.default_status_of(name), schedule_status(queue)
 
 
 def _sample_rollup(state: OperatorState, database: Database, name: str, backlog: int) -> None:

@@ -58,7 +58,10 @@ def apply_queue(
         database = state.database(namespace, resource)
         try:
             owner = f"{namespace}/{resource.name}"
-            outcome = state.databases.bounded(database, lambda: database.apply(resource, owner))
+            # Never wait for another apply's index builds: report it and retry later.
+            outcome = state.databases.bounded(
+                database, lambda: database.apply(resource, owner, index_wait_seconds=0)
+            )
         except DatabaseUnavailable as error:
             raise NotReady("DatabaseReachable", "DatabaseUnavailable", str(error)) from None
         except TableQueueError as error:

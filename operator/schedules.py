@@ -6,6 +6,10 @@ enqueued once, whoever is first."""
 from __future__ import annotations
 
 import logging
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
 
 from tablequeue import Queue, TableQueueError
 from tablequeue.errors import DatabaseUnavailable
@@ -21,7 +25,7 @@ def fire_schedules(queue: Queue, label: str) -> list[Fired]:
         fired = queue.fire_schedules()
     except DatabaseUnavailable:
         raise
-    except TableQueueError as error:
+    except (TableQueueError, sa.exc.DBAPIError) as error:  # e.g. the queue's table is gone
         logger.warning("[%s] firing schedules failed: %s", label, error)
         return []
     for one in fired:
@@ -37,3 +41,22 @@ def fire_schedules(queue: Queue, label: str) -> list[Fired]:
         else:
             logger.info("[%s] schedule %s skipped %d missed ticks", label, one.schedule, one.due)
     return fired
+
+
+def _when(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def schedule_status(queue: Queue) -> list[dict[str, Any]]:
+    """`status.schedules` of the Queue: each schedule's next and last tick and its counts."""
+    return [
+        {
+            "name": view.name,
+            "nextTick": _when(view.next_tick),
+            "lastTick": _when(view.last_tick),
+            "lastMessage": view.last_message,
+            "fired": view.fired,
+            "skipped": view.skipped,
+        }
+        for view in queue.schedules()
+    ]

@@ -9,12 +9,22 @@ batch = queue.lease(owner="me", batch_size=10)
 
 from .database import Database, connect
 from .errors import TableQueueError
-from .models import Completion, Enqueued, Failure, LeaseBatch, Message, NewMessage, QueueStats
+from .models import (
+    Completion,
+    Delivery,
+    Enqueued,
+    Failure,
+    LeaseBatch,
+    Message,
+    NewMessage,
+    QueueStats,
+)
 from .queue import Queue
 
 __all__ = [
     "Completion",
     "Database",
+    "Delivery",
     "Enqueued",
     "Failure",
     "LeaseBatch",

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import names
 from .errors import InvalidInput, MessageNotFound, QueueNotFound
-from .models import Message
-from .queue import Queue, history
+from .models import Delivery, Message, NewMessage
+from .queue import Queue, history, publish
 from .queue.history import Job
 from .spec import QueueSpec
 from .storage import Storage, registry
@@ -34,11 +34,19 @@ class Database(Storage):
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def apply(self, resource: QueueResource, owner: str | None = None) -> str:
-        """Create or migrate the table and registry row: created, updated or unchanged.
+    def apply(
+        self,
+        resource: QueueResource,
+        owner: str | None = None,
+        index_wait_seconds: float = 3600.0,
+    ) -> str:
+        """Create or migrate the table and registry row, and the indexes of `spec.indexes`:
+        created, updated or unchanged.
 
-        `owner` (`namespace/name`) claims the queue for one Queue resource (the operator)."""
-        return registry.apply(self, resource, owner)
+        `owner` (`namespace/name`) claims the queue for one Queue resource (the operator).
+        `index_wait_seconds`: how long to wait while another apply builds indexes on the
+        database (PostgreSQL) before IndexBuildBusy."""
+        return registry.apply(self, resource, owner, index_wait_seconds)
 
     def queue(self, name: str) -> Queue:
         """A handle on an existing queue, with the settings it was applied with."""
@@ -53,6 +61,17 @@ class Database(Storage):
             )
         spec = QueueSpec.model_validate(row.settings)
         return Queue(self, name, self.table(row.table_name), spec)
+
+    def publish(
+        self, topic: str, message: Any, *, connection: Any = None, **options: Any
+    ) -> list[Delivery]:
+        """Enqueue `message` into every queue subscribed to `topic` (`spec.subscriptions`)
+        whose predicate matches it, in one transaction; one `Delivery` per subscribed queue
+        (`filtered` where the predicate did not match), none when nobody subscribes.
+
+        `options` as for `Queue.enqueue` (message_id, headers, priority, after, ...);
+        `connection`: the caller's transaction, as for `Queue.enqueue`."""
+        return publish.publish(self, topic, NewMessage(message=message, **options), connection)
 
     def queues(self) -> list[dict[str, Any]]:
         return registry.queues(self)

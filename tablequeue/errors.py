@@ -49,6 +49,10 @@ class NotAQueueTable(Conflict):
     """A table to adopt exists but is not a queue table."""
 
 
+class IndexBuildBusy(Conflict):
+    """Another apply is building the JSON indexes of this database (PostgreSQL); try later."""
+
+
 class DatabaseUnavailable(TableQueueError, ConnectionError):
     """The database could not be reached (the URL is shown without its password)."""
 

@@ -159,6 +159,28 @@ class Enqueued:
     version: int | None
 
 
+DeliveryOutcome = Literal["inserted", "updated", "discarded", "filtered"]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What publishing did in one subscribed queue: the enqueue's outcome, or `filtered` when
+    the subscription's predicate did not match the body (nothing written: the ids are None)."""
+
+    queue: str
+    outcome: DeliveryOutcome
+    id: int | None
+    tracking_id: uuid.UUID | None
+    message_id: str | None
+    status: str | None
+    version: int | None
+
+    @classmethod
+    def of(cls, queue: str, enqueued: Enqueued) -> Delivery:
+        e = enqueued
+        return cls(queue, e.outcome, e.id, e.tracking_id, e.message_id, e.status, e.version)
+
+
 @dataclass(frozen=True)
 class ColumnSpec:
     """How a Message attribute is stored: its SQL type (or the engine's JSON/id type)."""

@@ -11,6 +11,7 @@ from .errors import InvalidInput
 # The `^...$` form is published in the CRD schema (RE2, where `$` is the end of the text); Python
 # checks with `fullmatch`, because its `$` also matches before a final newline.
 QUEUE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+TOPIC_NAME = re.compile(r"^[a-z]([-.a-z0-9]{0,61}[a-z0-9])?$")
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 STATUS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 RESERVED_TABLE_PREFIX = "tablequeue_"
@@ -38,6 +39,15 @@ def queue_name(name: str) -> str:
         raise InvalidInput(
             f"invalid queue name {_shown(str(name))}: use 1-63 lowercase letters, digits and '-', "
             "starting with a letter and not ending with '-'"
+        )
+    return name
+
+
+def topic_name(name: str) -> str:
+    if not isinstance(name, str) or not TOPIC_NAME.fullmatch(name):
+        raise InvalidInput(
+            f"invalid topic name {_shown(str(name))}: use 1-63 lowercase letters, digits, '-' "
+            "and '.', starting with a letter and ending with a letter or digit"
         )
     return name
 

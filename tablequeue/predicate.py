@@ -153,6 +153,26 @@ def parse(text: str) -> Predicate:
     return _build(tree)
 
 
+def parse_path(text: str) -> tuple[str | int, ...]:
+    """A property path as predicates write it (`Product.Sku`, `Items[0].Qty`, `["odd key"]`)."""
+    if not isinstance(text, str) or not text.strip():
+        raise PredicateError("invalid path: empty")
+    try:
+        parsed = parse(f"{text} == null")
+    except PredicateError as e:
+        raise PredicateError(f"invalid path {text[:80]!r}: {e}") from None
+    if not isinstance(parsed, Comparison) or parsed.op != "==" or parsed.value is not None:
+        raise PredicateError(
+            f"invalid path {text[:80]!r}: expected a property path like Product.Sku"
+        )
+    return parsed.path
+
+
+def render_path(path: tuple[str | int, ...]) -> str:
+    """The canonical text of a path; `parse_path(render_path(p)) == p`."""
+    return "".join(_segment(s, first=i == 0) for i, s in enumerate(path))
+
+
 def _syntax_error(text: str, e: UnexpectedInput) -> PredicateError:
     if isinstance(e, UnexpectedCharacters):
         pos = e.pos_in_stream or 0
@@ -322,9 +342,7 @@ def _check_comparison(op: str, value: Scalar, column: int | None) -> None:
 def render(predicate: Predicate) -> str:
     """The canonical text of a predicate; `parse(render(p)) == p` for every parsed `p`."""
     if isinstance(predicate, Comparison):
-        path = predicate.path
-        segments = [_segment(s, first=i == 0) for i, s in enumerate(path)]
-        return f"{''.join(segments)} {predicate.op} {render_value(predicate.value)}"
+        return f"{render_path(predicate.path)} {predicate.op} {render_value(predicate.value)}"
     if isinstance(predicate, Not):
         inner = predicate.part
         text = render(inner)
@@ -355,22 +373,39 @@ def _segment(segment: str | int, first: bool) -> str:
 # --- compiling -------------------------------------------------------------------------------
 
 
+IndexLookup = Callable[
+    [tuple[str | int, ...], JsonKind, str, Scalar], "sa.ColumnElement[bool] | None"
+]
+"""An index's condition for `path op value` (every matching row satisfies it), or None."""
+
+
 def to_sql(
-    predicate: Predicate, column: sa.ColumnElement[Any], dialect: Dialect
+    predicate: Predicate,
+    column: sa.ColumnElement[Any],
+    dialect: Dialect,
+    indexed: IndexLookup | None = None,
 ) -> sa.ColumnElement[bool]:
-    """A boolean SQL expression, never NULL, true for the rows whose `column` matches."""
+    """A boolean SQL expression, never NULL, true for the rows whose `column` matches.
+
+    With `indexed` (the queue's JSON indexes, `tablequeue.indexes`), a comparison on an
+    indexed path that must hold for the whole predicate to hold (not under `not`, and not
+    `!=`) also gets the index's condition, `indexed_expression op key`, ANDed to it: written
+    exactly as the index was built, so the engine's planner finds the index."""
     if isinstance(predicate, Comparison):
-        return _comparison(predicate, column, dialect)
+        return _comparison(predicate, column, dialect, indexed)
     if isinstance(predicate, Not):
         return sa.not_(to_sql(predicate.part, column, dialect))
-    parts = [to_sql(part, column, dialect) for part in predicate.parts]
+    parts = [to_sql(part, column, dialect, indexed) for part in predicate.parts]
     if not parts:
         raise PredicateError(f"invalid predicate: empty {type(predicate).__name__}")
     return sa.and_(*parts) if isinstance(predicate, And) else sa.or_(*parts)
 
 
 def _comparison(
-    comparison: Comparison, column: sa.ColumnElement[Any], dialect: Dialect
+    comparison: Comparison,
+    column: sa.ColumnElement[Any],
+    dialect: Dialect,
+    indexed: IndexLookup | None = None,
 ) -> sa.ColumnElement[bool]:
     op, value, path = comparison.op, comparison.value, comparison.path
     _check_comparison(op, value, None)
@@ -384,7 +419,15 @@ def _comparison(
         left = dialect.json_scalar(column, path, kind)
         matched = _SQL_OPERATORS["==" if op == "!=" else op](left, _bind(value, kind))
     two_valued = dialect.is_true(matched)
-    return sa.not_(two_valued) if op == "!=" else two_valued
+    if op == "!=":
+        return sa.not_(two_valued)
+    narrowed = indexed(path, kind, op, value) if indexed and kind else None
+    return two_valued if narrowed is None else sa.and_(narrowed, two_valued)
+
+
+def sql_operator(op: str) -> Callable[[Any, Any], sa.ColumnElement[Any]]:
+    """The SQLAlchemy operator of an ordering or equality operator of the language."""
+    return _SQL_OPERATORS[op]
 
 
 def _kind(value: Scalar) -> JsonKind | None:
@@ -412,3 +455,56 @@ def _bind(value: str | int | float | bool, kind: JsonKind) -> sa.BindParameter[A
     if kind == "number":  # BIGINT or FLOAT: an int bound as INTEGER would overflow on PostgreSQL
         return sa.literal(value, sa.BigInteger() if isinstance(value, int) else sa.Float())
     return sa.literal(value, sa.Text() if kind == "string" else sa.Boolean())
+
+
+# --- evaluated in Python ---------------------------------------------------------------------
+# What `to_sql` selects on every engine, decided for one body without a database (publish
+# filters a body before it is stored). tests/core/test_predicate_properties.py checks that SQL
+# selects exactly what `holds` selects, on every engine.
+
+MISSING = object()
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq, "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge,
+}  # fmt: skip
+
+
+def _lookup(body: Any, path: tuple[str | int, ...]) -> Any:
+    for segment in path:
+        if isinstance(segment, int):
+            if not isinstance(body, list) or segment >= len(body):
+                return MISSING
+            body = body[segment]
+        else:
+            if not isinstance(body, dict) or segment not in body:
+                return MISSING
+            body = body[segment]
+    return body
+
+
+def json_kind(value: Any) -> str:
+    if value is None or value is MISSING:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {int: "number", float: "number", str: "string"}.get(type(value), "other")
+
+
+def holds(predicate: Predicate, body: Any) -> bool:
+    """Whether a JSON body (as `json.loads` returns it) matches the predicate."""
+    if isinstance(predicate, And):
+        return all(holds(p, body) for p in predicate.parts)
+    if isinstance(predicate, Or):
+        return any(holds(p, body) for p in predicate.parts)
+    if isinstance(predicate, Not):
+        return not holds(predicate.part, body)
+    actual = _lookup(body, predicate.path)
+    same_kind = json_kind(actual) == json_kind(predicate.value)
+    if predicate.op == "!=":
+        return not (same_kind and (predicate.value is None or actual == predicate.value))
+    return same_kind and (predicate.value is None or _OPS[predicate.op](actual, predicate.value))
+
+
+def as_stored(body: Any) -> Any:
+    """A body as the database stores it and returns it (JSON types only: tuples are arrays)."""
+    return json.loads(json.dumps(body, allow_nan=False))

@@ -8,7 +8,6 @@ operator generates the CRD's openAPIV3Schema from these models: keep constraints
 from __future__ import annotations
 
 import json
-import math
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -20,10 +19,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PlainSerializer,
-    PlainValidator,
     ValidationError,
-    WithJsonSchema,
     field_serializer,
     model_validator,
 )
@@ -31,12 +27,16 @@ from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
 from . import cron, names
+from .durations import DURATION_PATTERN as DURATION_PATTERN
+from .durations import FOREVER as FOREVER
+from .durations import Duration as Duration
+from .durations import format_duration as format_duration
+from .durations import parse_duration as parse_duration
 from .errors import SpecError
 from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY
 
 API_VERSION: Final = "tablequeue.dev/v1"
 KIND: Final = "Queue"
-FOREVER = "forever"
 
 Dialect = Literal["postgresql", "sqlite", "mssql", "mysql", "mariadb"]
 """`mysql` and `mariadb` both name the MariaDB engine; checked against the URL at apply."""
@@ -48,62 +48,10 @@ AutoscalingMode = Literal["Operator", "HPA", "KEDA", "None"]
 MissedTicks = Literal["CatchUpOnce", "Skip"]
 SCHEDULE_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"
 
-# One regex for the schema (RE2/ECMA compatible: no lookarounds) and for parsing.
-DURATION_PATTERN = r"^(forever|([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+(\.[0-9]+)?s)?)$"
-_DURATION = re.compile(DURATION_PATTERN)
-_UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 PYTHON_HANDLER_PATTERN = (
     r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 )
 _PYTHON_HANDLER = re.compile(PYTHON_HANDLER_PATTERN)
-
-
-def parse_duration(value: object) -> timedelta | None:
-    """`"90s"`, `"1h30m"`, `"2w"`, a number of seconds, or `"forever"` (None)."""
-    if value == FOREVER:
-        return None
-    try:
-        if isinstance(value, timedelta) and value >= timedelta(0):
-            return value
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if math.isfinite(value) and value >= 0:
-                return timedelta(seconds=value)
-        elif isinstance(value, str) and value and (match := _DURATION.fullmatch(value)):
-            parts = [part for part in match.groups()[1:6] if part]
-            return timedelta(seconds=sum(float(p[:-1]) * _UNIT_SECONDS[p[-1]] for p in parts))
-    except OverflowError:
-        pass
-    raise ValueError(f"invalid duration {value!r}: use e.g. 30s, 5m, 1h30m, 7d or forever")
-
-
-def format_duration(value: timedelta | None) -> str:
-    """The string form: `"forever"`, `"0s"`, `"1d2h30m"`, `"1.5s"`."""
-    if value is None:
-        return FOREVER
-    rest, text = value // timedelta(microseconds=1), ""
-    for unit in "dhm":
-        count, rest = divmod(rest, _UNIT_SECONDS[unit] * 1_000_000)
-        text += f"{count}{unit}" if count else ""
-    seconds, micros = divmod(rest, 1_000_000)
-    if seconds or micros or not text:
-        text += f"{seconds}" + (f".{micros:06d}".rstrip("0") if micros else "") + "s"
-    return text
-
-
-Duration = Annotated[
-    timedelta | None,
-    PlainValidator(parse_duration),
-    PlainSerializer(format_duration, return_type=str),
-    WithJsonSchema(
-        {
-            "anyOf": [{"type": "integer"}, {"type": "string"}],
-            "x-kubernetes-int-or-string": True,
-            "minimum": 0,
-            "pattern": DURATION_PATTERN,
-        }
-    ),
-]
-"""A duration; None means forever."""
 
 
 def _python_handler(value: str) -> str:
@@ -245,6 +193,53 @@ class WorkerSpec(_Model):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")
 
 
+_PATH_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_PATH_KEY = r'\["[A-Za-z0-9_ .:@/$+][A-Za-z0-9_ .:@/$+-]{0,63}"\]'
+INDEX_PATH_PATTERN = rf"^({_PATH_NAME}|{_PATH_KEY})(\.{_PATH_NAME}|\[[0-9]{{1,9}}\]|{_PATH_KEY})*$"
+"""Paths of the predicate language (`Product.Sku`, `Items[0]["unit price"]`) whose quoted keys
+hold letters, digits, space and `_ . : @ / $ + -` (not first): an index writes them into DDL."""
+_INDEX_PATH = re.compile(INDEX_PATH_PATTERN)
+_PATH_SEGMENT = re.compile(rf'\.?({_PATH_NAME})|\[([0-9]+)\]|\["([^"]*)"\]')
+_KEYWORDS = frozenset({"and", "or", "not", "true", "false", "null"})
+
+
+def index_path_segments(value: str) -> tuple[str | int, ...]:
+    """The segments of a valid index path: `a.b` and `a["b"]` are the same path."""
+    return tuple(
+        int(m.group(2)) if m.group(2) is not None else (m.group(1) or m.group(3))
+        for m in _PATH_SEGMENT.finditer(value)
+    )
+
+
+def _index_path(value: str) -> str:
+    if not _INDEX_PATH.fullmatch(value):
+        raise ValueError(
+            f"invalid index path {value[:80]!r}: write it as predicates do (Product.Sku,"
+            ' Items[0]["unit price"]); quoted keys may hold letters, digits, space and'
+            " _ . : @ / $ + - (not first)"
+        )
+    first = re.match(_PATH_NAME, value)
+    if first and first.group().lower() in _KEYWORDS:
+        raise ValueError(
+            f"invalid index path {value[:80]!r}: {first.group()!r} is a keyword;"
+            f' write ["{first.group()}"]'
+        )
+    return value
+
+
+class IndexSpec(_Model):
+    path: Annotated[
+        str,
+        AfterValidator(_index_path),
+        Field(json_schema_extra={"pattern": INDEX_PATH_PATTERN}),
+    ] = Field(
+        min_length=1, max_length=200, description="Body path, as predicates write it: Product.Sku"
+    )
+    type: Literal["text", "number", "boolean"] = Field(
+        "text", description="JSON type of the values compared: text, number or boolean"
+    )
+
+
 def _cron(value: str) -> str:
     expression = cron.cron_expression(value)
     try:
@@ -299,6 +294,9 @@ class Schedule(_Model):
     starting_deadline_seconds: int = Field(
         300, ge=1, le=86400, description="A later tick counts as missed (Skip)"
     )
+    suspend: bool = Field(
+        False, description="Fire nothing; ticks passing meanwhile are missed ticks on resume"
+    )
 
     @model_validator(mode="after")
     def _renders(self) -> Schedule:
@@ -319,6 +317,15 @@ class Schedule(_Model):
         except ValueError as error:
             raise ValueError(f"schedule {self.name!r}: {error}") from None
         return self
+
+
+class Subscription(_Model):
+    topic: Annotated[str, AfterValidator(names.topic_name)] = Field(
+        json_schema_extra={"pattern": names.TOPIC_NAME.pattern}, description="Topic name"
+    )
+    where: str | None = Field(  # predicate.MAX_LENGTH; its syntax is checked at apply
+        None, min_length=1, max_length=4000, description="Only bodies matching this predicate"
+    )
 
 
 class QueueSpec(_Model):
@@ -346,11 +353,26 @@ class QueueSpec(_Model):
         None, json_schema_extra=_FREE_FORM, description="Prefilled in the admin UI"
     )
     workers: WorkerSpec = Field(default_factory=WorkerSpec, description="Worker Deployment")
+    indexes: list[IndexSpec] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Indexes on body paths, for predicates on big queues",
+    )
     schedules: list[Schedule] = Field(
         default_factory=list,
         max_length=100,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
         description="Recurring messages, each enqueued once per tick",
+    )
+
+    subscriptions: list[Subscription] = Field(
+        default_factory=list,
+        max_length=100,
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["topic"],
+        },
+        description="Topics this queue subscribes to (publish/subscribe), each at most once",
     )
 
     @model_validator(mode="after")
@@ -373,6 +395,19 @@ class QueueSpec(_Model):
                 f"workers.autoscaling.mode KEDA reads the backlog with KEDA's postgresql scaler: "
                 f"database.dialect {dialect} cannot be scaled by it (use Operator or HPA)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _distinct_indexes(self) -> QueueSpec:
+        seen: dict[tuple[Any, str], str] = {}
+        for index in self.indexes:
+            key = (index_path_segments(index.path), index.type)
+            if key in seen:
+                raise ValueError(
+                    f"indexes: {index.path!r} ({index.type}) is declared twice"
+                    f" (also as {seen[key]!r})"
+                )
+            seen[key] = index.path
         return self
 
     @model_validator(mode="before")

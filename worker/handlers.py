@@ -4,6 +4,9 @@ HTTP contract (DESIGN.md): the body is `{id, messageId, message, previousMessage
 headers, correlationId, trackingId}`; 2xx is success with an optional JSON body
 `{processAgainAt, result, progress}`; anything else or a timeout is a failure with the response
 text as the error, and a JSON error body with `"retry": false` sends the message to Error.
+The request carries the trace context current in the worker as `traceparent` (and `tracestate`)
+headers, and `Tablequeue-Progress-Url`, where the app may POST progress while it runs
+(`progress.py`). Python handlers report progress through `HandlerContext.report_progress`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 import aiohttp
 
+from tablequeue import trace_context
 from tablequeue.database import Database
 from tablequeue.errors import InvalidInput, PermanentFailure
 from tablequeue.models import Message, check_json
@@ -57,10 +61,20 @@ class HandlerContext:
     database: Database
     queue: Queue
     message: Message
+    owner: str | None = None
+    """The worker's lease owner name; progress is stored only while its lease holds the message."""
 
     def report_progress(self, progress: Any) -> None:
-        """Store progress now, readable by tracking id while the handler runs (blocking call)."""
-        self.queue.report_progress(self.message.id, progress)
+        """Store progress now, readable by tracking id while the handler runs (blocking call).
+
+        Raises `tablequeue.errors.Conflict` once the worker's lease on the message is lost
+        (cancelled, swept): the handler may stop then."""
+        self.queue.report_progress(
+            self.message.id,
+            progress,
+            owner=self.owner,
+            correlation_id=self.message.correlation_id,
+        )
 
 
 Handler = Callable[[Message, HandlerContext], Awaitable[Outcome | None]]
@@ -113,17 +127,34 @@ def outcome_from(data: Any) -> Outcome | None:
     return Outcome(again, result, progress)
 
 
+PROGRESS_URL_HEADER = "Tablequeue-Progress-Url"
+
+
 class HttpHandler:
     def __init__(self, url: str, timeout: float) -> None:
         self.url = url
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        self.progress_url: str | None = None
+        """Where the app reports progress (the worker's port), `.../progress/` + tracking id."""
+
+    def headers(self, message: Message) -> dict[str, str]:
+        """The request's headers: the progress URL, the current trace context (if any)."""
+        headers: dict[str, str] = {}
+        if self.progress_url is not None:
+            headers[PROGRESS_URL_HEADER] = f"{self.progress_url}{message.tracking_id}"
+        context = trace_context.current_headers()
+        if context is not None:
+            headers.update(context)
+        return headers
 
     async def __call__(self, message: Message, context: HandlerContext) -> Outcome | None:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self.timeout)
         try:
-            async with self._session.post(self.url, json=payload(message)) as response:
+            async with self._session.post(
+                self.url, json=payload(message), headers=self.headers(message)
+            ) as response:
                 text = await response.text(errors="replace")  # the text is for people
                 body = _json_or_none(text, response.content_type)
                 if 200 <= response.status < 300:

@@ -4,21 +4,31 @@ slot, or running their handler. A handler's outcome goes to the settlement."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import traceback
+import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
+from tablequeue import trace_context
 from tablequeue.database import Database
 from tablequeue.models import Completion, Failure, Message
 from tablequeue.queue import Queue
 
+from . import logs
 from .handlers import MAX_ERROR_TEXT, HandlerContext, HandlerFailed, HttpHandler, PythonHandler
 from .metrics import WorkerMetrics
 from .settling import Settlement
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from .tracing import Tracing
 from .waiting import wait_any
 
 log = logging.getLogger("tablequeue.worker")
@@ -53,15 +63,21 @@ class HeldMessages:
         queue: Queue,
         settlement: Settlement,
         metrics: WorkerMetrics,
+        owner: str,
+        tracing: Tracing | None = None,
     ) -> None:
         self.handler = handler
         self.database = database
         self.queue = queue
         self.settlement = settlement
         self.metrics = metrics
+        self.owner = owner
+        self.tracing = tracing
         self.waiting: deque[Message] = deque()
         """Leased, not started yet."""
         self.running: dict[int, Running] = {}
+        self.by_tracking_id: dict[uuid.UUID, Running] = {}
+        """The running handlers by their message's tracking id (progress reports)."""
         self._slot_freed = asyncio.Event()
         self.handler_started = asyncio.Event()
 
@@ -77,7 +93,9 @@ class HeldMessages:
         while self.waiting and len(self.running) < concurrency and not stopping.is_set():
             message = self.waiting.popleft()
             task = asyncio.create_task(self._handle(message))
-            self.running[message.id] = Running(message, task, time.monotonic())
+            entry = Running(message, task, time.monotonic())
+            self.running[message.id] = entry
+            self.by_tracking_id[message.tracking_id] = entry
             self.handler_started.set()
 
     async def wait_for_slot(self, concurrency: int, stopping: asyncio.Event) -> None:
@@ -90,6 +108,8 @@ class HeldMessages:
         """Forget the waiting messages (to give them back); their ids."""
         unstarted = [message.id for message in self.waiting]
         self.waiting.clear()
+        if self.tracing is not None:
+            self.tracing.forget(unstarted)
         return unstarted
 
     def lose(self, message_id: int) -> None:
@@ -102,42 +122,59 @@ class HeldMessages:
             if message.id == message_id:
                 self.waiting.remove(message)
                 self.metrics.lost.inc()
+                if self.tracing is not None:
+                    self.tracing.forget([message_id])
 
     async def _handle(self, message: Message) -> None:
         m = self.metrics
         running = self.running[message.id]  # start_waiting registered it before this task ran
         waited = (datetime.now(UTC) - message.process_after).total_seconds()
         m.queue_latency.observe(max(waited, 0.0))
-        context = HandlerContext(self.database, self.queue, message)
+        context = HandlerContext(self.database, self.queue, message, self.owner)
+        # Every log line of the handler's task (and of a sync handler's thread) names the message.
+        logs.handling.set(logs.Handling(message.id, message.correlation_id, message.tracking_id))
+        tracing = self.tracing
+        # The trace context current during the call: the handle span when tracing, else the
+        # message's own (passed on to the app), if it has one.
+        traced: contextlib.AbstractContextManager[Span | None]
+        if tracing is not None:
+            traced = tracing.handling(message)
+        elif message.headers and trace_context.TRACEPARENT in message.headers:
+            traced = _own_context(message)
+        else:
+            traced = contextlib.nullcontext()
         outcome: Completion | Failure | None
-        try:
-            result = await self.handler(message, context)
-            outcome = Completion(
-                message,
-                process_again_at=result.process_again_at if result else None,
-                result=result.result if result else None,
-                progress=result.progress if result else None,
-            )
-        except HandlerFailed as failed:
-            m.handler_errors.inc()
-            outcome = Failure(message, failed.error, permanent=failed.permanent)
-        except Exception as error:  # a bug outside the handler: never strand the message
-            m.handler_errors.inc()
-            trace = traceback.format_exc()
-            outcome = Failure(message, f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")
-        except asyncio.CancelledError:
-            reason = running.stop_reason
-            if reason is None:
-                raise
-            outcome = Failure(message, reason) if running.stop_fails else None
-            if outcome is None:
-                m.lost.inc()
-                log.info(
-                    "handler stopped: " + reason,
-                    extra={"correlation_id": message.correlation_id, "message_id": message.id},
+        with traced as span:
+            try:
+                result = await self.handler(message, context)
+                outcome = Completion(
+                    message,
+                    process_again_at=result.process_again_at if result else None,
+                    result=result.result if result else None,
+                    progress=result.progress if result else None,
                 )
-        finally:
-            m.processing_seconds.observe(time.monotonic() - running.started)
+            except HandlerFailed as failed:
+                m.handler_errors.inc()
+                outcome = Failure(message, failed.error, permanent=failed.permanent)
+            except Exception as error:  # a bug outside the handler: never strand the message
+                m.handler_errors.inc()
+                trace = traceback.format_exc()
+                outcome = Failure(message, f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")
+            except asyncio.CancelledError:
+                reason = running.stop_reason
+                if reason is None:
+                    raise
+                outcome = Failure(message, reason) if running.stop_fails else None
+                if outcome is None:
+                    m.lost.inc()
+                    log.info(
+                        "handler stopped: " + reason,
+                        extra={"correlation_id": message.correlation_id, "message_id": message.id},
+                    )
+            finally:
+                m.processing_seconds.observe(time.monotonic() - running.started)
+            if span is not None and tracing is not None and isinstance(outcome, Failure):
+                tracing.failed(span, outcome.error)
         if isinstance(outcome, Failure):
             log.warning(
                 "handler failed",
@@ -147,7 +184,24 @@ class HeldMessages:
                     "error": outcome.error[:500],
                 },
             )
+        if tracing is not None:
+            if outcome is None:
+                tracing.forget([message.id])
+            else:
+                tracing.finished(message.id)
         if outcome is not None:
             self.settlement.add(outcome)
         self.running.pop(message.id, None)
+        self.by_tracking_id.pop(message.tracking_id, None)
         self._slot_freed.set()
+
+
+@contextlib.contextmanager
+def _own_context(message: Message) -> Iterator[None]:
+    """Tracing off: the message's own trace context, if any, is current during the call."""
+    token = trace_context.attach_from(message.headers)
+    try:
+        yield None
+    finally:
+        if token is not None:
+            trace_context.detach(token)

@@ -19,7 +19,7 @@ import logging
 import signal
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tablequeue import metrics
 from tablequeue.database import Database
@@ -33,9 +33,13 @@ from .held import HeldMessages
 from .housekeeping import fire_schedules_every, purge_every, sweep_every, vacuum_when_bloated
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
+from .progress import ProgressRoute
 from .rollup import Rollup
 from .settling import Settlement
 from .waiting import sleep_unless
+
+if TYPE_CHECKING:
+    from .tracing import Tracing
 
 log = logging.getLogger("tablequeue.worker")
 QUEUE_NOT_THERE: tuple[type[Exception], ...] = (*DATABASE_ERRORS, QueueNotFound)
@@ -47,9 +51,15 @@ class Worker:
     keeping and housekeeping until stopped."""
 
     def __init__(
-        self, config: WorkerConfig, database: Database, handler: HttpHandler | PythonHandler
+        self,
+        config: WorkerConfig,
+        database: Database,
+        handler: HttpHandler | PythonHandler,
+        tracing: Tracing | None = None,
     ) -> None:
         self.config = config
+        self.tracing = tracing
+        self.progress = ProgressRoute(config.owner)
         self.database = database
         self.handler = handler
         self.health = DatabaseHealth(config.queue)
@@ -75,9 +85,20 @@ class Worker:
         config.resolve(queue)
         log.info("worker started", extra=self._describe())
         rollup = Rollup(self.database, queue, config.rollup_interval)
-        settlement = Settlement(queue, config.owner, self.health, self.metrics, rollup)
+        settlement = Settlement(
+            queue, config.owner, self.health, self.metrics, rollup, self.tracing
+        )
         await rollup.write()  # the first samples, before this worker takes anything away
-        held = HeldMessages(self.handler, self.database, queue, settlement, self.metrics)
+        held = HeldMessages(
+            self.handler,
+            self.database,
+            queue,
+            settlement,
+            self.metrics,
+            config.owner,
+            self.tracing,
+        )
+        self.progress.attach(queue, held, self.health)
         self._in_flight.set_function(lambda: len(held.running))
         keeper = LeaseKeeper(queue, config.owner, held, settlement, self.health, self.metrics)
         assert config.lease_seconds

@@ -1,35 +1,76 @@
-"""Start a worker from its configuration: logs, database, handler, probe server, loop."""
+"""Start a worker from its configuration: logs, tracing, database, handler, server, loop."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
+
+from aiohttp import web
 
 from tablequeue.database import Database, connect
 from tablequeue.errors import InvalidInput
 
-from . import logs, server
+from . import logs, otel, server
 from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler, load_handler
 from .loop import Worker
+from .progress import ROUTE
+
+if TYPE_CHECKING:
+    from .tracing import Tracing
 
 
 def run(config: WorkerConfig) -> int:
     """Run one worker until SIGTERM (or idle, with `exit_when_idle`); returns the exit code."""
     logs.setup(config.log_level, config.queue)
-    handler = load_handler(config.handler, config.handler_timeout)
-    with connect(config.db) as database:
-        return asyncio.run(_serve(config, database, handler))
-
-
-async def _serve(
-    config: WorkerConfig, database: Database, handler: HttpHandler | PythonHandler
-) -> int:
-    worker = Worker(config, database, handler)
+    provider = otel.provider_from_environment(config.queue)
     try:
-        runner = await server.start(config.host, config.port, worker.alive, lambda: worker.ready)
+        handler = load_handler(config.handler, config.handler_timeout)
+        traced = otel.tracing_for(provider, config.queue)  # the handler's module may set one
+        with connect(config.db) as database:
+            return asyncio.run(serve(config, database, handler, traced))
+    finally:
+        if provider is not None:
+            provider.shutdown()  # exports the spans still buffered
+
+
+async def serve(
+    config: WorkerConfig,
+    database: Database,
+    handler: HttpHandler | PythonHandler,
+    traced: Tracing | None = None,
+) -> int:
+    """Serve the probes, metrics and progress route, and run the worker until it stops."""
+    worker = Worker(config, database, handler, traced)
+    # One progress mechanism per handler kind: the route for HTTP handlers, the context's
+    # `report_progress` for Python handlers.
+    routes = [web.post(ROUTE, worker.progress.post)] if isinstance(handler, HttpHandler) else []
+    try:
+        runner = await server.start(
+            config.host,
+            config.port,
+            worker.alive,
+            lambda: worker.ready,
+            routes,
+        )
     except OSError as error:  # port taken, address not ours: one clear line, exit 1
-        raise InvalidInput(f"cannot serve /livez, /readyz, /metrics: {error.strerror}") from None
+        raise InvalidInput(
+            f"cannot serve /livez, /readyz, /metrics, /progress: {error.strerror}"
+        ) from None
+    if isinstance(handler, HttpHandler):
+        handler.progress_url = _progress_url(config.host, runner)
     try:
         return await worker.run()
     finally:
         await runner.cleanup()
+
+
+def _progress_url(host: str, runner: web.AppRunner) -> str:
+    """The progress route as the app reaches it: on loopback unless the worker serves one
+    address only."""
+    port = runner.addresses[0][1]
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/progress/"

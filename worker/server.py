@@ -1,15 +1,20 @@
-"""One port for probes and scraping: /livez, /readyz, /metrics."""
+"""One port for probes, scraping and handlers' progress: /livez, /readyz, /metrics and
+`POST /progress/{trackingId}` (`progress.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 
 async def start(
-    host: str, port: int, alive: Callable[[], bool], ready: Callable[[], bool]
+    host: str,
+    port: int,
+    alive: Callable[[], bool],
+    ready: Callable[[], bool],
+    routes: Sequence[web.RouteDef] = (),
 ) -> web.AppRunner:
     async def livez(_: web.Request) -> web.Response:
         return web.Response(
@@ -25,7 +30,12 @@ async def start(
 
     app = web.Application()
     app.add_routes(
-        [web.get("/livez", livez), web.get("/readyz", readyz), web.get("/metrics", metrics)]
+        [
+            web.get("/livez", livez),
+            web.get("/readyz", readyz),
+            web.get("/metrics", metrics),
+            *routes,
+        ]
     )
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

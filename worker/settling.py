@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from typing import TYPE_CHECKING
 
 from tablequeue.models import Completion, Failure, LeaseBatch, Settled
 from tablequeue.queue import Queue
@@ -22,6 +24,9 @@ from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .metrics import WorkerMetrics
 from .rollup import Rollup
 from .waiting import sleep_unless
+
+if TYPE_CHECKING:
+    from .tracing import Tracing
 
 log = logging.getLogger("tablequeue.worker")
 Outcome = Completion | Failure
@@ -42,8 +47,10 @@ class Settlement:
         health: DatabaseHealth,
         metrics: WorkerMetrics,
         rollup: Rollup | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.queue = queue
+        self.tracing = tracing
         self.owner = owner
         self.health = health
         self.metrics = metrics
@@ -80,6 +87,7 @@ class Settlement:
         """
         outcomes = [] if self._apart else self._take()
         self._in_flight += len(outcomes)
+        started = time.time_ns() if self.tracing is not None else 0
         try:
             settled, batch = await asyncio.to_thread(
                 self.queue.settle_and_lease, self.owner, outcomes, wanted, lease_seconds
@@ -96,6 +104,8 @@ class Settlement:
             self._in_flight -= len(outcomes)
             self._changed.set()
         self._count(settled, outcomes)
+        if self.tracing is not None:
+            self.tracing.leased(batch.messages, started, time.time_ns())
         return batch
 
     async def flush_on_time(self, stopping: asyncio.Event) -> None:
@@ -146,12 +156,16 @@ class Settlement:
                         "cannot record an outcome; the message waits for its lease to expire",
                         extra={"message_id": outcome.message.id},
                     )
+                    if self.tracing is not None:
+                        self.tracing.forget([outcome.message.id])
         self._apart = False
 
     def _count(self, settled: Settled, outcomes: list[Outcome]) -> None:
         self.metrics.count_settled(settled)
         if self.rollup is not None:
             self.rollup.settled(settled, outcomes)
+        if self.tracing is not None:
+            self.tracing.settled(outcomes, time.time_ns())
 
     def _take(self) -> list[Outcome]:
         batch, self._waiting = self._waiting[:SETTLE_BATCH], self._waiting[SETTLE_BATCH:]

@@ -1,12 +1,13 @@
 """The JSON API's routers, one per resource, and the probes."""
 
-from . import charts, jobs, messages, probes, queues, schedules
+from . import charts, jobs, messages, probes, queues, schedules, topics
 
 ROUTERS = [
     probes.router,
     queues.router,
     schedules.router,
     messages.router,
+    topics.router,
     jobs.router,
     charts.router,
 ]

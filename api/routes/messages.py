@@ -6,10 +6,10 @@ import base64
 import binascii
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import Response
 
-from tablequeue import errors
+from tablequeue import errors, trace_context
 from tablequeue.limits import MAX_ID, MAX_MESSAGE_ID_LENGTH
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
@@ -48,11 +48,21 @@ def decode_cursor(cursor: str) -> tuple[Literal["asc", "desc"], int]:
 
 
 @router.post("/queues/{name}", status_code=201, dependencies=ADMIN)
-def enqueue(queue: QueueArg, body: Annotated[EnqueueBody, Body()]) -> EnqueueResponse:
-    """Enqueue one message or a list of them (one transaction)."""
+def enqueue(
+    queue: QueueArg, body: Annotated[EnqueueBody, Body()], request: Request
+) -> EnqueueResponse:
+    """Enqueue one message or a list of them (one transaction). A W3C `traceparent` (and
+    `tracestate`) request header goes into the headers of messages that carry none: workers
+    continue that trace."""
     batch = body if isinstance(body, list) else [body]
     if len(batch) > MAX_BATCH:
         raise errors.InvalidInput(f"at most {MAX_BATCH} messages per request")
+    context = trace_context.headers_from(request.headers)
+    if context is not None:
+        batch = [
+            m.model_copy(update={"headers": trace_context.with_context(m.headers, context)})
+            for m in batch
+        ]
     results = queue.enqueue_many(batch)
     return EnqueueResponse(results=[EnqueueResult.of(r) for r in results])
 

@@ -17,6 +17,7 @@ class ScheduleOut(Out):
     cron: str
     time_zone: str
     missed: str
+    suspend: bool
     message_id: str | None
     next_tick: datetime | None
     last_tick: datetime | None

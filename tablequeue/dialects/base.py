@@ -14,13 +14,16 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 
 from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
+
+if TYPE_CHECKING:
+    from .json_index import JsonIndexes
 
 JsonKind = Literal["string", "number", "boolean"]
 JsonPath = Sequence[str | int]
@@ -45,6 +48,9 @@ class Capabilities:
     folds_writes: bool = False
     """Data-modifying statements nest in one statement (`WITH done AS (DELETE ... RETURNING)
     INSERT ...`): recording a result costs no extra round trip."""
+    one_writer: bool = False
+    """One write transaction at a time in the whole database (SQLite): a lease waits while
+    another connection's transaction that wrote is open."""
     first_schema_version: int = 1
     """The oldest table layout (`storage.schema.SCHEMA_VERSION`) this engine ever had: tables
     of older versions, to migrate, exist only on engines supported back then."""
@@ -64,6 +70,10 @@ class Dialect(Protocol):
 
     json_type: sa.types.TypeEngine[Any]
     """Column type of `message`, `previous_message`, `headers`, `result`, `progress`."""
+
+    @property
+    def json_indexes(self) -> JsonIndexes:
+        """How this engine indexes JSON body paths (`spec.indexes`)."""
 
     # --- connecting and tables --------------------------------------------------------------
 
@@ -99,6 +109,14 @@ class Dialect(Protocol):
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         """Serialize schema changes for `key` across processes, for this transaction."""
+
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        """What identifies the database a connection works in (server, database, schema):
+        equal for two connections exactly when they reach the same queue tables."""
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        """True when a statement on this driver connection (the caller's) would commit on its
+        own: autocommit on and no transaction open."""
 
     # --- SQL parts of predicates and admin statements ---------------------------------------
 

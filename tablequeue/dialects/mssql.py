@@ -37,6 +37,7 @@ from sqlalchemy.sql.selectable import Select
 
 from ..sqltypes import UtcDateTime
 from .base import Capabilities, JsonKind, JsonPath
+from .json_index import MssqlIndexes
 from .mssql_merge import Merge
 from .per_row import PerRow
 from .queries import HELD_COLUMNS, Queries
@@ -180,6 +181,7 @@ class MssqlDialect(SqlDialect):
         notifies=False, estimates_counts=False, vacuums=False, first_schema_version=2
     )
     json_type: sa.types.TypeEngine[Any] = mssql.JSON()
+    json_index_strategy = MssqlIndexes
 
     def __init__(self) -> None:
         self._json_parameters: set[str] = set()
@@ -201,6 +203,14 @@ class MssqlDialect(SqlDialect):
             engine.dialect.fast_executemany = True  # batches without a JSON source
 
     # --- SQL parts --------------------------------------------------------------------------
+
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        return tuple(
+            connection.execute(sa.text("SELECT @@SERVERNAME, DB_NAME(), SCHEMA_NAME()")).one()
+        )
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        return bool(dbapi_connection.autocommit)  # pyodbc
 
     def now(self) -> sa.ColumnElement[datetime]:
         return sa.func.sysutcdatetime(type_=sa.DateTime())

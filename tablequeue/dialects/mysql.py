@@ -34,6 +34,7 @@ from sqlalchemy.sql.selectable import Select
 
 from ..sqltypes import UtcDateTime
 from .base import Capabilities, JsonKind, JsonPath, LeasedRows, SweptLease
+from .json_index import MariaDbIndexes
 from .mysql_queries import NOW_LABEL, MariaDbQueries
 from .queries import LeaseExpiredPolicy, Queries
 from .sql import SqlDialect
@@ -168,6 +169,10 @@ def _per_row_value(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
 
 
+_SERVER_STATUS_IN_TRANS = 1
+"""The server status flag of an open transaction (MariaDB's protocol)."""
+
+
 class MariaDbDialect(SqlDialect):
     name = "mariadb"
     url_schemes = {
@@ -183,6 +188,7 @@ class MariaDbDialect(SqlDialect):
         notifies=False, estimates_counts=True, vacuums=False, first_schema_version=2
     )
     json_type: sa.types.TypeEngine[Any] = mysql.JSON()
+    json_index_strategy = MariaDbIndexes
 
     # --- connecting and tables --------------------------------------------------------------
 
@@ -279,6 +285,17 @@ class MariaDbDialect(SqlDialect):
 
         event.listen(connection, "commit", release, once=True)
         event.listen(connection, "rollback", release, once=True)
+
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        return tuple(
+            connection.execute(sa.text("SELECT @@hostname, @@port, @@datadir, DATABASE()")).one()
+        )
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        if hasattr(dbapi_connection, "get_autocommit"):  # PyMySQL: the server's status flags
+            in_transaction = dbapi_connection.server_status & _SERVER_STATUS_IN_TRANS
+            return bool(dbapi_connection.get_autocommit()) and not in_transaction
+        return bool(dbapi_connection.autocommit)  # pyodbc
 
     # --- SQL parts --------------------------------------------------------------------------
 

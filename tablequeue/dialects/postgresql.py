@@ -17,6 +17,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from .base import Capabilities, JsonKind, JsonPath, notify_channel
+from .json_index import PostgresIndexes
 from .queries import Queries
 from .sql import SqlDialect
 
@@ -96,6 +97,7 @@ class PostgresDialect(SqlDialect):
         notifies=True, estimates_counts=True, vacuums=True, folds_writes=True
     )
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
+    json_index_strategy = PostgresIndexes
 
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
@@ -223,6 +225,23 @@ class PostgresDialect(SqlDialect):
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
         lock_id = zlib.crc32(f"tablequeue:{key}".encode())
         connection.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id)))
+
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        # The server by its start time and port (anyone may read both), then the database and
+        # the schema unqualified names resolve to.
+        return tuple(
+            connection.execute(
+                sa.text(
+                    "SELECT pg_postmaster_start_time(), current_setting('port'),"
+                    " current_database(), current_schema()"
+                )
+            ).one()
+        )
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        # psycopg 3: autocommit, unless inside `with conn.transaction():` (BEGIN was sent).
+        status = getattr(dbapi_connection.info.transaction_status, "name", "")
+        return bool(dbapi_connection.autocommit) and status == "IDLE"
 
     def notify(self, connection: Connection, table_name: str) -> None:
         channel = sa.bindparam("b_channel", notify_channel(table_name), type_=sa.Text)

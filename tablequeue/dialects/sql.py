@@ -19,6 +19,7 @@ from sqlalchemy.sql.selectable import Select
 
 from .. import names
 from .base import Capabilities, JsonKind, JsonPath, LeasedRows, Rows, SweptLease
+from .json_index import ExpressionIndexes, JsonIndexes
 from .per_row import PerRow
 from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
 
@@ -29,6 +30,11 @@ class SqlDialect(abc.ABC):
     url_hint: str
     capabilities: Capabilities
     json_type: sa.types.TypeEngine[Any]
+    json_index_strategy: type[JsonIndexes] = ExpressionIndexes
+
+    @property
+    def json_indexes(self) -> JsonIndexes:
+        return self.json_index_strategy(self)
 
     # --- connecting and tables --------------------------------------------------------------
 

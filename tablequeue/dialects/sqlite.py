@@ -5,6 +5,7 @@ SQL-side clock values are produced in exactly that format so that text compariso
 """
 
 import json
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,7 @@ from sqlalchemy.sql.selectable import Select
 
 from ..errors import InvalidInput
 from .base import Capabilities, JsonKind, JsonPath
+from .json_index import SqliteIndexes
 from .sql import SqlDialect
 
 _TYPES: dict[JsonKind, tuple[str, ...]] = {
@@ -65,8 +67,11 @@ class SqliteDialect(SqlDialect):
     name = "sqlite"
     url_schemes = {"sqlite": "sqlite", "sqlite+pysqlite": "sqlite"}
     url_hint = "sqlite:///"
-    capabilities = Capabilities(notifies=False, estimates_counts=False, vacuums=False)
+    capabilities = Capabilities(
+        notifies=False, estimates_counts=False, vacuums=False, one_writer=True
+    )
     json_type: sa.types.TypeEngine[Any] = sqlite.JSON()
+    json_index_strategy = SqliteIndexes
 
     def check_url(self, url: sa.URL) -> None:
         if url.database in (None, "", ":memory:"):
@@ -148,6 +153,20 @@ class SqliteDialect(SqlDialect):
         # SQLite's planner may prefer the status index and sort the whole backlog per lease.
         table = select.get_final_froms()[0]
         return select.with_hint(table, f'INDEXED BY "{lease_index}"', "sqlite")
+
+    def identity(self, connection: Connection) -> tuple[Any, ...]:
+        files = {row[1]: row[2] for row in connection.exec_driver_sql("PRAGMA database_list")}
+        return (os.path.realpath(files.get("main") or ":memory:"),)
+
+    def autocommits(self, dbapi_connection: Any) -> bool:
+        # sqlite3: isolation_level None (or Python 3.12's autocommit=True) commits each
+        # statement unless a BEGIN is open; the legacy default begins before a write itself.
+        if dbapi_connection.in_transaction:
+            return False
+        return (
+            dbapi_connection.isolation_level is None
+            or getattr(dbapi_connection, "autocommit", None) is True
+        )
 
 
 DIALECT = SqliteDialect()

@@ -1,6 +1,7 @@
 """The queue floor, on top of storage: the `Queue` handle and its operations by area
 (enqueue, settle, admin, read)."""
 
+from . import publish
 from .facade import Queue
 
-__all__ = ["Queue"]
+__all__ = ["Queue", "publish"]

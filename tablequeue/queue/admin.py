@@ -122,16 +122,39 @@ def delete(queue: QueueContext, message_id: int, force: bool) -> None:
             )
 
 
-def report_progress(queue: QueueContext, message_id: int, progress: Any) -> None:
+def report_progress(
+    queue: QueueContext,
+    message_id: int,
+    progress: Any,
+    owner: str | None = None,
+    correlation_id: str | None = None,
+) -> None:
+    """Store progress; with `owner` (and the lease batch's `correlation_id`) only while that
+    lease holds the message, else Conflict: a handler whose lease was lost changes nothing."""
+    check_json(progress)
     t = queue.table
+    condition: sa.ColumnElement[bool] = t.c.id == message_id
+    if owner is not None:
+        condition = sa.and_(
+            condition,
+            t.c.status == literal_status(names.LEASED),
+            t.c.lease_owner == owner,
+            t.c.correlation_id == correlation_id,
+        )
     statement = (
         sa.update(t)
-        .where(t.c.id == message_id)
+        .where(condition)
         .values(progress=sa.bindparam("b_progress", progress, type_=t.c.progress.type))
     )
     with queue.storage.transaction() as connection:
-        if not connection.execute(statement).rowcount:
+        if connection.execute(statement).rowcount:
+            return
+        if owner is None:
             raise MessageNotFound(f"no message with id {message_id} in queue {queue.name!r}")
+        raise Conflict(
+            f"message {message_id} of queue {queue.name!r} is no longer leased by {owner!r} "
+            "(cancelled, lease expired, or finished)"
+        )
 
 
 def cancel(queue: QueueContext, tracking_id: uuid.UUID | str) -> Message:

@@ -12,36 +12,47 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .. import trace_context
 from ..models import Enqueued, NewMessage
 from ..storage import registry
 from .context import QueueContext
 
 
-def enqueue_many(queue: QueueContext, messages: Sequence[NewMessage]) -> list[Enqueued]:
+def enqueue_many(
+    queue: QueueContext, messages: Sequence[NewMessage], connection: Any = None
+) -> list[Enqueued]:
     """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
 
     A messageId that appears several times in one batch is applied in order, as if the
-    messages had been enqueued one after the other.
+    messages had been enqueued one after the other. With `connection` (the caller's SQLAlchemy
+    Connection or DB-API connection), in the caller's transaction: committed or rolled back
+    with it, never by tablequeue.
     """
     if not messages:
         return []
     storage = queue.storage
     try:
-        with storage.transaction() as connection:
-            return enqueue_in(queue, connection, messages)
+        if connection is None:
+            with storage.transaction() as own:
+                return enqueue_in(queue, own, messages)
+        with storage.borrowed(connection) as theirs:
+            return enqueue_in(queue, theirs, messages)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
-        registry.default_status_of(storage, queue.name)  # QueueNotFound if it was deleted
+        with storage.reading() as reader:  # outside the caller's transaction, if any
+            registry.default_status(storage, reader, queue.name)  # QueueNotFound if deleted
         raise
 
 
 def enqueue_in(
     queue: QueueContext, connection: Connection, messages: Sequence[NewMessage]
 ) -> list[Enqueued]:
-    """`enqueue_many` in the caller's transaction (e.g. with the claim of a schedule's tick)."""
+    """Enqueue a batch with statements on `connection`, in whatever transaction it is in (the
+    caller's, a publish's, or the claim of a schedule's tick)."""
     now = datetime.now(UTC)
+    trace_headers = trace_context.current_headers()  # the caller's span, if any
     results: list[Enqueued | None] = [None] * len(messages)
     for round_indexes in _rounds_of_unique_ids(messages):
-        _enqueue_round(queue, connection, messages, round_indexes, results, now)
+        _enqueue_round(queue, connection, messages, round_indexes, results, now, trace_headers)
     return [result for result in results if result is not None]
 
 
@@ -52,13 +63,14 @@ def _enqueue_round(
     round_indexes: list[int],
     results: list[Enqueued | None],
     now: datetime,
+    trace_headers: dict[str, str] | None,
 ) -> None:
     """One statement for messages with distinct identities; wakes listening workers."""
     # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
     round_indexes.sort(key=lambda i: messages[i].message_id or "")
     tracking_ids = _random_uuids(len(round_indexes))
     rows = [
-        _row(messages[i], now, tracking_id)
+        _row(messages[i], now, tracking_id, trace_headers)
         for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
     ]
     returned = queue.dialect.enqueue_round(
@@ -96,16 +108,22 @@ def _rounds_of_unique_ids(messages: Sequence[NewMessage]) -> list[list[int]]:
     return rounds
 
 
-def _row(new: NewMessage, now: datetime, tracking_id: uuid.UUID) -> dict[str, Any]:
+def _row(
+    new: NewMessage,
+    now: datetime,
+    tracking_id: uuid.UUID,
+    trace_headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """A new message's per-row parameters; its status None means the queue's default status,
-    read by the statement itself (it may change at runtime)."""
+    read by the statement itself (it may change at runtime). The caller's trace context joins
+    headers that have no `traceparent`."""
     return {
         "b_message_id": new.message_id,
         "b_status": new.status,
         "b_scheduled": (new.at is not None and new.at > now) or (new.after or 0) > 0,
         "b_priority": new.priority,
         "b_message": new.message,
-        "b_headers": new.headers,
+        "b_headers": trace_context.with_context(new.headers, trace_headers),
         "b_at": new.at,
         "b_after": new.after or 0.0,
         "b_expires_at": new.expires_at,

@@ -51,17 +51,25 @@ class Queue:
 
     # --- enqueue ----------------------------------------------------------------------------
 
-    def enqueue(self, message: Any, **options: Any) -> Enqueued:
-        """Enqueue one message: `enqueue({"OrderId": 1}, message_id="1", after=30)`."""
-        return self.enqueue_many([NewMessage(message=message, **options)])[0]
+    def enqueue(self, message: Any, *, connection: Any = None, **options: Any) -> Enqueued:
+        """Enqueue one message: `enqueue({"OrderId": 1}, message_id="1", after=30)`.
 
-    def enqueue_many(self, messages: Sequence[NewMessage]) -> list[Enqueued]:
+        With `connection` (a SQLAlchemy Connection, or a DB-API connection such as psycopg's,
+        to this queue's database) the message is written in that connection's transaction:
+        it exists once the caller commits, and never if the caller rolls back (the outbox
+        pattern); workers are woken only by the commit.
+        """
+        return self.enqueue_many([NewMessage(message=message, **options)], connection=connection)[0]
+
+    def enqueue_many(
+        self, messages: Sequence[NewMessage], *, connection: Any = None
+    ) -> list[Enqueued]:
         """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
 
         A messageId that appears several times in one batch is applied in order, as if the
-        messages had been enqueued one after the other.
+        messages had been enqueued one after the other. `connection`: as for `enqueue`.
         """
-        return enqueue.enqueue_many(self._queue, messages)
+        return enqueue.enqueue_many(self._queue, messages, connection)
 
     # --- lease and outcomes -----------------------------------------------------------------
 
@@ -124,9 +132,18 @@ class Queue:
         with self.database.transaction() as connection:
             return settle.fail(self._queue, connection, owner, failures)
 
-    def report_progress(self, message_id: int, progress: Any) -> None:
-        """Store a handler's progress while it runs (readable by tracking id)."""
-        admin.report_progress(self._queue, message_id, progress)
+    def report_progress(
+        self,
+        message_id: int,
+        progress: Any,
+        *,
+        owner: str | None = None,
+        correlation_id: str | None = None,
+    ) -> None:
+        """Store a handler's progress while it runs (readable by tracking id). With `owner` and
+        the lease batch's `correlation_id`, only while that lease holds the message (Conflict
+        otherwise)."""
+        admin.report_progress(self._queue, message_id, progress, owner, correlation_id)
 
     def cancel(self, tracking_id: uuid.UUID | str) -> Message:
         """Cancel by tracking id. A running handler learns it when its lease extension fails."""

@@ -9,7 +9,7 @@ from typing import Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .. import health, names, predicate
+from .. import health, indexes, names, predicate
 from ..errors import InvalidInput, MessageNotFound
 from ..limits import MAX_ID
 from ..models import Message, QueueStats, check_text
@@ -90,7 +90,8 @@ def selection(
     if message_id is not None:
         parts.append(t.c.message_id == check_text(message_id))
     if where is not None:
-        parts.append(predicate.to_sql(predicate.parse(where), t.c.message, queue.dialect))
+        indexed = indexes.lookup(queue.storage.engine, queue.dialect, t, queue.spec.indexes)
+        parts.append(predicate.to_sql(predicate.parse(where), t.c.message, queue.dialect, indexed))
     return sa.and_(*parts) if parts else None
 
 

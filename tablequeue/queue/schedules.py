@@ -47,6 +47,7 @@ class ScheduleView:
     cron: str
     time_zone: str
     missed: str
+    suspend: bool
     message_id: str | None
     """The messageId pattern."""
     next_tick: datetime | None
@@ -76,6 +77,7 @@ def overview(queue: QueueContext) -> list[ScheduleView]:
                 cron=schedule.cron,
                 time_zone=schedule.time_zone,
                 missed=schedule.missed,
+                suspend=schedule.suspend,
                 message_id=schedule.message_id,
                 next_tick=state.next_tick if state else None,
                 last_tick=state.last_tick if state else None,
@@ -136,6 +138,8 @@ def _fire(queue: QueueContext, connection: Connection, state: ScheduleState) -> 
     schedule = _declared(storage, connection, queue.name, state)
     if schedule is None:
         return None  # removed or re-timed by an apply in progress: its rows follow
+    if schedule.suspend:
+        return None  # its ticks stay due: on resume the missed-ticks policy decides
     catch_up = cron.due_ticks(state.cron, state.time_zone, state.next_tick, now)
     late = now - catch_up.latest > timedelta(seconds=schedule.starting_deadline_seconds)
     tick = None if schedule.missed == "Skip" and late else catch_up.latest

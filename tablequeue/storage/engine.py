@@ -15,9 +15,11 @@ from ..dialects import Dialect
 from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
+from .borrowed import bare, borrowed
 from .history import HistoryTables, history_tables
 from .schedules import schedules_table
 from .schema import queue_table, registry_table
+from .subscriptions import SUBSCRIPTIONS_TABLE, subscriptions_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
 
@@ -74,10 +76,13 @@ class Storage:
         self.history: HistoryTables = history_tables(self.metadata, self.dialect)
         """The shared tables of results, attempts and the housekeeping lease."""
         self.schedules = schedules_table(self.metadata)
+        self.subscriptions = subscriptions_table(self.metadata)
+        self._has_subscriptions = False
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
         """The hot statements of each queue table, by table name."""
+        self._identity: tuple[Any, ...] | None = None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -106,6 +111,40 @@ class Storage:
             raise
         finally:
             connection.close()
+
+    def has_subscriptions_table(self, connection: Connection) -> bool:
+        """Whether `tablequeue_subscriptions` exists (asked until it does, then remembered)."""
+        if not self._has_subscriptions:
+            self._has_subscriptions = sa.inspect(connection).has_table(SUBSCRIPTIONS_TABLE)
+        return self._has_subscriptions
+
+    def identity(self, fresh: bool = False) -> tuple[Any, ...]:
+        """What identifies the database this engine's connections work in (server, database,
+        schema), remembered: a caller's connection must show the same to enqueue with it.
+        `fresh` asks again (a restarted or failed-over server has a new start time)."""
+        if self._identity is None or fresh:
+            with self.reading() as connection:
+                self._identity = self.dialect.identity(connection)
+        return self._identity
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A pooled connection for reads that takes no lock (no BEGIN IMMEDIATE on SQLite, so
+        it works while a caller's transaction holds the write lock); rolled back after."""
+        try:
+            pooled = self.engine.raw_connection()
+        except sa.exc.DBAPIError as error:
+            raise DatabaseUnavailable(
+                f"cannot connect to {self.shown_url}: {_first_line(error)}"
+            ) from None
+        try:
+            yield bare(self, pooled.dbapi_connection)
+        finally:
+            pooled.close()  # the pool's reset on return rolls back
+
+    def borrowed(self, connection: Any) -> contextlib.AbstractContextManager[Connection]:
+        """The queue's statements inside the caller's transaction (see `storage.borrowed`)."""
+        return borrowed(self, connection)
 
     def ping(self) -> None:
         with self.transaction() as connection:

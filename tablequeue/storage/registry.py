@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .. import names
+from .. import indexes, names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
-from . import schedules
+from . import schedules, subscriptions
 from .engine import Storage
 from .history import ensure_history
 from .rollup import ensure_rollup
@@ -32,6 +32,7 @@ def ensure_registry(storage: Storage) -> None:
         migrate_registry(connection, storage.registry)
         ensure_history(connection, storage.history)
         storage.schedules.create(connection, checkfirst=True)
+        subscriptions.ensure(storage, connection)
         ensure_rollup(connection, storage.metadata)
 
 
@@ -61,17 +62,42 @@ def _check_queue_table(connection: Connection, table_name: str) -> None:
         )
 
 
-def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -> str:
+def apply(
+    storage: Storage,
+    resource: QueueResource,
+    owner: str | None = None,
+    index_wait_seconds: float = indexes.WAIT_SECONDS,
+) -> str:
     """Create or migrate the table and registry row: created, updated or unchanged.
 
     `owner` (`namespace/name`, from the operator) claims the queue for one Queue resource; the
-    CLI applies without one and leaves the recorded owner as it is."""
+    CLI applies without one and leaves the recorded owner as it is. The table's JSON indexes
+    follow `spec.indexes`: new ones exist before the registry names them (PostgreSQL's are
+    built CONCURRENTLY after it, which only delays their use), dropped ones go once it no
+    longer does; a change of indexes alone makes the queue `updated`. While another apply
+    builds indexes on the database (PostgreSQL), this one waits up to `index_wait_seconds`,
+    then raises IndexBuildBusy (the operator waits 0 s and retries later)."""
+    outcome, created = _apply_table(storage, resource, owner)
+    spec = resource.spec
+    table_name = spec.table_for(resource.name)
+    changes = indexes.sync(
+        storage.engine, storage.dialect, table_name, spec.indexes, index_wait_seconds
+    )
+    if outcome == "unchanged" and (created or changes["created"] or changes["dropped"]):
+        return "updated"
+    return outcome
+
+
+def _apply_table(
+    storage: Storage, resource: QueueResource, owner: str | None
+) -> tuple[str, list[str]]:
     name = names.queue_name(resource.name)
     spec = resource.spec
     declared = spec.database.dialect if spec.database is not None else None
     check_declared_dialect(declared, storage.dialect, storage.shown_url)
     table_name = spec.table_for(name)
     settings = spec_settings(spec)
+    subscriptions.check(spec)
     registry = storage.registry
     ensure_registry(storage)
     with storage.transaction() as connection:
@@ -104,7 +130,11 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
             # A kept table of a deleted queue has no registry row: assume the oldest.
             migrate(connection, table, row.schema_version if row is not None else 1)
         storage.dialect.tune_table(connection, table)
+        created = indexes.create_before_registry(
+            connection, storage.dialect, table_name, spec.indexes
+        )
         schedules.sync(connection, storage.schedules, storage.dialect, name, spec.schedules)
+        subscriptions.write(storage, connection, name, spec)
         now = datetime.now(UTC)
         if row is None:
             connection.execute(
@@ -120,10 +150,10 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
                     owner=owner,
                 )
             )
-            return "created"
+            return "created", created
         claims = owner is not None and row.owner is None
         if row.settings == settings and row.schema_version == SCHEMA_VERSION and not claims:
-            return "unchanged"
+            return "unchanged", created
         values: dict[str, Any] = {
             "category": spec.category,
             "settings": settings,
@@ -137,7 +167,7 @@ def apply(storage: Storage, resource: QueueResource, owner: str | None = None) -
         if row.settings.get("defaultStatus", "Pending") != spec.default_status:
             values["default_status"] = spec.default_status
         connection.execute(registry.update().where(registry.c.name == name).values(**values))
-        return "updated"
+        return "updated", created
 
 
 def spec_settings(spec: QueueSpec) -> dict[str, Any]:
@@ -221,6 +251,8 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         connection.execute(registry.delete().where(registry.c.name == name))
         if sa.inspect(connection).has_table(storage.schedules.name):
             schedules.forget(connection, storage.schedules, name)
+        if storage.has_subscriptions_table(connection):
+            subscriptions.forget(storage, connection, name)
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True

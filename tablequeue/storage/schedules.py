@@ -131,13 +131,47 @@ def states(connection: Connection, table: sa.Table, queue: str) -> list[Schedule
     return [ScheduleState.of(row) for row in rows]
 
 
-def due(connection: Connection, table: sa.Table, queue: str, now: datetime) -> list[ScheduleState]:
-    rows = connection.execute(
+def due_statement(table: sa.Table, queue: str, now: datetime) -> sa.Select[Any]:
+    """The schedules of a queue whose next tick has come (served by the primary key)."""
+    return (
         sa.select(table)
         .where(table.c.queue == queue, table.c.next_tick <= now)
         .order_by(table.c.schedule)
     )
-    return [ScheduleState.of(row) for row in rows]
+
+
+def due(connection: Connection, table: sa.Table, queue: str, now: datetime) -> list[ScheduleState]:
+    return [ScheduleState.of(row) for row in connection.execute(due_statement(table, queue, now))]
+
+
+def claim_statement(
+    table: sa.Table,
+    state: ScheduleState,
+    *,
+    next_tick: datetime,
+    fired_tick: datetime | None,
+    skipped: int,
+    now: datetime,
+) -> sa.Update:
+    """The exactly-once guard: moves the row on only if it still holds the tick that was read."""
+    values: dict[str, Any] = {
+        "next_tick": next_tick,
+        "skipped": table.c.skipped + skipped,
+        "updated_at": now,
+    }
+    if fired_tick is not None:
+        values |= {"last_tick": fired_tick, "last_fired_at": now, "fired": table.c.fired + 1}
+    return (
+        table.update()
+        .where(
+            table.c.queue == state.queue,
+            table.c.schedule == state.schedule,
+            table.c.next_tick == state.next_tick,
+            table.c.cron == state.cron,
+            table.c.time_zone == state.time_zone,
+        )
+        .values(**values)
+    )
 
 
 def claim(
@@ -153,25 +187,10 @@ def claim(
     """Move the schedule from `state.next_tick` to `next_tick`: True for the one claimer that
     found it unchanged. `fired_tick` is the tick whose message this transaction enqueues (None
     when every due tick is skipped)."""
-    values: dict[str, Any] = {
-        "next_tick": next_tick,
-        "skipped": table.c.skipped + skipped,
-        "updated_at": now,
-    }
-    if fired_tick is not None:
-        values |= {"last_tick": fired_tick, "last_fired_at": now, "fired": table.c.fired + 1}
-    result = connection.execute(
-        table.update()
-        .where(
-            table.c.queue == state.queue,
-            table.c.schedule == state.schedule,
-            table.c.next_tick == state.next_tick,
-            table.c.cron == state.cron,
-            table.c.time_zone == state.time_zone,
-        )
-        .values(**values)
+    statement = claim_statement(
+        table, state, next_tick=next_tick, fired_tick=fired_tick, skipped=skipped, now=now
     )
-    return result.rowcount == 1
+    return connection.execute(statement).rowcount == 1
 
 
 def record_message(

@@ -42,6 +42,7 @@ def test_the_schedules_of_a_queue_and_running_one_now(client: httpx.Client, repo
         "cron": "0 2 * * *",
         "timeZone": "America/New_York",
         "missed": "Skip",
+        "suspend": False,
         "messageId": None,
         "lastTick": None,
         "lastFiredAt": None,

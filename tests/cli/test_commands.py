@@ -18,6 +18,7 @@ def test_every_command_is_in_the_group() -> None:
         "messages",
         "operator",
         "pipeline",
+        "publish",
         "purge",
         "queue",
         "schedules",

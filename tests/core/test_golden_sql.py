@@ -25,12 +25,15 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from tablequeue import indexes, predicate
 from tablequeue.dialects import DIALECTS
 from tablequeue.dialects.history import HistoryQueries
 from tablequeue.dialects.queries import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
 from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
-from tablequeue.storage import Storage
+from tablequeue.spec import QueueSpec
+from tablequeue.storage import Storage, schedules
+from tablequeue.storage.schedules import ScheduleState
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("TABLEQUEUE_UPDATE_GOLDEN") == "1"
@@ -65,6 +68,35 @@ QUERIES: dict[str, Callable[[Queries], Any]] = {
 }
 
 
+JSON_INDEXES = [
+    {"path": "Product.Sku"},
+    {"path": 'Items[0]["unit price"]', "type": "number"},
+    {"path": "Paid", "type": "boolean"},
+]
+INDEXED_PREDICATE = 'Product.Sku == "123" and Items[0]["unit price"] > 2 and Paid == true'
+
+
+def json_index_statements(storage: Storage, table: sa.Table) -> dict[str, Any]:
+    """`spec.indexes`: creating and dropping each kind, and a predicate that uses them."""
+    specs = QueueSpec.model_validate({"indexes": JSON_INDEXES}).indexes
+    strategy = storage.dialect.json_indexes
+    statements: dict[str, Any] = {}
+    resolved = indexes.resolve(table.name, specs)
+    for index in resolved:
+        for n, text in enumerate(strategy.create_statements(storage.engine, table.name, index)):
+            statements[f"json_index_create_{index.kind}_{n}"] = text
+    for n, text in enumerate(
+        strategy.drop_statements(storage.engine, table.name, resolved[0].name)
+    ):
+        statements[f"json_index_drop_{n}"] = text
+    lookup = indexes.lookup(storage.engine, storage.dialect, table, specs)
+    where = predicate.to_sql(
+        predicate.parse(INDEXED_PREDICATE), table.c.message, storage.dialect, lookup
+    )
+    statements["json_index_select_where"] = sa.select(table.c.id).where(where)
+    return statements
+
+
 def rollup_statements(storage: Storage) -> dict[str, Any]:
     """The chart rollup's table, its index and the upsert every worker's write runs."""
     rollup = rollup_table(storage.metadata)
@@ -79,6 +111,20 @@ def rollup_statements(storage: Storage) -> dict[str, Any]:
     for index in rollup.indexes:
         statements[f"create_index_{index.name}"] = sa.schema.CreateIndex(index)
     return statements
+
+
+def schedule_statements(storage: Storage) -> dict[str, Any]:
+    """The schedules' table, the read of due ticks and the claim (the exactly-once guard)."""
+    table = storage.schedules
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    state = ScheduleState("orders", "nightly", "0 2 * * *", "UTC", at, None, None, None, 0, 0)
+    return {
+        "create_schedules": sa.schema.CreateTable(table),
+        "schedules_due": schedules.due_statement(table, "orders", at),
+        "schedule_claim": schedules.claim_statement(
+            table, state, next_tick=at, fired_tick=at, skipped=0, now=at
+        ),
+    }
 
 
 def render(engine: str) -> dict[str, str]:
@@ -114,12 +160,21 @@ def render(engine: str) -> dict[str, str]:
             statements["history_delete_done_and_record"] = history.finish_and_record(True)[0]
             statements["history_mark_processed_and_record"] = history.finish_and_record(False)[0]
         statements.update(rollup_statements(storage))
+        statements.update(schedule_statements(storage))
         extra_statements = getattr(queries, "extra_statements", None)  # an engine's own
         if extra_statements is not None:
             statements.update(extra_statements())
         sql_dialect = storage.engine.dialect
+        statements.update(json_index_statements(storage, table))
         return {
-            name: str(statement.compile(dialect=sql_dialect)).strip().removesuffix(";") + ";\n"
+            name: (
+                statement
+                if isinstance(statement, str)
+                else str(statement.compile(dialect=sql_dialect))
+            )
+            .strip()
+            .removesuffix(";")
+            + ";\n"
             for name, statement in statements.items()
         }
     finally:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import operator
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,6 +19,8 @@ from tablequeue.predicate import (
     Not,
     Or,
     Predicate,
+    holds,
+    json_kind,
     parse,
     render,
     to_sql,
@@ -335,50 +336,6 @@ QUERIES: list[tuple[str, set[int]]] = [
 ]
 
 
-MISSING = object()
-
-
-def _lookup(body: Any, path: tuple[str | int, ...]) -> Any:
-    for segment in path:
-        if isinstance(segment, int):
-            if not isinstance(body, list) or segment >= len(body):
-                return MISSING
-            body = body[segment]
-        else:
-            if not isinstance(body, dict) or segment not in body:
-                return MISSING
-            body = body[segment]
-    return body
-
-
-def _kind(value: Any) -> str:
-    if value is None or value is MISSING:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    return {int: "number", float: "number", str: "string"}.get(type(value), "other")
-
-
-_OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq, "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge,
-}  # fmt: skip
-
-
-def holds(predicate: Predicate, body: Any) -> bool:
-    """The reference semantics in Python, to cross-check the hand-written expectations."""
-    if isinstance(predicate, And):
-        return all(holds(p, body) for p in predicate.parts)
-    if isinstance(predicate, Or):
-        return any(holds(p, body) for p in predicate.parts)
-    if isinstance(predicate, Not):
-        return not holds(predicate.part, body)
-    actual = _lookup(body, predicate.path)
-    same_kind = _kind(actual) == _kind(predicate.value)
-    if predicate.op == "!=":
-        return not (same_kind and (predicate.value is None or actual == predicate.value))
-    return same_kind and (predicate.value is None or _OPS[predicate.op](actual, predicate.value))
-
-
 @pytest.mark.parametrize(("text", "expected"), QUERIES, ids=[t for t, _ in QUERIES])
 def test_expectations_match_reference_semantics(text: str, expected: set[int]) -> None:
     assert {i for i, body in BODIES.items() if holds(parse(text), body)} == expected
@@ -478,7 +435,7 @@ def test_hostile_values_change_nothing(messages: Messages, text: str) -> None:
 def test_numbers_compare_numerically(messages: Messages) -> None:
     assert _matching(messages, c("Qty", "==", 5)) == _matching(messages, c("Qty", "==", 5.0))
     assert _matching(messages, c("Qty", ">", -1e300)) == {
-        i for i, body in BODIES.items() if _kind(body.get("Qty")) == "number"
+        i for i, body in BODIES.items() if json_kind(body.get("Qty")) == "number"
     }
 
 

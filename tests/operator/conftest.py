@@ -11,12 +11,14 @@ kubelet: Deployments, ReplicaSets, HPAs and garbage collection are real, Pods ne
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from tablequeue import NewMessage
+from tablequeue import NewMessage, connect
+from tablequeue.storage.registry import ensure_registry
 from tests.support.kube import ControlPlane
 from tests.support.kube.fixtures import (
     Operator,
@@ -62,6 +64,19 @@ def wait_ticks(operator: Operator, name: str, count: int) -> None:
     happen, wait for the chances it had, not for a guessed time."""
     start = ticks(operator, name)
     wait(lambda: ticks(operator, name) >= start + count, timeout=count * 5 + 10)
+
+
+def _shared_tables() -> list[str]:
+    """The tables `ensure_registry` makes beside the queue tables (registry, rollup, schedules,
+    subscriptions, ...), asked of the code on a throwaway SQLite file, sorted."""
+    with tempfile.TemporaryDirectory() as folder, connect(f"sqlite:///{folder}/shared.db") as db:
+        ensure_registry(db)
+        names = sa.inspect(db.engine).get_table_names()
+    return sorted(name for name in names if name.startswith("tablequeue_"))
+
+
+SHARED_TABLES = _shared_tables()
+"""The tables every database with queues has (made with the registry)."""
 
 
 def table_names(url: str) -> list[str]:

@@ -7,6 +7,7 @@ import pytest
 
 from tablequeue import connect
 from tests.operator.conftest import (
+    SHARED_TABLES,
     table_names,
     wait,
 )
@@ -54,7 +55,7 @@ def test_deletion_honours_the_deletion_policy_and_collects_the_deployment(
         return not deployments  # the garbage collector followed the owner references
 
     wait(collected)
-    assert table_names(postgres_url) == ["kept", "tablequeue_queues"]
+    assert table_names(postgres_url) == sorted(["kept", *SHARED_TABLES])
     with connect(postgres_url) as db:
         assert [q["name"] for q in db.queues()] == ["kept"]
         assert db.queue("kept").stats().counts == {"Pending": 1}
@@ -78,4 +79,4 @@ def test_deleting_the_namespace_drops_the_table_though_the_secret_goes_first(
     wait_ready(kube, "ephemeral", namespace)
     kube.kubectl("delete", "namespace", namespace, "--wait=false")
     wait(lambda: get(kube, "namespace", namespace, "default") is None, timeout=60)
-    assert table_names(postgres_url) == ["tablequeue_queues"]
+    assert table_names(postgres_url) == SHARED_TABLES

@@ -9,6 +9,7 @@ import pytest
 
 from tablequeue import connect
 from tests.operator.conftest import (
+    SHARED_TABLES,
     patch,
     status_of,
     table_names,
@@ -102,7 +103,7 @@ def test_what_the_schema_cannot_catch_is_ready_false_with_a_warning_and_no_crash
         db.queue("first").enqueue({"still": "observed"})
     wait(lambda: status_of(kube, "first", namespace).get("counts") == {"Pending": 1})
     assert operator.alive and operator.liveness()[0] == 200
-    assert table_names(postgres_url) == ["fine", "shared", "tablequeue_queues"]
+    assert table_names(postgres_url) == sorted(["fine", "shared", *SHARED_TABLES])
     assert get(kube, "deployment", "reserved-workers", namespace) is None
     assert get(kube, "deployment", "second-workers", namespace) is None
 

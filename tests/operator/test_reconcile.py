@@ -9,6 +9,7 @@ import pytest
 
 from tablequeue import Failure, connect
 from tests.operator.conftest import (
+    SHARED_TABLES,
     messages,
     replicas_of,
     status_of,
@@ -151,7 +152,7 @@ def test_a_restarted_operator_resumes_without_duplicating_anything(
         assert sorted(q["name"] for q in db.queues()) == ["before", "during"]
         db.queue("during").enqueue({"n": 1})
     wait(lambda: status_of(kube, "during", namespace).get("counts") == {"Pending": 1})
-    assert table_names(postgres_url) == ["before", "during", "tablequeue_queues"]
+    assert table_names(postgres_url) == sorted(["before", "during", *SHARED_TABLES])
     deployments = kube.kubectl_json("get", "deployments", "-n", namespace)["items"]
     assert sorted(d["metadata"]["name"] for d in deployments) == [
         "before-workers",
@@ -186,7 +187,7 @@ def test_fifty_queues_applied_at_once_all_become_ready(
         return done if len(done) == len(names) else []
 
     assert sorted(wait(ready, timeout=120)) == names
-    assert table_names(postgres_url) == sorted([*names, "tablequeue_queues"])
+    assert table_names(postgres_url) == sorted([*names, *SHARED_TABLES])
     deployments = kube.kubectl_json("get", "deployments", "-n", namespace)["items"]
     assert len(deployments) == 50
     assert operator.alive

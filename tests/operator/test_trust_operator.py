@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tablequeue import connect
-from tests.operator.conftest import table_names, wait, warnings
+from tests.operator.conftest import SHARED_TABLES, table_names, wait, warnings
 from tests.support.kube import ControlPlane
 from tests.support.kube.fixtures import (
     Operator,
@@ -61,13 +61,13 @@ def test_a_queue_of_the_same_name_in_another_namespace_never_takes_or_drops_its_
         kube.kubectl("delete", "queue", "orders", "-n", other, "--timeout=60s")
         assert get(kube, "queue", "orders", other) is None  # its finalizer let it go
         wait(lambda: warned(kube, other, "orders", "TableKept"))
-        assert table_names(postgres_url) == ["orders", "tablequeue_queues"]
+        assert table_names(postgres_url) == sorted(["orders", *SHARED_TABLES])
         with connect(postgres_url) as db:
             assert db.queue("orders").stats().counts == {"Pending": 1}
         assert conditions(get(kube, "queue", "orders", namespace))["Ready"]["status"] == "True"
 
         kube.kubectl("delete", "queue", "orders", "-n", namespace, "--timeout=60s")
-        assert table_names(postgres_url) == ["tablequeue_queues"]  # its owner may drop it
+        assert table_names(postgres_url) == SHARED_TABLES  # its owner may drop it
     finally:
         kube.kubectl("delete", "namespace", other, "--wait=false", "--ignore-not-found")
 
@@ -90,7 +90,7 @@ def test_a_table_that_is_not_a_queue_table_is_ready_false_with_a_warning(
     wait_ready(kube, "fine", namespace)
     assert get(kube, "deployment", "signups-workers", namespace) is None
     assert "Traceback" not in operator.log() and operator.alive
-    assert table_names(postgres_url) == ["fine", "tablequeue_queues", "users"]
+    assert table_names(postgres_url) == sorted(["fine", "users", *SHARED_TABLES])
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""A real local Spark session per test module, small enough for a 2-core machine."""
+"""One real local Spark session for every pipeline test (a JVM takes seconds to start), small
+enough for a 2-core machine."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ TEST_CONF = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     spark = session("local[2]", TEST_CONF, app_name="tablequeue-tests")
     yield spark

@@ -3,7 +3,10 @@
 It records every POSTed payload and answers as the message body says:
 `{"status": 500, "text": "boom"}` answers 500 with that text, `{"status": 200, "json": {...}}`
 answers with that JSON (content type application/json), `{"hex": "fffe"}` with those raw bytes;
-the default is 200 with no body.
+the default is 200 with no body. While it handles a message, it reports each value of the body's
+`"report"` list as progress to the worker (`POST` to the `Tablequeue-Progress-Url` header, as
+`{"progress": value}`; a string is posted as the raw body), keeping the worker's answers, and
+with `"hold": true` it answers only once the test sets `release`. It keeps the request headers.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -19,6 +24,11 @@ from typing import Any
 class App:
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
+        self.headers: dict[int, dict[str, str]] = {}
+        """Request headers by message id (lowercase names)."""
+        self.progress_answers: list[tuple[int, str]] = []
+        """The worker's answers to progress reports: (status, text)."""
+        self.release = threading.Event()
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -39,7 +49,16 @@ def _handler_class(app: App) -> type[BaseHTTPRequestHandler]:
             payload = json.loads(self.rfile.read(length))
             with app.lock:
                 app.received.append(payload)
+                app.headers[payload["id"]] = {k.lower(): v for k, v in self.headers.items()}
             body = payload.get("message") or {}
+            if not isinstance(body, dict):
+                body = {}
+            for value in body.get("report", []):
+                answer = report(self.headers["Tablequeue-Progress-Url"], value)
+                with app.lock:
+                    app.progress_answers.append(answer)
+            if body.get("hold"):
+                app.release.wait(60)
             status = int(body.get("status", 200))
             if "json" in body:
                 data = json.dumps(body["json"]).encode()
@@ -62,6 +81,19 @@ def _handler_class(app: App) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def report(url: str, value: Any) -> tuple[int, str]:
+    """POST progress to the worker: (status, text)."""
+    data = value.encode() if isinstance(value, str) else json.dumps({"progress": value}).encode()
+    request = urllib.request.Request(
+        url, data=data, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return int(error.code), error.read().decode()
+
+
 @contextlib.contextmanager
 def serve() -> Iterator[App]:
     app = App()
@@ -71,5 +103,6 @@ def serve() -> Iterator[App]:
     try:
         yield app
     finally:
+        app.release.set()
         app.server.shutdown()
         app.server.server_close()

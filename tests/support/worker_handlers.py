@@ -11,10 +11,14 @@ the behaviour: `{"sleep": 1.5}` takes that long, `{"raise": "text"}` fails with 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import time
 from pathlib import Path
 from typing import Any
+
+from opentelemetry import trace
 
 from tablequeue.models import Message
 from tablequeue.worker import HandlerContext, Outcome, PermanentFailure
@@ -93,3 +97,65 @@ def follow_up(message: Message, context: HandlerContext) -> None:
         message_id=f"follow-up-{message.id}",
     )
     record("done", message.id)
+
+
+app_log = logging.getLogger("app.orders")
+
+
+def _wait_for_starts(count: int) -> None:
+    """Block until `count` handlers of this test have started (60 s at most)."""
+    deadline = time.monotonic() + HANG_LIMIT_SECONDS / 2
+    while time.monotonic() < deadline:
+        if sum(1 for event, *_ in read_records(_records()) if event == "start") >= count:
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"{count} handlers never ran together")
+
+
+def log_together(message: Message) -> None:
+    """Sync: logs with the app's own logger before and after `together` handlers all started,
+    so the second line of each is written while the others run."""
+    body = _body(message)
+    app_log.info("app started", extra={"n": body.get("n")})
+    record("start", message.id)
+    _wait_for_starts(int(body.get("together", 1)))
+    app_log.info("app running with the others", extra={"n": body.get("n")})
+    record("done", message.id)
+
+
+async def log_together_async(message: Message) -> None:
+    """Async twin of `log_together` (the handlers share the worker's event loop)."""
+    body = _body(message)
+    app_log.info("app started", extra={"n": body.get("n")})
+    record("start", message.id)
+    await asyncio.to_thread(_wait_for_starts, int(body.get("together", 1)))
+    app_log.info("app running with the others", extra={"n": body.get("n")})
+    record("done", message.id)
+
+
+def traced(message: Message) -> None:
+    """Records the OpenTelemetry context current in the handler (`traces.jsonl`), opens a span
+    of its own (exported if the app set a provider), and fails if the body says `raise`."""
+    span = trace.get_current_span().get_span_context()
+    with open(_records() / "traces.jsonl", "a") as out:
+        out.write(
+            json.dumps(
+                {
+                    "id": message.id,
+                    "trace_id": trace.format_trace_id(span.trace_id),
+                    "span_id": trace.format_span_id(span.span_id),
+                }
+            )
+            + "\n"
+        )
+    with trace.get_tracer("app").start_as_current_span("app work"):
+        if _body(message).get("raise"):
+            raise RuntimeError(str(_body(message)["raise"]))
+
+
+def read_traces(folder: Path) -> dict[int, dict[str, Any]]:
+    """What `traced` saw, by message id."""
+    path = folder / "traces.jsonl"
+    if not path.exists():
+        return {}
+    return {row["id"]: row for row in map(json.loads, path.read_text().splitlines())}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.support import worker_app
-from tests.support.postgres_server import free_port
 from tests.support.waiting import wait_until
 
 from .helpers import ASYNC, FAST_POLL, SYNC, MakeQueue, StartWorker, all_messages, enqueue
@@ -69,9 +69,11 @@ def test_http_handler_that_is_down_is_a_failure(
 ) -> None:
     queue = make_queue("orders")
     [message_id] = enqueue(queue, [{"n": 1}])
-    nobody = f"http://127.0.0.1:{free_port()}/process"
-    start_worker("orders", db_url, nobody, *FAST_POLL)
-    wait_until(lambda: queue.get(message_id).status == "Error", timeout=30)
+    with socket.socket() as taken:  # bound, never listening: connections to it are refused,
+        taken.bind(("127.0.0.1", 0))  # and no other free_port() can hand the port out meanwhile
+        nobody = f"http://127.0.0.1:{taken.getsockname()[1]}/process"
+        start_worker("orders", db_url, nobody, *FAST_POLL)
+        wait_until(lambda: queue.get(message_id).status == "Error", timeout=30)
     error = queue.get(message_id).last_error or ""
     assert f"handler at {nobody} unreachable" in error
 

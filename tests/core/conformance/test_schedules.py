@@ -232,3 +232,21 @@ def test_run_now_enqueues_once_and_keeps_the_next_tick(
     assert after.fired == 1 and queue.count() == 1
     with pytest.raises(ScheduleNotFound):
         queue.run_schedule("weekly")
+
+
+def test_a_suspended_schedule_fires_nothing_and_resumes_by_its_policy(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    queue = make_queue("reports", schedules=[every_minute(suspend=True)])
+    [view] = queue.schedules()
+    assert view.suspend
+    due = (db_now(database) - timedelta(minutes=30)).replace(microsecond=0)
+    queue.set_next_tick("minutely", due)
+    assert queue.fire_schedules() == [] and queue.count() == 0
+    [still] = queue.schedules()
+    assert (still.next_tick, still.fired, still.skipped) == (due, 0, 0)  # left due, untouched
+
+    queue = make_queue("reports", schedules=[every_minute()])  # resumed: CatchUpOnce
+    [fired] = queue.fire_schedules()
+    assert fired.message is not None and fired.due >= 30
+    assert queue.count() == 1

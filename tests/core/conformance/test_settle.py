@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tablequeue import Completion, Failure
+from tablequeue.errors import Conflict, InvalidInput
 from tests.support.waiting import wait_until
 
 from .helpers import MakeQueue, lease_all
@@ -44,6 +45,25 @@ def test_progress_reported_while_running_survives_a_completion_without_progress(
     stored = queue.get(done.id or 0)
     assert stored.progress == {"percent": 50} and stored.result is None
     assert stored.message is None and stored.status == "Processed"
+
+
+def test_progress_under_a_lease_guard(make_queue: MakeQueue) -> None:
+    """A worker's progress lands only while its lease (owner and lease batch) holds the row."""
+    queue = make_queue(keep_processed_for="7d")
+    queue.enqueue({"n": 1})
+    [m] = queue.lease("w1", 5).messages
+    queue.report_progress(m.id, {"step": 1}, owner="w1", correlation_id=m.correlation_id)
+    assert queue.get(m.id).progress == {"step": 1}
+    with pytest.raises(Conflict, match="no longer leased by 'w2'"):
+        queue.report_progress(m.id, {"step": 2}, owner="w2", correlation_id=m.correlation_id)
+    with pytest.raises(Conflict):  # an earlier lease batch of the same worker
+        queue.report_progress(m.id, {"step": 2}, owner="w1", correlation_id="older-batch")
+    with pytest.raises(InvalidInput):
+        queue.report_progress(m.id, float("nan"), owner="w1", correlation_id=m.correlation_id)
+    queue.complete("w1", [Completion(m)])
+    with pytest.raises(Conflict):  # finished
+        queue.report_progress(m.id, {"step": 3}, owner="w1", correlation_id=m.correlation_id)
+    assert queue.get(m.id).progress == {"step": 1}
 
 
 def test_process_again_at_reschedules(make_queue: MakeQueue) -> None:

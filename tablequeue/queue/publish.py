@@ -1,0 +1,56 @@
+"""Publish/subscribe: a message published to a topic is enqueued into every queue subscribed
+to it whose predicate (if any) matches the body, all in one transaction: the caller's own
+(with `connection`, as for enqueue) or one of tablequeue's.
+
+Predicates are decided in Python (`predicate.holds`, the semantics `--where` has in SQL on
+every engine), so the body is matched once, before anything is written.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from .. import names
+from ..models import Delivery, NewMessage
+from ..predicate import Predicate, as_stored, holds, parse
+from ..spec import QueueSpec
+from ..storage import Storage, subscriptions
+from .context import QueueContext
+from .enqueue import enqueue_in
+
+
+def publish(
+    storage: Storage, topic: str, message: NewMessage, connection: Any = None
+) -> list[Delivery]:
+    """One delivery per subscribed queue, by queue name; none when nobody subscribes (the
+    message is dropped: there is nobody to deliver it to)."""
+    names.topic_name(topic)
+    body = as_stored(message.message)
+    if connection is None:
+        with storage.transaction() as own:
+            return _publish(storage, own, topic, message, body)
+    with storage.borrowed(connection) as theirs:
+        return _publish(storage, theirs, topic, message, body)
+
+
+def _publish(
+    storage: Storage, connection: Connection, topic: str, message: NewMessage, body: Any
+) -> list[Delivery]:
+    deliveries: list[Delivery] = []
+    for row in subscriptions.subscribers(storage, connection, topic):
+        if row.where_text is not None and not holds(_parsed(row.where_text), body):
+            deliveries.append(Delivery(row.name, "filtered", None, None, None, None, None))
+            continue
+        spec = QueueSpec.model_validate(row.settings)
+        queue = QueueContext(storage, row.name, storage.table(row.table_name), spec)
+        [enqueued] = enqueue_in(queue, connection, [message])
+        deliveries.append(Delivery.of(row.name, enqueued))
+    return deliveries
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> Predicate:
+    return parse(text)

@@ -1,0 +1,85 @@
+"""`tablequeue publish`: the real command, in its own process, on a SQLite database: queues
+applied from YAML with subscriptions, deliveries printed as text and JSON, one `error:` line
+for a bad topic or predicate, and what a topic nobody subscribes to does (nothing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tablequeue import connect
+
+QUEUES = """\
+apiVersion: tablequeue.dev/v1
+kind: Queue
+metadata: {name: send-confirmation}
+spec:
+  subscriptions: [{topic: order-placed}]
+---
+apiVersion: tablequeue.dev/v1
+kind: Queue
+metadata: {name: review-big-orders}
+spec:
+  subscriptions: [{topic: order-placed, where: 'Total > 100'}]
+"""
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tablequeue", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "TABLEQUEUE_DB": "sqlite:///queues.db"},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_publish_from_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "queues.yaml").write_text(QUEUES)
+    assert _run(tmp_path, "queue", "apply", "-f", "queues.yaml").returncode == 0
+
+    small = _run(tmp_path, "publish", "order-placed", '{"OrderId": "A-1", "Total": 20}')
+    assert small.returncode == 0, small.stderr
+    lines = small.stdout.splitlines()
+    assert lines[0] == "review-big-orders: filtered"
+    assert lines[1].startswith("send-confirmation: inserted id=1 status=Pending")
+
+    big = _run(
+        tmp_path, "publish", "order-placed", '{"OrderId": "A-2", "Total": 200}',
+        "--id", "A-2", "--header", "source=shop", "--json",
+    )  # fmt: skip
+    assert big.returncode == 0, big.stderr
+    data = json.loads(big.stdout)
+    assert data["topic"] == "order-placed"
+    assert [(d["queue"], d["outcome"], d["messageId"]) for d in data["deliveries"]] == [
+        ("review-big-orders", "inserted", "A-2"),
+        ("send-confirmation", "inserted", "A-2"),
+    ]
+
+    nobody = _run(tmp_path, "publish", "order-shipped", '{"OrderId": "A-1"}')
+    assert nobody.returncode == 0
+    assert nobody.stdout.strip() == "no queue subscribes to 'order-shipped': nothing enqueued"
+
+    with connect(f"sqlite:///{tmp_path / 'queues.db'}") as database:
+        review = database.queue("review-big-orders").messages()
+        assert [(m.message, m.headers) for m in review] == [
+            ({"OrderId": "A-2", "Total": 200}, {"source": "shop"})
+        ]
+        assert database.queue("send-confirmation").count() == 2
+
+
+def test_mistakes_are_one_error_line(tmp_path: Path) -> None:
+    bad_topic = _run(tmp_path, "publish", "Order Placed", "{}")
+    assert bad_topic.returncode == 1
+    assert bad_topic.stderr.startswith("error: invalid topic name 'Order Placed'")
+    assert len(bad_topic.stderr.splitlines()) == 1
+    (tmp_path / "bad.yaml").write_text(QUEUES.replace("Total > 100", "Total >"))
+    bad_where = _run(tmp_path, "queue", "apply", "-f", "bad.yaml")
+    assert bad_where.returncode == 1
+    assert bad_where.stderr.startswith(
+        "error: spec.subscriptions[0] (topic 'order-placed'): invalid predicate"
+    )

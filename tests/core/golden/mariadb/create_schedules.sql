@@ -1,0 +1,14 @@
+CREATE TABLE tablequeue_schedules (
+	queue VARCHAR(63) NOT NULL, 
+	schedule VARCHAR(63) NOT NULL, 
+	cron VARCHAR(200) NOT NULL, 
+	time_zone VARCHAR(64) NOT NULL, 
+	next_tick DATETIME(6) NOT NULL, 
+	last_tick DATETIME(6), 
+	last_fired_at DATETIME(6), 
+	last_message BIGINT, 
+	fired INTEGER NOT NULL, 
+	skipped INTEGER NOT NULL, 
+	updated_at DATETIME(6) NOT NULL, 
+	PRIMARY KEY (queue, schedule)
+);

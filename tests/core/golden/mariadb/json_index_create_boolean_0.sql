@@ -1,0 +1,1 @@
+ALTER TABLE orders ADD COLUMN IF NOT EXISTS tqx_orders_paid_b17838c0 BOOLEAN AS (CASE WHEN (json_type(json_extract(message, '$."Paid"')) IN ('BOOLEAN')) THEN json_extract(message, '$."Paid"') = 'true' ELSE NULL END) VIRTUAL, ADD INDEX IF NOT EXISTS tqx_orders_paid_b17838c0 (tqx_orders_paid_b17838c0);

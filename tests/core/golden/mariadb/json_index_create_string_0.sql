@@ -1,0 +1,1 @@
+ALTER TABLE orders ADD COLUMN IF NOT EXISTS tqx_orders_product_sku_7e90f0a2 VARBINARY(3072) AS (left(CASE WHEN (json_type(json_extract(message, '$."Product"."Sku"')) IN ('STRING')) THEN CAST(json_unquote(json_extract(message, '$."Product"."Sku"')) AS BINARY) ELSE NULL END, 3072)) VIRTUAL, ADD INDEX IF NOT EXISTS tqx_orders_product_sku_7e90f0a2 (tqx_orders_product_sku_7e90f0a2);

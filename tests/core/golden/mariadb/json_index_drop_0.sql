@@ -1,0 +1,1 @@
+ALTER TABLE orders DROP COLUMN IF EXISTS tqx_orders_product_sku_7e90f0a2;

@@ -1,0 +1,1 @@
+CREATE INDEX tqx_orders_items_0_unit_price_eaa6a792 ON orders (tqx_orders_items_0_unit_price_eaa6a792);

@@ -1,0 +1,1 @@
+CREATE INDEX tqx_orders_product_sku_7e90f0a2 ON orders (tqx_orders_product_sku_7e90f0a2);

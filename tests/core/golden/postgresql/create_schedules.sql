@@ -1,0 +1,14 @@
+CREATE TABLE tablequeue_schedules (
+	queue VARCHAR(63) NOT NULL, 
+	schedule VARCHAR(63) NOT NULL, 
+	cron VARCHAR(200) NOT NULL, 
+	time_zone VARCHAR(64) NOT NULL, 
+	next_tick TIMESTAMP WITH TIME ZONE NOT NULL, 
+	last_tick TIMESTAMP WITH TIME ZONE, 
+	last_fired_at TIMESTAMP WITH TIME ZONE, 
+	last_message BIGINT, 
+	fired INTEGER NOT NULL, 
+	skipped INTEGER NOT NULL, 
+	updated_at TIMESTAMP WITH TIME ZONE NOT NULL, 
+	PRIMARY KEY (queue, schedule)
+);

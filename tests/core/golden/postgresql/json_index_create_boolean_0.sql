@@ -1,0 +1,1 @@
+CREATE INDEX CONCURRENTLY IF NOT EXISTS tqx_orders_paid_b17838c0 ON orders ((CASE WHEN (jsonb_typeof(jsonb_path_query_first(message, CAST('strict $."Paid"' AS JSONPATH), CAST('{}' AS JSONB), true)) = 'boolean') THEN CAST(jsonb_path_query_first(message, CAST('strict $."Paid"' AS JSONPATH), CAST('{}' AS JSONB), true) #>> CAST('{}' AS TEXT[]) AS BOOLEAN) ELSE NULL END));

@@ -1,0 +1,1 @@
+DROP INDEX CONCURRENTLY IF EXISTS tqx_orders_product_sku_7e90f0a2;

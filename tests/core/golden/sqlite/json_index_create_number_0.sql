@@ -1,0 +1,1 @@
+CREATE INDEX IF NOT EXISTS tqx_orders_items_0_unit_price_eaa6a792 ON orders ((CASE WHEN (json_type(message, '$."Items"[0]."unit price"') IN ('integer', 'real')) THEN json_extract(message, '$."Items"[0]."unit price"') ELSE NULL END));
