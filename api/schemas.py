@@ -134,3 +134,44 @@ class QueueSummary(Out):
 
 class QueueDetail(QueueSummary):
     settings: dict[str, Any]
+
+
+class WorkerOut(Out):
+    """A worker process as its last heartbeat in `tablequeue_workers` shows it."""
+
+    worker_id: str = Field(description="The worker's id, also its lease owner on messages")
+    queue: str
+    state: str = Field(description="live, or stale: no heartbeat for staleAfterSeconds")
+    host: str = Field(description="The pod's name (POD_NAME), else the host name")
+    pid: int
+    version: str = Field(description="tablequeue version of the worker")
+    started_at: str = Field(description="First heartbeat (database clock, ISO 8601)")
+    last_seen: str = Field(description="Latest heartbeat (database clock, ISO 8601)")
+    seconds_since_seen: float
+    heartbeat_seconds: float = Field(description="The worker's heartbeat interval")
+    stale_after_seconds: float
+    in_flight: int = Field(description="Handlers running at the last heartbeat")
+    processed: int = Field(description="Successes recorded since the worker started")
+    failed: int = Field(description="Failures recorded since the worker started")
+
+
+class WorkerList(Out):
+    workers: list[WorkerOut]
+    live: int
+    stale: int
+
+
+class WorkerCounts(Out):
+    live: int
+    stale: int
+
+
+class QueueHealth(Out):
+    queue: str
+    health: str = Field(description="Healthy, Degraded, Unhealthy, Disabled; Unhealthy is a 503")
+    reasons: list[str]
+    backlog: int | None = None
+    oldest_pending_seconds: float | None = None
+    workers: WorkerCounts | None = Field(
+        None, description="Heartbeating workers; null when tablequeue_workers cannot be read"
+    )

@@ -6,7 +6,7 @@ import click
 
 from tablequeue.pipeline.cli import pipeline
 
-from . import messages, processes, queues, schedules, topics
+from . import messages, processes, queues, schedules, topics, workers
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,6 +28,7 @@ for command in (
     messages.cancel,
     messages.job,
     schedules.schedules,
+    workers.workers,
     processes.worker,
     processes.api,
     processes.dev,

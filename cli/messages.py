@@ -16,9 +16,9 @@ import click
 import pydantic
 
 from tablequeue import connect
+from tablequeue.durations import parse_duration
 from tablequeue.errors import InvalidInput
 from tablequeue.models import Message, NewMessage
-from tablequeue.spec import parse_duration
 
 from . import progress
 from .options import db_options, emit, validation_line

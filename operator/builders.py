@@ -86,7 +86,9 @@ def worker_environment(name: str, spec: QueueSpec) -> list[dict[str, Any]]:
         {
             "name": worker_settings.env_name("db"),
             "valueFrom": {"secretKeyRef": {"name": secret.name, "key": secret.key}},
-        }
+        },
+        # The pod's name for the worker's heartbeat row (`tablequeue workers`).
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     ]
     env += [
         {"name": key, "value": value} for key, value in worker_settings.environment(options).items()

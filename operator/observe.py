@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from tablequeue import Database, metrics
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound
+from tablequeue.health import WorkerPresence
 from tablequeue.models import QueueStats
 from tablequeue.rollup import write_minutes
 from tablequeue.spec import QueueResource
@@ -40,7 +41,7 @@ def observe_queue(
         return  # the queue of that name is another Queue's: its counts are not this one's
     try:
         database = state.database(namespace, resource)
-        stats, effective_default_status, schedules = state.databases.bounded(
+        stats, effective_default_status, schedules, present = state.databases.bounded(
             database, lambda: _fire_and_count(database, name, f"{namespace}/{name}")
         )
     except NotReady as problem:
@@ -80,20 +81,35 @@ def observe_queue(
                 "WorkersReady",
                 ready,
                 "WorkersReady" if ready else "WorkersStarting",
-                f"{scaled['ready']} of {scaled['desired']} worker replicas ready",
+                f"{scaled['ready']} of {scaled['desired']} worker replicas ready"
+                + _heartbeats(present),
             )
         )
     patch.status["conditions"] = merge(status.get("conditions"), updates, generation)
 
 
+def _heartbeats(present: WorkerPresence | None) -> str:
+    """What `tablequeue_workers` says: worker processes heartbeating for this queue."""
+    if present is None:
+        return ""
+    stale = f", {present.stale} stale" if present.stale else ""
+    return f"; {present.live} heartbeating{stale}"
+
+
 def _fire_and_count(
     database: Database, name: str, label: str
-) -> tuple[QueueStats, str, list[dict[str, Any]]]:
+) -> tuple[QueueStats, str, list[dict[str, Any]], WorkerPresence | None]:
     """Fire the due schedule ticks first, so that the counts (and the scaling) see their
-    messages; then the counts, the effective default status and the schedules for `status`."""
+    messages; then the counts, the effective default status, the schedules for `status` and
+    the workers that heartbeat."""
     queue = database.queue(name)
     fire_schedules(queue, label)
-    return queue.stats(), database.default_status_of(name), schedule_status(queue)
+    return (
+        queue.stats(),
+        database.default_status_of(name),
+        schedule_status(queue),
+        database.worker_presence(name),
+    )
 
 
 def _sample_rollup(state: OperatorState, database: Database, name: str, backlog: int) -> None:

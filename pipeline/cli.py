@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from tablequeue.durations import parse_duration
 from tablequeue.errors import TableQueueError
-from tablequeue.spec import parse_duration
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

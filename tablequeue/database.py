@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import names
 from .errors import InvalidInput, MessageNotFound, QueueNotFound
+from .health import WorkerPresence
 from .models import Delivery, Message, NewMessage
 from .queue import Queue, history, publish
 from .queue.history import Job
 from .spec import QueueSpec
 from .storage import Storage, registry
+from .storage import workers as worker_rows
+from .storage.workers import Heartbeat, WorkerInfo
 
 if TYPE_CHECKING:
     from .spec import QueueResource
@@ -98,6 +101,34 @@ class Database(Storage):
                 f"no message with tracking id {tracking_id} in any queue, and no kept result"
             )
         return Job.of_result(kept)
+
+    def heartbeat(self, beat: Heartbeat) -> None:
+        """Record a worker's heartbeat in `tablequeue_workers` (one upsert)."""
+        worker_rows.beat(self, beat)
+
+    def ensure_workers_table(self) -> None:
+        """Create `tablequeue_workers` if a registry made by an older tablequeue lacks it."""
+        with self.transaction() as connection:
+            self.dialect.lock_for_ddl(connection, "registry")
+            worker_rows.ensure_table(self, connection)
+
+    def forget_worker(self, worker_id: str) -> bool:
+        """Delete a worker's heartbeat row (its clean shutdown)."""
+        return worker_rows.forget(self, worker_id)
+
+    def prune_workers(self, older_than: float = worker_rows.FORGET_AFTER_SECONDS) -> int:
+        """Delete the rows of workers silent for more than `older_than` seconds."""
+        return worker_rows.prune(self, older_than)
+
+    def workers(
+        self, queue: str | None = None, limit: int = worker_rows.MAX_LISTED
+    ) -> list[WorkerInfo]:
+        """Workers heard from in the last hour (live and stale), of one queue or all."""
+        return worker_rows.listed(self, queue, limit)
+
+    def worker_presence(self, queue: str) -> WorkerPresence | None:
+        """Live and stale workers of a queue; None when `tablequeue_workers` cannot be read."""
+        return worker_rows.presence(self, queue)
 
     def default_status_of(self, name: str) -> str:
         """The status new messages of this queue get now (it may be changed at runtime)."""

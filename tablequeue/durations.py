@@ -1,4 +1,5 @@
-"""Durations as Queue specs write them: `"90s"`, `"1h30m"`, `"2w"`, seconds, or `"forever"`."""
+"""Durations as Queue resources write them: `"90s"`, `"1h30m"`, `"2w"`, a number of seconds,
+or `"forever"`; parsed, formatted and described for the CRD's schema."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Annotated
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
 FOREVER = "forever"
+
 # One regex for the schema (RE2/ECMA compatible: no lookarounds) and for parsing.
 DURATION_PATTERN = r"^(forever|([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+(\.[0-9]+)?s)?)$"
 _DURATION = re.compile(DURATION_PATTERN)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import names
@@ -10,13 +11,30 @@ from .models import Health
 if TYPE_CHECKING:
     from .spec import HealthRules
 
+
+@dataclass(frozen=True)
+class WorkerPresence:
+    """How many workers of a queue heartbeat: live ones, and stale ones not forgotten yet."""
+
+    live: int
+    stale: int
+
+
 _RANK: dict[str, int] = {"Healthy": 0, "Degraded": 1, "Unhealthy": 2}
 
 
 def evaluate(
-    rules: HealthRules, counts: dict[str, int], oldest_pending_seconds: float
+    rules: HealthRules,
+    counts: dict[str, int],
+    oldest_pending_seconds: float,
+    workers: WorkerPresence | None = None,
+    expects_workers: bool = False,
 ) -> tuple[Health, list[str]]:
-    """The worst state any rule gives, with one reason per rule that fired."""
+    """The worst state any rule gives, with one reason per rule that fired.
+
+    The rule on workers (`whenNoWorkers`) applies when `workers` is known and the queue expects
+    workers: none heartbeats while the oldest due message waited longer than
+    `noWorkersAfterSeconds`. Nothing due is healthy without workers (scaled to zero)."""
     if not rules.enabled:
         return "Disabled", []
     findings: list[tuple[str, str]] = []
@@ -30,6 +48,21 @@ def evaluate(
     if limit and oldest_pending_seconds > limit:
         findings.append(
             ("Unhealthy", f"oldest due message waited {oldest_pending_seconds:.0f}s > {limit:g}s")
+        )
+    if (
+        workers is not None
+        and expects_workers
+        and workers.live == 0
+        and rules.when_no_workers != "Healthy"
+        and oldest_pending_seconds > rules.no_workers_after_seconds
+    ):
+        stale = f" ({workers.stale} stale)" if workers.stale else ""
+        findings.append(
+            (
+                rules.when_no_workers,
+                f"no live worker heartbeats{stale}; oldest due message waited "
+                f"{oldest_pending_seconds:.0f}s",
+            )
         )
     state: Health = "Healthy"
     for level, _ in findings:

@@ -27,11 +27,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
 from . import cron, names
-from .durations import DURATION_PATTERN as DURATION_PATTERN
-from .durations import FOREVER as FOREVER
-from .durations import Duration as Duration
-from .durations import format_duration as format_duration
-from .durations import parse_duration as parse_duration
+from .durations import Duration, format_duration
 from .errors import SpecError
 from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY
 
@@ -116,6 +112,14 @@ class HealthRules(_Model):
     )
     max_oldest_pending_seconds: float = Field(
         0.0, ge=0, description="Unhealthy when the oldest Pending is older; 0 = off"
+    )
+    when_no_workers: HealthLevel = Field(
+        "Unhealthy",
+        description="Health when workers are expected, none heartbeats and due messages waited "
+        "longer than noWorkersAfterSeconds",
+    )
+    no_workers_after_seconds: float = Field(
+        120.0, ge=0, description="How long due messages may wait for a first worker (scale-up)"
     )
 
 

@@ -60,6 +60,9 @@ class WorkerSettings(BaseSettings):
         description="Seconds between retention rounds (keepProcessedFor, keepResultsFor); "
         "one worker of a queue purges at a time.",
     )
+    heartbeat_interval: float = Field(
+        5.0, ge=0.1, le=3600, description="Seconds between heartbeats in tablequeue_workers."
+    )
     schedule_interval: float = Field(
         5.0, ge=0.1, description="Seconds between checks for due ticks of the queue's schedules."
     )

@@ -7,7 +7,8 @@ Tasks of one worker process, all on one asyncio loop (database calls run in thre
   LISTEN/NOTIFY on PostgreSQL;
 - settler (`settling`): records outcomes the lease loop did not take within SETTLE_DELAY;
 - lease keeper and time-limit watchdog (`leases`);
-- sweeper and vacuum (`housekeeping`).
+- sweeper and vacuum (`housekeeping`);
+- heartbeats in `tablequeue_workers` (`heartbeat`).
 The handlers run as tasks of their own (`held`). On SIGTERM: stop leasing, give back unstarted
 messages, let running handlers finish within the grace period, record everything, exit 0.
 """
@@ -29,6 +30,7 @@ from tablequeue.queue import Queue
 from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
+from .heartbeat import Heartbeats
 from .held import HeldMessages
 from .housekeeping import fire_schedules_every, purge_every, sweep_every, vacuum_when_bloated
 from .leases import LeaseKeeper
@@ -101,6 +103,15 @@ class Worker:
         self.progress.attach(queue, held, self.health)
         self._in_flight.set_function(lambda: len(held.running))
         keeper = LeaseKeeper(queue, config.owner, held, settlement, self.health, self.metrics)
+        heartbeats = Heartbeats(
+            self.database,
+            config.queue,
+            config.owner,
+            config.heartbeat_interval,
+            lambda: len(held.running),
+            lambda: (self.metrics.processed, self.metrics.failed),
+        )
+        heartbeats.start()
         assert config.lease_seconds
         lease_loop = asyncio.create_task(self._lease_loop(settlement, held, rollup), name="lease")
         settler = asyncio.create_task(settlement.flush_on_time(self.stopping), name="settle")
@@ -139,6 +150,8 @@ class Worker:
             self._tasks.append(asyncio.create_task(notifications, name="listen"))
         await self.stopping.wait()
         await self._shut_down(queue, held, settlement, rollup, lease_loop, settler)
+        await heartbeats.stop()
+        log.info("worker stopped")
         return 0
 
     def stop(self) -> None:
@@ -265,4 +278,3 @@ class Worker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await rollup.write()  # what was counted since the last write, the last outcomes too
         await self.handler.close()
-        log.info("worker stopped")

@@ -17,9 +17,15 @@ class WorkerMetrics:
         self.lease_batches = metrics.worker_lease_batches.labels(queue=queue)
         self.timeout_errors = metrics.worker_errors.labels(kind="timeout", queue=queue)
         self.handler_errors = metrics.worker_errors.labels(kind="handler", queue=queue)
+        self.processed = 0
+        """Successes recorded since start (processed, deleted or rescheduled): heartbeats."""
+        self.failed = 0
+        """Failures recorded since start (retrying or Error): heartbeats."""
 
     def count_settled(self, settled: Settled) -> None:
         """Count what recording a batch of outcomes did, by outcome."""
+        self.processed += settled.processed + settled.deleted + settled.rescheduled
+        self.failed += settled.retrying + settled.errored
         for outcome, count in (
             ("processed", settled.processed + settled.deleted),
             ("rescheduled", settled.rescheduled),

@@ -1,6 +1,6 @@
 """The JSON API's routers, one per resource, and the probes."""
 
-from . import charts, jobs, messages, probes, queues, schedules, topics
+from . import charts, jobs, messages, probes, queues, schedules, topics, workers
 
 ROUTERS = [
     probes.router,
@@ -10,6 +10,7 @@ ROUTERS = [
     topics.router,
     jobs.router,
     charts.router,
+    workers.router,
 ]
 
 __all__ = ["ROUTERS"]

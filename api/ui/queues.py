@@ -89,6 +89,7 @@ def queue_page(
     direction: Literal["asc", "desc"] = "asc" if order == "asc" else "desc"
     queue = database.queue(name)
     stats = queue.stats()
+    workers = database.workers(name)
     default_status = database.default_status_of(name)
     schedules = queue.schedules()
     example = example_body(queue)
@@ -129,6 +130,8 @@ def queue_page(
         status_choices=STATUS_CHOICES,
         default_status_choices=DEFAULT_STATUS_CHOICES,
         oldest=age(stats.oldest_pending_seconds),
+        workers=workers,
+        live_workers=sum(1 for w in workers if w.state == "live"),
         schedules=schedules,
     )
 

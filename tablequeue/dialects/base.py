@@ -235,6 +235,13 @@ class Dialect(Protocol):
     ) -> int:
         """Give back unstarted leases and wake listeners; the number released."""
 
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable:
+        """Insert one row of `values` (bound values or SQL expressions), or, when a row with the
+        same `key` columns exists, set its `update` columns to the new values: one statement
+        (worker heartbeats)."""
+
     def update_one(
         self,
         connection: Connection,

@@ -254,6 +254,14 @@ class MssqlDialect(SqlDialect):
     def insert(self, table: sa.Table) -> Insert:
         return sa.insert(table)
 
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable:
+        source = sa.select(
+            *(_value(table.c[name], value).label(name) for name, value in values.items())
+        ).subquery("s")
+        return Merge(table, source, [(c, source.c[c]) for c in update], None, keys=key)
+
     def excluded(self, insert: Insert) -> Any:
         return _source(insert).c
 
@@ -344,6 +352,12 @@ class MssqlDialect(SqlDialect):
             Enqueued(r.id, r.message_id, uuid.UUID(str(r.tracking_id)), r.version, r.status)
             for r in written
         ]
+
+
+def _value(column: sa.Column[Any], value: Any) -> sa.ColumnElement[Any]:
+    if isinstance(value, sa.ColumnElement):
+        return value
+    return sa.bindparam(None, value, type_=column.type)
 
 
 def _source(insert: Insert) -> sa.Subquery:

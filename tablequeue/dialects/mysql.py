@@ -336,6 +336,12 @@ class MariaDbDialect(SqlDialect):
     def insert(self, table: sa.Table) -> Insert:
         return mysql.insert(table)
 
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable:
+        insert = mysql.insert(table).values(**values)  # the key is the primary or a unique key
+        return insert.on_duplicate_key_update({c: insert.inserted[c] for c in update})
+
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, mysql.Insert)
         return insert.inserted

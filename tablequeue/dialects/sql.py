@@ -112,6 +112,11 @@ class SqlDialect(abc.ABC):
     @abc.abstractmethod
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]: ...
 
+    @abc.abstractmethod
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable: ...
+
     def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias | None:
         return None  # executemany: one execution per message
 

@@ -144,6 +144,13 @@ class SqliteDialect(SqlDialect):
             index_elements=[key], set_={c: insert.excluded[c] for c in columns}
         )
 
+    def upsert(
+        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
+    ) -> sa.Executable:
+        insert = sqlite.insert(table).values(**values)
+        set_ = {column: insert.excluded[column] for column in update}
+        return insert.on_conflict_do_update(index_elements=list(key), set_=set_)
+
     def excluded(self, insert: Insert) -> Any:
         assert isinstance(insert, sqlite.Insert)
         return insert.excluded

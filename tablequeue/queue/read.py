@@ -11,9 +11,11 @@ from sqlalchemy.engine import Connection
 
 from .. import health, indexes, names, predicate
 from ..errors import InvalidInput, MessageNotFound
+from ..health import WorkerPresence
 from ..limits import MAX_ID
 from ..models import Message, QueueStats, check_text
 from ..sqltypes import UtcDateTime
+from ..storage import workers as worker_rows
 from .context import QueueContext
 
 
@@ -109,7 +111,9 @@ def stats(queue: QueueContext) -> QueueStats:
         now = UtcDateTime().process_result_value(now, engine_dialect)
         assert oldest is not None and now is not None
         oldest_seconds = max((now - oldest).total_seconds(), 0.0)
-    state, reasons = health.evaluate(queue.spec.health, counts, oldest_seconds)
+    state, reasons = health.evaluate(
+        queue.spec.health, counts, oldest_seconds, *_workers(queue, oldest_seconds)
+    )
     return QueueStats(
         queue=queue.name,
         counts=counts,
@@ -120,6 +124,18 @@ def stats(queue: QueueContext) -> QueueStats:
         health_reasons=reasons,
         approximate=sorted(approximate),
     )
+
+
+def _workers(queue: QueueContext, oldest_seconds: float) -> tuple[WorkerPresence | None, bool]:
+    """Live and stale workers, and whether the queue expects any: read only when the health rule
+    on workers could fire (due messages waited longer than `noWorkersAfterSeconds`). A queue
+    expects workers when its spec declares `workers` or a worker heartbeat for it lately."""
+    rules = queue.spec.health
+    if not rules.enabled or oldest_seconds <= rules.no_workers_after_seconds:
+        return None, False
+    present = worker_rows.presence(queue.storage, queue.name)
+    declared = "workers" in queue.spec.model_fields_set
+    return present, declared or (present is not None and present.live + present.stale > 0)
 
 
 def existing_id(message_id: int, queue: str) -> None:

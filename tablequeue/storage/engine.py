@@ -22,6 +22,7 @@ from .schema import queue_table, registry_table
 from .subscriptions import SUBSCRIPTIONS_TABLE, subscriptions_table
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
+from .workers import workers_table
 
 PING_AFTER_IDLE_SECONDS = 1.0
 
@@ -75,6 +76,7 @@ class Storage:
         self.registry = registry_table(self.metadata)
         self.history: HistoryTables = history_tables(self.metadata, self.dialect)
         """The shared tables of results, attempts and the housekeeping lease."""
+        self.workers_table = workers_table(self.metadata)
         self.schedules = schedules_table(self.metadata)
         self.subscriptions = subscriptions_table(self.metadata)
         self._has_subscriptions = False

@@ -18,6 +18,7 @@ from .history import ensure_history
 from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
+from .workers import ensure_table as ensure_workers_table
 
 if TYPE_CHECKING:
     from ..spec import QueueResource, QueueSpec
@@ -31,6 +32,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
         ensure_history(connection, storage.history)
+        ensure_workers_table(storage, connection)
         storage.schedules.create(connection, checkfirst=True)
         subscriptions.ensure(storage, connection)
         ensure_rollup(connection, storage.metadata)

@@ -106,17 +106,30 @@ def test_a_missing_queue_does_not_tell_where_the_database_lives(
 
 
 def test_what_is_open_without_a_token(client: httpx.Client) -> None:
-    """docs/guarantees.md: with tokens on, only probes, metrics and the API's description are
-    open; every queue route and UI page wants a token."""
+    """docs/guarantees.md: with tokens on, only probes, metrics, a queue's health and the API's
+    description are open; every other queue route, the workers and UI pages want a token."""
     for path in ("/livez", "/readyz", "/metrics", "/docs", "/openapi.json"):
         assert client.get(path).status_code == 200, path
+    health = client.get("/queues/orders/health")
+    assert health.status_code == 200
+    assert set(health.json()) == {
+        "queue",
+        "health",
+        "reasons",
+        "backlog",
+        "oldestPendingSeconds",
+        "workers",
+    }
     assert "orders" not in client.get("/metrics").text  # the API serves no per-queue figures
     for path in (
         "/queues",
         "/queues/orders",
         "/queues/orders/messages",
         "/queues/orders/messages/1",
+        "/workers",
+        "/queues/orders/workers",
     ):
         is_error_body(client.get(path), 401)
-    page = client.get("/ui/queues/orders", follow_redirects=False)
-    assert page.status_code == 303 and page.headers["location"].startswith("/ui/login")
+    for page_path in ("/ui/queues/orders", "/ui/workers"):
+        page = client.get(page_path, follow_redirects=False)
+        assert page.status_code == 303 and page.headers["location"].startswith("/ui/login")

@@ -29,6 +29,7 @@ SAMPLES = {
     "grace_period": "10.0",
     "sweep_interval": "5.0",
     "purge_interval": "20.0",
+    "heartbeat_interval": "2.5",
     "schedule_interval": "2.5",
     "vacuum_interval": "4.0",
     "rollup_interval": "7.0",
@@ -51,6 +52,7 @@ PARSED: dict[str, Any] = SAMPLES | {
     "grace_period": 10.0,
     "sweep_interval": 5.0,
     "purge_interval": 20.0,
+    "heartbeat_interval": 2.5,
     "schedule_interval": 2.5,
     "vacuum_interval": 4.0,
     "rollup_interval": 7.0,
@@ -160,7 +162,7 @@ def test_the_operators_sidecar_sets_only_worker_options(
     ).spec
     env = worker_environment("orders", spec)
     known = {env_name(field) for field in WorkerSettings.model_fields}
-    assert {e["name"] for e in env} <= known
+    assert {e["name"] for e in env} - {"POD_NAME"} <= known  # and the pod's name, for heartbeats
     for entry in env:
         clean_environment.setenv(entry["name"], entry.get("value", "sqlite://"))
     settings = WorkerSettings()  # as the sidecar starts: no flags

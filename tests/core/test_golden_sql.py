@@ -34,6 +34,7 @@ from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
 from tablequeue.spec import QueueSpec
 from tablequeue.storage import Storage, schedules
 from tablequeue.storage.schedules import ScheduleState
+from tablequeue.storage.workers import Heartbeat, heartbeat_statement
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("TABLEQUEUE_UPDATE_GOLDEN") == "1"
@@ -139,6 +140,12 @@ def render(engine: str) -> dict[str, str]:
         }
         for index in table.indexes:
             statements[f"create_index_{index.name}"] = sa.schema.CreateIndex(index)
+        statements["create_workers"] = sa.schema.CreateTable(storage.workers_table)
+        for index in storage.workers_table.indexes:
+            statements[f"create_index_{index.name}"] = sa.schema.CreateIndex(index)
+        statements["upsert_worker_heartbeat"] = heartbeat_statement(
+            storage, Heartbeat("pod-1-abc123", "orders", "pod-1", 7, "0.1.0", 5.0)
+        )
         for name, build in QUERIES.items():
             statements[name] = build(queries)
         for shared in storage.history.all():

@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
+from tablequeue.durations import format_duration, parse_duration
 from tablequeue.errors import InvalidInput, SpecError
 from tablequeue.spec import (
     QueueResource,
     QueueSpec,
-    format_duration,
     load_queue_file,
     load_queues,
-    parse_duration,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -16,6 +16,7 @@ from tablequeue import Database, connect
 from tablequeue.models import Completion
 from tablequeue.rollup import MinuteCounts, chart_series, minute_of, prune, write_minutes
 from tablequeue.spec import QueueResource
+from tablequeue.storage.workers import Heartbeat
 
 GRANTS = {
     "tq_operator": ["GRANT CREATE ON SCHEMA public TO tq_operator"],
@@ -23,6 +24,7 @@ GRANTS = {
         "GRANT SELECT ON tablequeue_queues TO tq_worker",
         "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_workers TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_rollup TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_results, tablequeue_attempts,"
         " tablequeue_housekeeping TO tq_worker",
@@ -31,6 +33,7 @@ GRANTS = {
         "GRANT SELECT, UPDATE (default_status, updated_at) ON tablequeue_queues TO tq_api_admin",
         "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_api_admin",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
+        "GRANT SELECT ON tablequeue_workers TO tq_api_admin",
         "GRANT SELECT ON tablequeue_rollup TO tq_api_admin",
         "GRANT SELECT ON tablequeue_results, tablequeue_attempts TO tq_api_admin",
     ],
@@ -38,6 +41,7 @@ GRANTS = {
         "GRANT SELECT ON tablequeue_queues TO tq_reader",
         "GRANT SELECT ON tablequeue_schedules TO tq_reader",
         "GRANT SELECT ON orders TO tq_reader",
+        "GRANT SELECT ON tablequeue_workers TO tq_reader",
         "GRANT SELECT ON tablequeue_rollup TO tq_reader",
         "GRANT SELECT ON tablequeue_results, tablequeue_attempts TO tq_reader",
     ],
@@ -58,7 +62,9 @@ def as_role(postgres_url: str) -> Iterator[dict[str, Database]]:
     for database in databases.values():
         database.close()
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute("DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rollup")
+        connection.execute(
+            "DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rollup, tablequeue_workers"
+        )
         for role in GRANTS:
             connection.execute(f"DROP OWNED BY {role}")
             connection.execute(f"DROP ROLE {role}")
@@ -81,6 +87,9 @@ def test_each_component_works_with_only_its_grants(
     worker.sweep()
     assert worker.purge_retained("w1") is not None
     worker.vacuum()  # not the owner: PostgreSQL skips it with a warning, nothing fails
+    as_role["tq_worker"].heartbeat(Heartbeat("w1", "orders", "pod-1", 1, "0.1.0", 5.0))
+    as_role["tq_worker"].heartbeat(Heartbeat("w1", "orders", "pod-1", 1, "0.1.0", 5.0, 0, 1))
+    assert as_role["tq_worker"].prune_workers() == 0
     worker.set_next_tick("nightly")
     [fired] = worker.fire_schedules()
     [scheduled] = worker.lease("w1", 10).messages
@@ -106,6 +115,9 @@ def test_each_component_works_with_only_its_grants(
     assert as_role["tq_reader"].find_job(str(done.tracking_id)).source == "results"
     assert reader.attempts(reader.messages(status="OnHold")[0]) == []
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
+    [seen] = as_role["tq_reader"].workers("orders")
+    assert (seen.worker_id, seen.processed) == ("w1", 1)
+    assert as_role["tq_worker"].forget_worker("w1")
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
         reader.enqueue({"n": 3})
     with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):

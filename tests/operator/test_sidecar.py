@@ -36,14 +36,20 @@ from tests.support.kube.fixtures import (
 pytestmark = pytest.mark.timeout(600)
 
 
+POD_NAME = "sidecar-workers-5d8f7-x2k4p"
+
+
 def _container_environment(
     kube: ControlPlane, namespace: str, container: dict[str, Any]
 ) -> dict[str, str]:
-    """The container's env as the kubelet would set it (values and secretKeyRefs only)."""
+    """The container's env as the kubelet would set it (values, secretKeyRefs, the pod's name)."""
     env: dict[str, str] = {}
     for item in container.get("env", []):
         if "value" in item:
             env[item["name"]] = item["value"]
+            continue
+        if item["valueFrom"].get("fieldRef", {}).get("fieldPath") == "metadata.name":
+            env[item["name"]] = POD_NAME
             continue
         ref = item["valueFrom"]["secretKeyRef"]
         data = kube.kubectl_json("get", "secret", ref["name"], "-n", namespace)["data"]
@@ -116,6 +122,16 @@ def test_the_worker_sidecar_runs_as_the_deployment_describes_it(
             sidecar = db.queue("sidecar")
             sidecar.enqueue_many(messages(10, status="Pending"))
             wait(lambda: sidecar.stats().counts == {"Processed": 50})
+            # The worker heartbeats under its pod's name; the operator counts it in WorkersReady.
+            [seen] = wait(lambda: db.workers("sidecar"))
+            assert seen.host == POD_NAME and seen.state == "live"
+
+        def workers_ready() -> str | None:
+            conditions = status_of(kube, "sidecar", namespace).get("conditions") or []
+            message = {c["type"]: c for c in conditions}.get("WorkersReady", {}).get("message")
+            return message if message and "; 1 heartbeating" in message else None
+
+        assert wait(workers_ready, timeout=60).startswith("0 of 1 worker replicas ready")
     finally:
         worker.send_signal(signal.SIGTERM)
         code = worker.wait(timeout=30)

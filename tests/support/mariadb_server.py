@@ -54,7 +54,7 @@ class MariaDbServer:
         if self.as_mysql:
             shutil.chown(self.base, "mysql", "mysql")
             user = ["--user=mysql"]
-        subprocess.run(
+        installed = subprocess.run(
             [
                 _binary("mariadb-install-db"),
                 "--no-defaults",
@@ -63,9 +63,11 @@ class MariaDbServer:
                 "--skip-test-db",
                 *user,
             ],
-            check=True,
             capture_output=True,
         )
+        if installed.returncode != 0:
+            output = (installed.stdout + installed.stderr).decode(errors="replace")[-3000:]
+            raise RuntimeError(f"mariadb-install-db exited with {installed.returncode}: {output}")
 
     def start(self) -> None:
         command = [

@@ -1,0 +1,83 @@
+"""`tablequeue workers [QUEUE]` as a user runs it (a real process), on every engine: the table,
+`--json`, one queue's workers, and one `error:` line for a queue that does not exist."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+
+import sqlalchemy as sa
+
+from tablequeue import Database, Queue
+from tablequeue.storage.workers import Heartbeat
+
+MakeQueue = Callable[..., Queue]
+
+
+def run(db_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tablequeue", "workers", "--db", db_url, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_workers_table_json_and_one_queue(
+    db_url: str, database: Database, make_queue: MakeQueue
+) -> None:
+    make_queue("orders")
+    make_queue("mail")
+    empty = run(db_url)
+    assert empty.returncode == 0, empty.stderr
+    assert empty.stdout.strip() == "no worker heartbeats in the last hour (0 live, 0 stale)"
+    for worker, queue, processed in (("orders-a1", "orders", 1520), ("orders-b2", "orders", 7)):
+        database.heartbeat(
+            Heartbeat(worker, queue, "pod-" + worker, 77, "0.1.0", 5.0, 3, processed, 2)
+        )
+    database.heartbeat(Heartbeat("mail-c3", "mail", "pod-mail-c3", 78, "0.1.0", 5.0))
+    table = database.workers_table
+    with database.transaction() as connection:
+        connection.execute(
+            sa.update(table)
+            .where(table.c.worker_id == "orders-b2")
+            .values(last_seen=database.dialect.seconds_from_now(sa.literal(-90.0)))
+        )
+
+    shown = run(db_url)
+    assert shown.returncode == 0, shown.stderr
+    header, *lines, footer = shown.stdout.strip().splitlines()
+    assert header.split() == [
+        "QUEUE", "WORKER", "STATE", "HOST", "PID", "VERSION", "UP", "SEEN", "IN", "FLIGHT",
+        "PROCESSED", "FAILED",
+    ]  # fmt: skip
+    assert [line.split()[:3] for line in lines] == [
+        ["mail", "mail-c3", "live"],
+        ["orders", "orders-a1", "live"],
+        ["orders", "orders-b2", "stale"],
+    ]
+    assert "1m 3" in lines[2]  # seen 1m 30s ago (a second or so more on a slow machine)
+    assert lines[1].split()[-3:] == ["3", "1520", "2"]
+    assert footer == "2 live, 1 stale"
+
+    as_json = run(db_url, "orders", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert (data["live"], data["stale"]) == (1, 1)
+    assert [(w["workerId"], w["state"], w["pid"]) for w in data["workers"]] == [
+        ("orders-a1", "live", 77),
+        ("orders-b2", "stale", 77),
+    ]
+    assert data["workers"][0]["host"] == "pod-orders-a1"
+
+
+def test_an_unknown_queue_is_one_error_line(db_url: str, make_queue: MakeQueue) -> None:
+    make_queue("orders")
+    done = run(db_url, "nope")
+    assert done.returncode == 1 and done.stdout == ""
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: queue 'nope' does not exist")
+    bad = run(db_url, "Not A Queue")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: ")

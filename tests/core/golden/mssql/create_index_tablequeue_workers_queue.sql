@@ -1,0 +1,1 @@
+CREATE INDEX tablequeue_workers_queue ON tablequeue_workers (queue);
