@@ -8,6 +8,7 @@ the core stores, with its type.
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -116,6 +117,18 @@ class DefaultStatusRequest(Model):
     status: str
 
 
+class RateLimitOut(Out):
+    messages_per_second: float
+    burst: int
+
+
+class FlowResponse(Out):
+    queue: str
+    paused: bool
+    paused_at: datetime | None = Field(None, description="Since when (database clock)")
+    rate_limit: RateLimitOut | None = None
+
+
 class QueueSummary(Out):
     name: str
     table: str
@@ -130,6 +143,9 @@ class QueueSummary(Out):
     approximate: list[str] = Field(
         default_factory=list, description="Statuses whose count is an estimate (very large ones)"
     )
+    paused: bool = Field(False, description="Workers lease nothing (`POST .../resume`)")
+    paused_at: datetime | None = None
+    rate_limit: RateLimitOut | None = Field(None, description="From the Queue's spec.rateLimit")
 
 
 class QueueDetail(QueueSummary):

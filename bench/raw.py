@@ -31,6 +31,7 @@ def main() -> None:
         "b_n": batch,
         "b_lease": 1800.0,
         "b_owner": f"raw-{os.getpid()}",
+        "b_queue": name,
     }
     delete = sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(sql.Identifier(queue.table.name))
     start = time.process_time()

@@ -1,11 +1,14 @@
-"""`tablequeue queue ...`: create, list and delete queues."""
+"""`tablequeue queue ...`: create, list and delete queues; pause and resume them."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
 from tablequeue import connect
 from tablequeue.spec import load_queue_file
+from tablequeue.storage.flow_control import FlowState
 
 from . import progress
 from .options import db_options, emit
@@ -37,15 +40,39 @@ def queue_list(db_url: str, as_json: bool) -> None:
     """List the queues of the database."""
     with connect(db_url) as database:
         rows = database.queues()
+        flows = database.flow_states()
     data = [
-        {k: row[k] for k in ("name", "table_name", "category", "default_status")} for row in rows
+        {k: row[k] for k in ("name", "table_name", "category", "default_status")}
+        | _flow_fields(flows.get(row["name"]))
+        for row in rows
     ]
-    lines = [f"{'NAME':30} {'TABLE':30} {'CATEGORY':20} DEFAULT STATUS"]
+    lines = [f"{'NAME':30} {'TABLE':30} {'CATEGORY':20} {'DEFAULT STATUS':16} FLOW"]
     lines += [
-        f"{r['name']:30} {r['table_name']:30} {r['category']:20} {r['default_status']}"
+        f"{r['name']:30} {r['table_name']:30} {r['category']:20} {r['default_status']:16} "
+        f"{_flow_text(r)}"
         for r in data
     ]
     emit(as_json, data, "\n".join(lines))
+
+
+def _flow_fields(state: FlowState | None) -> dict[str, Any]:
+    paused_at = state.paused_at if state is not None else None
+    limit = None
+    if state is not None and state.messages_per_second is not None:
+        limit = {"messagesPerSecond": state.messages_per_second, "burst": state.burst}
+    return {
+        "paused": paused_at is not None,
+        "pausedAt": paused_at.isoformat() if paused_at else None,
+        "rateLimit": limit,
+    }
+
+
+def _flow_text(row: dict[str, Any]) -> str:
+    parts = ["paused" if row["paused"] else "running"]
+    if row["rateLimit"]:
+        limit = row["rateLimit"]
+        parts.append(f"{limit['messagesPerSecond']:g}/s burst {limit['burst']}")
+    return ", ".join(parts)
 
 
 @queue.command("delete")
@@ -68,3 +95,24 @@ def queue_default_status(db_url: str, as_json: bool, name: str, status: str) -> 
     with connect(db_url) as database:
         database.set_default_status(name, status)
     emit(as_json, {"queue": name, "defaultStatus": status}, f"queue/{name} default {status}")
+
+
+@queue.command("pause")
+@click.argument("name")
+@db_options
+def queue_pause(db_url: str, as_json: bool, name: str) -> None:
+    """Stop workers leasing from a queue (enqueue still works; leased messages finish)."""
+    with connect(db_url) as database:
+        state = database.pause(name)
+    data = {"queue": name} | _flow_fields(state)
+    emit(as_json, data, f"queue/{name} paused since {data['pausedAt']}")
+
+
+@queue.command("resume")
+@click.argument("name")
+@db_options
+def queue_resume(db_url: str, as_json: bool, name: str) -> None:
+    """Let workers lease from a paused queue again (within their longest poll delay)."""
+    with connect(db_url) as database:
+        state = database.resume(name)
+    emit(as_json, {"queue": name} | _flow_fields(state), f"queue/{name} resumed")

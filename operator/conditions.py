@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-TYPES = ("Ready", "TableReady", "DatabaseReachable", "WorkersReady")
+TYPES = ("Ready", "TableReady", "DatabaseReachable", "WorkersReady", "Paused")
 
 
 def condition(kind: str, ok: bool, reason: str, message: str = "") -> dict[str, Any]:
@@ -41,6 +41,20 @@ def merge(
         )
         return merge(list(by_type.values()), [ready], generation)
     return [by_type[t] for t in TYPES if t in by_type]
+
+
+def paused_condition(paused_at: datetime | None) -> dict[str, Any]:
+    """`Paused`: True while workers lease nothing (`kubectl wait --for=condition=Paused`)."""
+    if paused_at is None:
+        return condition("Paused", False, "Running", "workers lease messages")
+    since = paused_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return condition(
+        "Paused",
+        True,
+        "Paused",
+        f"workers lease nothing since {since}; `tablequeue queue resume` or a change of "
+        "spec.paused resumes it",
+    )
 
 
 class NotReady(Exception):

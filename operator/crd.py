@@ -127,6 +127,7 @@ def custom_resource_definition() -> dict[str, Any]:
                         _column("Errors", ".status.counts.Error"),
                         _column("Replicas", ".status.replicas.desired"),
                         _column("Health", ".status.health", "string"),
+                        _column("Paused", ".status.paused", "boolean"),
                         _column("Ready", '.status.conditions[?(@.type=="Ready")].status', "string"),
                         _column("Age", ".metadata.creationTimestamp", "date"),
                     ],

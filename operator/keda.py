@@ -18,6 +18,7 @@ from sqlalchemy.dialects import postgresql
 
 from tablequeue.dialects import postgresql as postgresql_dialect
 from tablequeue.spec import QueueSpec
+from tablequeue.storage.flow_control import rate_limit_table
 from tablequeue.storage.schema import queue_table, registry_table
 
 from .builders import deployment_name, labels
@@ -39,7 +40,7 @@ def load_query(table_name: str) -> str:
     dialect = postgresql_dialect.DIALECT
     metadata = sa.MetaData()
     table = queue_table(metadata, table_name, dialect)
-    queries = dialect.queries(table, registry_table(metadata))
+    queries = dialect.queries(table, registry_table(metadata), rate_limit_table(metadata))
     due = sa.and_(queries.leasable, table.c.process_after <= dialect.now())
     statement = sa.select(sa.func.count()).where(sa.or_(due, queries.leased))
     compiled = statement.compile(dialect=postgresql.dialect())  # type: ignore[no-untyped-call]

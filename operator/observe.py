@@ -17,9 +17,10 @@ from tablequeue.health import WorkerPresence
 from tablequeue.models import QueueStats
 from tablequeue.rollup import write_minutes
 from tablequeue.spec import QueueResource
+from tablequeue.storage.flow_control import FlowState
 
 from . import builders
-from .conditions import NotReady, condition, merge
+from .conditions import NotReady, condition, merge, paused_condition
 from .kube import Kube
 from .schedules import fire_schedules, schedule_status
 from .state import OperatorState
@@ -41,7 +42,7 @@ def observe_queue(
         return  # the queue of that name is another Queue's: its counts are not this one's
     try:
         database = state.database(namespace, resource)
-        stats, effective_default_status, schedules, present = state.databases.bounded(
+        stats, effective_default_status, schedules, present, flow = state.databases.bounded(
             database, lambda: _fire_and_count(database, name, f"{namespace}/{name}")
         )
     except NotReady as problem:
@@ -69,11 +70,16 @@ def observe_queue(
             "health": stats.health,
             "healthReasons": stats.health_reasons,
             "effectiveDefaultStatus": effective_default_status,
+            "paused": flow.paused,
+            "pausedAt": flow.paused_at.isoformat() if flow.paused_at else None,
             "replicas": replicas,
             "schedules": schedules or None,  # null removes it (a merge patch)
         }
     )
-    updates = [condition("DatabaseReachable", True, "Connected", database.shown_url)]
+    updates = [
+        condition("DatabaseReachable", True, "Connected", database.shown_url),
+        paused_condition(flow.paused_at),
+    ]
     if scaled is not None:  # without a Deployment, reconcile makes it or says why not
         ready = scaled["ready"] >= scaled["desired"]
         updates.append(
@@ -98,10 +104,10 @@ def _heartbeats(present: WorkerPresence | None) -> str:
 
 def _fire_and_count(
     database: Database, name: str, label: str
-) -> tuple[QueueStats, str, list[dict[str, Any]], WorkerPresence | None]:
+) -> tuple[QueueStats, str, list[dict[str, Any]], WorkerPresence | None, FlowState]:
     """Fire the due schedule ticks first, so that the counts (and the scaling) see their
-    messages; then the counts, the effective default status, the schedules for `status` and
-    the workers that heartbeat."""
+    messages; then the counts, the effective default status, the schedules for `status`, the
+    workers that heartbeat, and the pause and rate limit."""
     queue = database.queue(name)
     fire_schedules(queue, label)
     return (
@@ -109,6 +115,7 @@ def _fire_and_count(
         database.default_status_of(name),
         schedule_status(queue),
         database.worker_presence(name),
+        database.flow_state(name),
     )
 
 

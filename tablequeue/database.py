@@ -18,8 +18,9 @@ from .models import Delivery, Message, NewMessage
 from .queue import Queue, history, publish
 from .queue.history import Job
 from .spec import QueueSpec
-from .storage import Storage, registry
+from .storage import Storage, flow_control, registry
 from .storage import workers as worker_rows
+from .storage.flow_control import FlowState
 from .storage.workers import Heartbeat, WorkerInfo
 
 if TYPE_CHECKING:
@@ -136,6 +137,22 @@ class Database(Storage):
 
     def set_default_status(self, name: str, status: str) -> None:
         registry.set_default_status(self, name, status)
+
+    def pause(self, name: str) -> FlowState:
+        """Workers lease nothing from this queue until `resume` (enqueue still works; leased
+        messages finish). Holds until `spec.paused` itself changes."""
+        return flow_control.set_paused(self, names.queue_name(name), True)
+
+    def resume(self, name: str) -> FlowState:
+        return flow_control.set_paused(self, names.queue_name(name), False)
+
+    def flow_state(self, name: str) -> FlowState:
+        """The queue's pause and rate limit."""
+        return flow_control.flow_state_of(self, names.queue_name(name))
+
+    def flow_states(self) -> dict[str, FlowState]:
+        """The pause and rate limit of every queue, by name."""
+        return flow_control.flow_states(self)
 
     def delete_queue(self, name: str, drop_table: bool, owner: str | None = None) -> bool:
         """Forget a queue; drop its table only when asked (deletionPolicy: Delete). With

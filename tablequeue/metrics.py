@@ -32,6 +32,16 @@ worker_purged = Counter(
     "Rows retention removed: messages (keepProcessedFor), results (keepResultsFor), attempts",
     ["queue", "what"],
 )
+worker_queue_paused = Gauge(
+    "tablequeue_worker_queue_paused",
+    "1 while this worker finds its queue paused (it leases nothing), else 0",
+    ["queue"],
+)
+worker_throttled = Counter(
+    "tablequeue_worker_throttled",
+    "Lease rounds the queue's rate limit cut short (the worker waited for the next token)",
+    ["queue"],
+)
 worker_errors = Counter(
     "tablequeue_worker_errors",
     "Errors by kind: database, handler, timeout",

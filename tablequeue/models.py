@@ -299,6 +299,11 @@ class LeaseBatch:
     correlation_id: str
     owner: str
     messages: list[Message]
+    paused: bool = False
+    """The queue is paused (`queue pause`, `spec.paused`): nothing was leased."""
+    throttled_for: float | None = None
+    """The queue's rate limit cut this batch short: seconds until its next message may be
+    leased (database clock)."""
 
 
 @dataclass

@@ -23,13 +23,14 @@ from pydantic import (
     field_serializer,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
 from . import cron, names
 from .durations import Duration, format_duration
 from .errors import SpecError
 from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY
+from .spec_base import RateLimit as RateLimit
+from .spec_base import SpecModel
 
 API_VERSION: Final = "tablequeue.dev/v1"
 KIND: Final = "Queue"
@@ -79,32 +80,26 @@ PythonFunction = Annotated[
 _FREE_FORM: JsonDict = {"x-kubernetes-preserve-unknown-fields": True}
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True
-    )
-
-
-class SecretKeyRef(_Model):
+class SecretKeyRef(SpecModel):
     name: str = Field(min_length=1, description="Secret in the Queue's namespace")
     key: str = Field("url", min_length=1, description="Key holding the SQLAlchemy URL")
 
 
-class DatabaseRef(_Model):
+class DatabaseRef(SpecModel):
     secret_ref: SecretKeyRef = Field(description="Secret with the database URL")
     dialect: Dialect | None = Field(
         None, description="Database kind, checked against the URL; default: from the URL"
     )
 
 
-class RetryPolicy(_Model):
+class RetryPolicy(SpecModel):
     delay_seconds: float = Field(10.0, ge=0, description="Delay before the first retry")
     backoff: Backoff = Field("exponential", description="fixed, or doubling per attempt")
     max_delay_seconds: float = Field(3600.0, ge=0, description="Upper bound of the delay")
     jitter: float = Field(0.1, ge=0, le=1, description="Fraction of the delay randomized")
 
 
-class HealthRules(_Model):
+class HealthRules(SpecModel):
     enabled: bool = Field(True, description="Report health for this queue")
     when_errors: HealthLevel = Field("Unhealthy", description="Health while Error rows exist")
     when_abandoned: HealthLevel = Field(
@@ -123,13 +118,13 @@ class HealthRules(_Model):
     )
 
 
-class HttpHandler(_Model):
+class HttpHandler(SpecModel):
     port: int = Field(8080, ge=1, le=65535, description="Port of the app container")
     path: str = Field("/process", pattern="^/", description="Path messages are POSTed to")
     timeout_seconds: float = Field(30.0, gt=0, description="Request timeout")
 
 
-class HandlerSpec(_Model):
+class HandlerSpec(SpecModel):
     """Exactly one of `http` or `python`."""
 
     http: HttpHandler | None = Field(None, description="POST each message to the app")
@@ -144,7 +139,7 @@ class HandlerSpec(_Model):
         return self
 
 
-class PollInterval(_Model):
+class PollInterval(SpecModel):
     min_seconds: float = Field(0.1, gt=0, description="Delay after a non-empty batch")
     max_seconds: float = Field(5.0, gt=0, description="Longest delay when idle")
 
@@ -158,7 +153,7 @@ class PollInterval(_Model):
         return self
 
 
-class Autoscaling(_Model):
+class Autoscaling(SpecModel):
     mode: AutoscalingMode = Field(
         "Operator",
         description="Who scales the workers: the operator, an HPA, KEDA (PostgreSQL), or no one",
@@ -180,7 +175,7 @@ class Autoscaling(_Model):
         return self
 
 
-class WorkerSpec(_Model):
+class WorkerSpec(SpecModel):
     handler: HandlerSpec = Field(
         default_factory=lambda: HandlerSpec(http=HttpHandler()),
         description="How a message is processed",
@@ -231,7 +226,7 @@ def _index_path(value: str) -> str:
     return value
 
 
-class IndexSpec(_Model):
+class IndexSpec(SpecModel):
     path: Annotated[
         str,
         AfterValidator(_index_path),
@@ -264,7 +259,7 @@ CronExpression = Annotated[
 TimeZone = Annotated[str, AfterValidator(_time_zone), Field(min_length=1, max_length=64)]
 
 
-class Schedule(_Model):
+class Schedule(SpecModel):
     """A message enqueued on every tick of a cron expression (see tablequeue/cron.py)."""
 
     name: str = Field(
@@ -323,7 +318,7 @@ class Schedule(_Model):
         return self
 
 
-class Subscription(_Model):
+class Subscription(SpecModel):
     topic: Annotated[str, AfterValidator(names.topic_name)] = Field(
         json_schema_extra={"pattern": names.TOPIC_NAME.pattern}, description="Topic name"
     )
@@ -332,7 +327,7 @@ class Subscription(_Model):
     )
 
 
-class QueueSpec(_Model):
+class QueueSpec(SpecModel):
     database: DatabaseRef | None = Field(None, description="Where the table lives")
     table: TableName | None = Field(None, description="Table name; default: from the name")
     category: str = Field(
@@ -368,7 +363,12 @@ class QueueSpec(_Model):
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
         description="Recurring messages, each enqueued once per tick",
     )
-
+    paused: bool = Field(
+        False, description="Workers lease nothing while paused; enqueue still works"
+    )
+    rate_limit: RateLimit | None = Field(
+        None, description="Most messages leased per second, all workers together"
+    )
     subscriptions: list[Subscription] = Field(
         default_factory=list,
         max_length=100,
@@ -470,7 +470,7 @@ class ObjectMeta(BaseModel):
     annotations: dict[str, str] = Field(default_factory=dict)
 
 
-class QueueResource(_Model):
+class QueueResource(SpecModel):
     api_version: Literal["tablequeue.dev/v1"] = API_VERSION
     kind: Literal["Queue"] = KIND
     metadata: ObjectMeta

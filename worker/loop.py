@@ -48,6 +48,12 @@ QUEUE_NOT_THERE: tuple[type[Exception], ...] = (*DATABASE_ERRORS, QueueNotFound)
 """Opening the queue waits for the database and for the queue to be applied."""
 
 
+def _throttle(seconds: float, longest: float) -> float:
+    """How long to wait for the rate limit's next token: a little past it (other workers take
+    turns too), never longer than the longest poll delay."""
+    return min(max(seconds * 1.05, 0.01), longest)
+
+
 class Worker:
     """One worker process: opens its queue, then orchestrates leasing, handlers, settling, lease
     keeping and housekeeping until stopped."""
@@ -69,6 +75,7 @@ class Worker:
         self.stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._paused = False
         self._in_flight = metrics.worker_in_flight.labels(queue=config.queue)
 
     @property
@@ -229,11 +236,17 @@ class Worker:
                     )
                 held.add(batch.messages)
                 rollup.leased(batch.messages)
+                self._note_pause(batch.paused)
+                if batch.paused:
+                    # Enqueues would wake it for nothing: look again after the longest delay.
+                    delay = poll_max
+                    await sleep_unless(delay, self.stopping)
+                    continue
                 if len(batch.messages) == wanted:
                     delay = 0.0
                 elif batch.messages:
                     delay = poll_min
-                else:
+                elif batch.throttled_for is None:
                     if config.exit_when_idle and not held.running and not settlement:
                         log.info("queue idle: exiting as asked")
                         self.stop()
@@ -241,9 +254,21 @@ class Worker:
                     delay = min(max(delay * 2, poll_min), poll_max)
                     await sleep_unless(delay, self.stopping, self._wake)
                     continue
+                if batch.throttled_for is not None:
+                    # The rate limit: no token before then, whatever is enqueued meanwhile.
+                    self.metrics.throttled.inc()
+                    held.start_waiting(config.concurrency, self.stopping)
+                    await sleep_unless(_throttle(batch.throttled_for, poll_max), self.stopping)
+                    continue
             held.start_waiting(config.concurrency, self.stopping)
             if delay and not held.waiting:
                 await sleep_unless(delay, self.stopping, self._wake)
+
+    def _note_pause(self, paused: bool) -> None:
+        if paused != self._paused:
+            self._paused = paused
+            self.metrics.paused.set(1 if paused else 0)
+            log.info("queue paused: leasing nothing" if paused else "queue resumed")
 
     async def _shut_down(
         self,

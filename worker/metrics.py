@@ -17,6 +17,8 @@ class WorkerMetrics:
         self.lease_batches = metrics.worker_lease_batches.labels(queue=queue)
         self.timeout_errors = metrics.worker_errors.labels(kind="timeout", queue=queue)
         self.handler_errors = metrics.worker_errors.labels(kind="handler", queue=queue)
+        self.paused = metrics.worker_queue_paused.labels(queue=queue)
+        self.throttled = metrics.worker_throttled.labels(queue=queue)
         self.processed = 0
         """Successes recorded since start (processed, deleted or rescheduled): heartbeats."""
         self.failed = 0

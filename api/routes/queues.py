@@ -1,4 +1,4 @@
-"""Queues: the list with counts and health, one queue's detail, its default status."""
+"""Queues: the list with counts and health, one queue's detail, its default status, pausing."""
 
 from __future__ import annotations
 
@@ -7,16 +7,25 @@ from typing import Any
 from fastapi import APIRouter
 
 from tablequeue import Database, Queue
+from tablequeue.storage.flow_control import FlowState
 
 from ..dependencies import ADMIN, READER, DatabaseArg, QueueArg
-from ..schemas import DefaultStatusRequest, QueueDetail, QueueSummary
+from ..schemas import DefaultStatusRequest, FlowResponse, QueueDetail, QueueSummary
 
 router = APIRouter(tags=["queues"])
 
 
-def summary(database: Database, queue: Queue) -> dict[str, Any]:
+def flow_fields(state: FlowState) -> dict[str, Any]:
+    limit = None
+    if state.messages_per_second is not None:
+        limit = {"messagesPerSecond": state.messages_per_second, "burst": state.burst}
+    return {"paused": state.paused, "paused_at": state.paused_at, "rate_limit": limit}
+
+
+def summary(database: Database, queue: Queue, state: FlowState | None = None) -> dict[str, Any]:
     stats = queue.stats()
-    return {
+    state = state or database.flow_state(queue.name)
+    return flow_fields(state) | {
         "name": queue.name,
         "table": queue.table.name,
         "category": queue.spec.category,
@@ -35,7 +44,10 @@ def summary(database: Database, queue: Queue) -> dict[str, Any]:
 def list_queues(database: DatabaseArg) -> list[QueueSummary]:
     """Every queue with its counts per status and health, by category then name."""
     queues = [database.queue(row["name"]) for row in database.queues()]
-    summaries = [QueueSummary.model_validate(summary(database, q)) for q in queues]
+    flows = database.flow_states()
+    summaries = [
+        QueueSummary.model_validate(summary(database, q, flows.get(q.name))) for q in queues
+    ]
     return sorted(summaries, key=lambda s: (s.category, s.name))
 
 
@@ -53,3 +65,16 @@ def set_default_status(
     """The status new messages get: Pending, or e.g. Paused to hold them from workers."""
     database.set_default_status(name, request.status)
     return {"queue": name, "defaultStatus": request.status}
+
+
+@router.post("/queues/{name}/pause", dependencies=ADMIN)
+def pause_queue(database: DatabaseArg, name: str) -> FlowResponse:
+    """Workers lease nothing from the queue until it is resumed; enqueue still works and
+    messages already leased finish. Holds until the Queue's `spec.paused` itself changes."""
+    return FlowResponse.model_validate({"queue": name} | flow_fields(database.pause(name)))
+
+
+@router.post("/queues/{name}/resume", dependencies=ADMIN)
+def resume_queue(database: DatabaseArg, name: str) -> FlowResponse:
+    """Workers lease again, each within its longest poll delay."""
+    return FlowResponse.model_validate({"queue": name} | flow_fields(database.resume(name)))

@@ -57,8 +57,14 @@ def root() -> RedirectResponse:
 @router.get("/ui", dependencies=VIEWER)
 def queues_page(render: RenderArg, database: DatabaseArg) -> Response:
     categories: dict[str, list[dict[str, Any]]] = {}
+    flows = database.flow_states()
     for row in database.queues():
-        entry: dict[str, Any] = {"name": row["name"], "default_status": row["default_status"]}
+        flow = flows.get(row["name"])
+        entry: dict[str, Any] = {
+            "name": row["name"],
+            "default_status": row["default_status"],
+            "paused": flow is not None and flow.paused,
+        }
         try:
             stats = database.queue(row["name"]).stats()
         except errors.TableQueueError as error:
@@ -118,6 +124,7 @@ def queue_page(
         queue=queue,
         stats=stats,
         default_status=default_status,
+        flow=database.flow_state(name),
         statuses=ordered_statuses(stats.counts, status),
         status=status,
         where=where,

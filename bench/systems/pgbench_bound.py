@@ -38,6 +38,7 @@ def scripts(system: TableQueue, queue: str, batch: int) -> dict[str, str]:
     lease = str(queries.lease().compile(dialect=dialect))
     done = str(queries.delete_done()[0].compile(dialect=dialect))
     values = {"attempts_1": "1", "b_lease": "1800", "b_n": str(batch)}
+    values |= {"b_queue": "'" + queue.replace("'", "") + "'"}  # a validated queue name
     values |= {"b_owner": ":owner", "b_cid": ":cid", "b_rows": ":rows"}
     lease = re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], lease)
     done = re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], done)

@@ -142,7 +142,7 @@ class Dialect(Protocol):
 
     # --- whole operations of the hot paths --------------------------------------------------
 
-    def queries(self, table: sa.Table, registry: sa.Table) -> Queries:
+    def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
         """The statements of one queue table (made once per table and kept)."""
 
     def lease(
@@ -150,12 +150,16 @@ class Dialect(Protocol):
         connection: Connection,
         queries: Queries,
         *,
+        queue: str,
         owner: str,
         batch_size: int,
         lease_seconds: float,
         correlation_id: str,
+        limited: bool = False,
     ) -> LeasedRows:
-        """Lease up to `batch_size` due messages; every column of each leased row."""
+        """Lease up to `batch_size` due messages; every column of each leased row. None while
+        `queue` is paused or, unless the caller took tokens for them (`limited`), rate-limited
+        (`Queries.flow_gate`)."""
 
     def enqueue_round(
         self,

@@ -329,8 +329,8 @@ class MssqlDialect(SqlDialect):
 
     # --- whole operations -------------------------------------------------------------------
 
-    def queries(self, table: sa.Table, registry: sa.Table) -> Queries:
-        return MssqlQueries(self, table, registry)
+    def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
+        return MssqlQueries(self, table, registry, rate_limits)
 
     def enqueue_round(
         self,

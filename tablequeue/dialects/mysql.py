@@ -104,6 +104,19 @@ def _arrays_on_the_way(column: sa.ColumnElement[Any], path: JsonPath) -> list[An
     ]
 
 
+def _datetimes_as_text(parameters: Any) -> Any:
+    if not isinstance(parameters, tuple | list):
+        return parameters
+    return type(parameters)(
+        _text(value) if isinstance(value, datetime) else value for value in parameters
+    )
+
+
+def _text(value: datetime) -> str:
+    value = value.astimezone(UTC) if value.tzinfo is not None else value
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
 class _TypeCompiler(MySQLTypeCompiler):
     """DATETIME keeps microseconds (MariaDB's plain DATETIME rounds to whole seconds)."""
 
@@ -259,6 +272,15 @@ class MariaDbDialect(SqlDialect):
                 if cargs and isinstance(cargs[0], str):
                     cargs[0] = _ODBC_SERVER_PORT.sub(r"Server=\1;Port=\2", cargs[0])
 
+            @event.listens_for(engine, "before_cursor_execute", retval=True)
+            def _odbc_microseconds(
+                _conn: Any, _cursor: Any, statement: str, parameters: Any, _ctx: Any, many: bool
+            ) -> tuple[str, Any]:
+                # MariaDB's ODBC driver drops the fraction of a bound datetime: bind text.
+                if many:
+                    return statement, [_datetimes_as_text(row) for row in parameters]
+                return statement, _datetimes_as_text(parameters)
+
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
@@ -362,8 +384,7 @@ class MariaDbDialect(SqlDialect):
         return insert.on_duplicate_key_update(ordered)
 
     def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
-        assert isinstance(insert, mysql.Insert)
-        return insert.on_duplicate_key_update({c: insert.inserted[c] for c in columns})
+        return self.on_conflict_key(insert, {c: self.excluded(insert)[c] for c in columns})
 
     def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
         assert isinstance(insert, mysql.Insert)
@@ -391,21 +412,25 @@ class MariaDbDialect(SqlDialect):
 
     # --- whole operations -------------------------------------------------------------------
 
-    def queries(self, table: sa.Table, registry: sa.Table) -> Queries:
-        return MariaDbQueries(self, table, registry)
+    def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
+        return MariaDbQueries(self, table, registry, rate_limits)
 
     def lease(
         self,
         connection: Connection,
         queries: Queries,
         *,
+        queue: str,
         owner: str,
         batch_size: int,
         lease_seconds: float,
         correlation_id: str,
+        limited: bool = False,
     ) -> LeasedRows:
         assert isinstance(queries, MariaDbQueries)
-        candidates = connection.execute(queries.lease(), {"b_n": batch_size}).all()
+        candidates = connection.execute(
+            queries.lease(limited), {"b_n": batch_size, "b_queue": queue}
+        ).all()
         if not candidates:
             return []
         in_lease_order = sorted(candidates, key=lambda r: (-r.priority, r.process_after, r.id))

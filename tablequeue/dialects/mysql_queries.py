@@ -23,11 +23,12 @@ NOW_LABEL = "b_now"
 
 
 class MariaDbQueries(Queries):
-    def lease(self) -> CompoundSelect[Any]:  # type: ignore[override]
-        """Due messages in lease order per leasable status, locked, with the clock."""
-        return self._once(("lease",), self._lease_candidates)
+    def lease(self, limited: bool = False) -> CompoundSelect[Any]:  # type: ignore[override]
+        """Due messages in lease order per leasable status, locked, with the clock (none while
+        the queue's flow gate is shut, `flow_gate`)."""
+        return self._once(("lease", limited), lambda: self._lease_candidates(limited))
 
-    def _lease_candidates(self) -> CompoundSelect[Any]:
+    def _lease_candidates(self, limited: bool) -> CompoundSelect[Any]:
         t, d = self.table, self.dialect
         # Without the hint the optimizer may scan the table and sort every due message (all
         # of them locked); the lease index gives them in lease order and stops after :b_n.
@@ -41,6 +42,7 @@ class MariaDbQueries(Queries):
                     t.c.status == literal_status(status),
                     t.c.process_after <= now,
                     sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
+                    self.flow_gate(limited),
                 )
                 .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)
                 .limit(sa.bindparam("b_n", type_=sa.Integer()))

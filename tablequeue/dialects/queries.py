@@ -20,6 +20,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from .. import names
+from ..sqltypes import UtcDateTime
 from .per_row import PerRow, PerRowSource
 
 S = TypeVar("S")
@@ -80,10 +81,13 @@ def _bind(name: str, type_: Any = None) -> sa.BindParameter[Any]:
 class Queries:
     """The hot statements of one queue table on one engine."""
 
-    def __init__(self, dialect: SqlParts, table: sa.Table, registry: sa.Table) -> None:
+    def __init__(
+        self, dialect: SqlParts, table: sa.Table, registry: sa.Table, rate_limits: sa.Table
+    ) -> None:
         self.dialect = dialect
         self.table = table
         self.registry = registry
+        self.rate_limits = rate_limits
         self._built: dict[tuple[Any, ...], Any] = {}
         t = table
         self.leasable = t.c.status.in_(
@@ -99,11 +103,23 @@ class Queries:
 
     # --- lease ------------------------------------------------------------------------------
 
-    def lease(self) -> sa.Update:
-        """Take up to :b_n due messages, highest priority then oldest, skipping locked rows."""
-        return self._once(("lease",), self._lease)
+    def lease(self, limited: bool = False) -> sa.Update:
+        """Take up to :b_n due messages, highest priority then oldest, skipping locked rows,
+        unless queue :b_queue is paused (or, not `limited`, has a rate limit)."""
+        return self._once(("lease", limited), lambda: self._lease(limited))
 
-    def _lease(self) -> sa.Update:
+    def flow_gate(self, limited: bool) -> sa.ColumnElement[bool]:
+        """True while queue :b_queue may lease: not paused and, unless the caller took tokens
+        from its bucket (`limited`), without a rate limit. Two primary-key probes in the lease
+        statement itself: a queue without either costs no round trip."""
+        g, r = self.registry, self.rate_limits
+        queue = _bind("b_queue", sa.String())
+        running = ~sa.exists().where(g.c.name == queue, g.c.paused_at.is_not(None))
+        if limited:
+            return running
+        return sa.and_(running, ~sa.exists().where(r.c.queue == queue))
+
+    def _lease(self, limited: bool) -> sa.Update:
         t, d = self.table, self.dialect
         now = d.now()
         candidates = (
@@ -112,6 +128,7 @@ class Queries:
                 self.leasable,
                 t.c.process_after <= now,
                 sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
+                self.flow_gate(limited),
             )
             .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)
             .limit(_bind("b_n", sa.Integer()))
@@ -130,6 +147,40 @@ class Queries:
                 started_at=now,
             )
             .returning(*t.c)
+        )
+
+    def lock_bucket(self) -> Select[Any]:
+        """The rate-limit bucket of queue :b_queue, locked until the transaction ends (leases
+        of a rate-limited queue take turns here), with the database clock."""
+        return self._once(("lock_bucket",), self._lock_bucket)
+
+    def _lock_bucket(self) -> Select[Any]:
+        r = self.rate_limits
+        return (
+            sa.select(
+                r.c.messages_per_second,
+                r.c.burst,
+                r.c.theoretical_arrival,
+                sa.type_coerce(self.dialect.now(), UtcDateTime()).label("now"),
+            )
+            .where(r.c.queue == _bind("b_queue", sa.String()))
+            .with_for_update()
+            .with_hint(r, "WITH (UPDLOCK, ROWLOCK)", "mssql")
+        )
+
+    def take_tokens(self) -> sa.Update:
+        """Record the leases taken from queue :b_queue's bucket: its new :b_arrival."""
+        return self._once(("take_tokens",), self._take_tokens)
+
+    def _take_tokens(self) -> sa.Update:
+        r = self.rate_limits
+        return (
+            sa.update(r)
+            .where(r.c.queue == _bind("b_queue", sa.String()))
+            .values(
+                theoretical_arrival=_bind("b_arrival", sa.Double()),
+                updated_at=self.dialect.now(),
+            )
         )
 
     def extend(self) -> sa.Update:

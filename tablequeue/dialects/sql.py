@@ -128,26 +128,29 @@ class SqlDialect(abc.ABC):
 
     # --- whole operations -------------------------------------------------------------------
 
-    def queries(self, table: sa.Table, registry: sa.Table) -> Queries:
-        return Queries(self, table, registry)
+    def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
+        return Queries(self, table, registry, rate_limits)
 
     def lease(
         self,
         connection: Connection,
         queries: Queries,
         *,
+        queue: str,
         owner: str,
         batch_size: int,
         lease_seconds: float,
         correlation_id: str,
+        limited: bool = False,
     ) -> LeasedRows:
         parameters = {
+            "b_queue": queue,
             "b_n": batch_size,
             "b_lease": lease_seconds,
             "b_owner": owner,
             "b_cid": correlation_id,
         }
-        return connection.execute(queries.lease(), parameters).all()
+        return connection.execute(queries.lease(limited), parameters).all()
 
     def enqueue_round(
         self,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
@@ -12,12 +12,21 @@ from ..spec import QueueSpec
 from ..storage import Storage
 
 
+@dataclass
+class FlowMemory:
+    """What this handle last saw of the queue's rate limit: whether its leases go through the
+    bucket (`queue/flow.py`). A stale belief costs an empty lease, never a lease too many."""
+
+    limited: bool = False
+
+
 @dataclass(frozen=True)
 class QueueContext:
     storage: Storage
     name: str
     table: sa.Table
     spec: QueueSpec
+    flow: FlowMemory = field(default_factory=lambda: FlowMemory())
 
     @property
     def dialect(self) -> Dialect:

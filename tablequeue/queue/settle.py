@@ -14,7 +14,7 @@ from ..errors import InvalidInput
 from ..limits import MAX_LEASE_BATCH, MAX_SECONDS
 from ..models import Completion, Failure, LeaseBatch, Message, Settled, retry_delay
 from ..storage import registry
-from . import history
+from . import flow, history
 from .context import QueueContext
 
 
@@ -26,22 +26,23 @@ def lease(
     lease_seconds: float | None,
     correlation_id: str | None,
 ) -> LeaseBatch:
-    """Take up to `batch_size` due messages: highest priority, then oldest."""
+    """Take up to `batch_size` due messages: highest priority, then oldest (none while the
+    queue is paused, at most what its rate limit allows)."""
     if not 1 <= batch_size <= MAX_LEASE_BATCH:
         raise InvalidInput(f"batch size {batch_size} out of range 1..{MAX_LEASE_BATCH}")
     correlation_id = correlation_id or uuid.uuid4().hex
-    rows = queue.dialect.lease(
+    leased = flow.lease_rows(
+        queue,
         connection,
-        queue.queries,
         owner=owner,
         batch_size=batch_size,
         lease_seconds=lease_seconds_of(queue, lease_seconds),
         correlation_id=correlation_id,
     )
     messages = sorted(
-        (Message(*row) for row in rows), key=lambda m: (-m.priority, m.process_after, m.id)
+        (Message(*row) for row in leased.rows), key=lambda m: (-m.priority, m.process_after, m.id)
     )
-    return LeaseBatch(correlation_id, owner, messages)
+    return LeaseBatch(correlation_id, owner, messages, leased.paused, leased.throttled_for)
 
 
 def lease_seconds_of(queue: QueueContext, lease_seconds: float | None) -> float:

@@ -16,6 +16,7 @@ from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
 from .borrowed import bare, borrowed
+from .flow_control import rate_limit_table
 from .history import HistoryTables, history_tables
 from .schedules import schedules_table
 from .schema import queue_table, registry_table
@@ -74,6 +75,7 @@ class Storage:
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
+        self.rate_limits = rate_limit_table(self.metadata)
         self.history: HistoryTables = history_tables(self.metadata, self.dialect)
         """The shared tables of results, attempts and the housekeeping lease."""
         self.workers_table = workers_table(self.metadata)
@@ -162,5 +164,7 @@ class Storage:
         """The statements of a queue table on this engine, made once."""
         queries = self.statements.get(table.name)
         if queries is None:
-            queries = self.statements[table.name] = self.dialect.queries(table, self.registry)
+            queries = self.statements[table.name] = self.dialect.queries(
+                table, self.registry, self.rate_limits
+            )
         return queries

@@ -14,6 +14,7 @@ from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewher
 from ..models import message_columns
 from . import schedules, subscriptions
 from .engine import Storage
+from .flow_control import declared_pause, forget_rate_limit, sync_rate_limit
 from .history import ensure_history
 from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
@@ -31,6 +32,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.dialect.lock_for_ddl(connection, "registry")
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
+        storage.rate_limits.create(connection, checkfirst=True)
         ensure_history(connection, storage.history)
         ensure_workers_table(storage, connection)
         storage.schedules.create(connection, checkfirst=True)
@@ -150,8 +152,10 @@ def _apply_table(
                     created_at=now,
                     updated_at=now,
                     owner=owner,
+                    paused_at=declared_pause(storage, spec.paused),
                 )
             )
+            sync_rate_limit(storage, connection, name, spec.rate_limit, now)
             return "created", created
         claims = owner is not None and row.owner is None
         if row.settings == settings and row.schema_version == SCHEMA_VERSION and not claims:
@@ -168,7 +172,16 @@ def _apply_table(
         # set at runtime (admin UI, API) survives re-applying an unchanged spec.
         if row.settings.get("defaultStatus", "Pending") != spec.default_status:
             values["default_status"] = spec.default_status
+        # The same rule for a pause: `queue pause`/`resume` at runtime hold until spec.paused
+        # itself changes (a pause declared again keeps the time it began).
+        if row.settings.get("paused", False) != spec.paused:
+            if not spec.paused:
+                values["paused_at"] = None
+            elif row.paused_at is None:
+                values["paused_at"] = declared_pause(storage, True)
         connection.execute(registry.update().where(registry.c.name == name).values(**values))
+        if row.settings.get("rateLimit") != settings.get("rateLimit"):
+            sync_rate_limit(storage, connection, name, spec.rate_limit, now)
         return "updated", created
 
 
@@ -245,12 +258,14 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         row = None
         if _registry_exists(storage, connection):
             migrate_registry(connection, registry)
+            storage.rate_limits.create(connection, checkfirst=True)
             row = connection.execute(sa.select(registry).where(registry.c.name == name)).first()
         if row is None:
             raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
         if owner is not None and row.owner != owner:
             return False
         connection.execute(registry.delete().where(registry.c.name == name))
+        forget_rate_limit(storage, connection, name)
         if sa.inspect(connection).has_table(storage.schedules.name):
             schedules.forget(connection, storage.schedules, name)
         if storage.has_subscriptions_table(connection):

@@ -91,6 +91,7 @@ def registry_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("created_at", UtcDateTime(), nullable=False),
         sa.Column("updated_at", UtcDateTime(), nullable=False),
         sa.Column("owner", sa.String(OWNER_LENGTH), nullable=True),
+        sa.Column("paused_at", UtcDateTime(), nullable=True),
     )
 
 
@@ -112,4 +113,9 @@ operator or `queue apply` migrates it) serves them unchanged."""
 
 def migrate_registry(connection: sa.Connection, registry: sa.Table) -> None:
     """Add the columns a registry made by an older tablequeue lacks (under the DDL lock)."""
-    _add_missing_columns(connection, registry, ("owner",))
+    _add_missing_columns(connection, registry, REGISTRY_ADDED_COLUMNS)
+
+
+REGISTRY_ADDED_COLUMNS = ("owner", "paused_at")
+"""Registry columns added after schema 2: `owner` (3), `paused_at` (when the queue was paused;
+null while it runs)."""

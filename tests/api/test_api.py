@@ -145,6 +145,31 @@ def test_default_status(client: httpx.Client) -> None:
     assert client.get("/queues/orders").json()["defaultStatus"] == "Paused"
 
 
+def test_pause_and_resume(client: httpx.Client, database: Database) -> None:
+    paused = client.post("/queues/orders/pause")
+    assert paused.status_code == 200, paused.text
+    body = paused.json()
+    assert (body["queue"], body["paused"], body["rateLimit"]) == ("orders", True, None)
+    assert datetime.fromisoformat(body["pausedAt"]).tzinfo is not None
+    assert client.get("/queues/orders").json()["paused"] is True
+    listed = {q["name"]: q["paused"] for q in client.get("/queues").json()}
+    assert listed == {"orders": True, "audit-log": False}
+    [r] = client.post("/queues/orders", json={"message": {"n": 1}}).json()["results"]
+    assert r["status"] == "Pending"  # enqueue still works
+    assert database.queue("orders").lease("w1", 10).messages == []
+    resumed = client.post("/queues/orders/resume").json()
+    assert (resumed["paused"], resumed["pausedAt"]) == (False, None)
+    assert len(database.queue("orders").lease("w1", 10).messages) == 1
+
+
+def test_a_rate_limit_is_shown(client: httpx.Client, make_queue: MakeQueue) -> None:
+    make_queue("mail", rate_limit={"messagesPerSecond": 2.5, "burst": 10})
+    shown = client.get("/queues/mail").json()
+    assert shown["rateLimit"] == {"messagesPerSecond": 2.5, "burst": 10}
+    assert shown["settings"]["rateLimit"] == {"messagesPerSecond": 2.5, "burst": 10}
+    assert client.get("/queues/orders").json()["rateLimit"] is None
+
+
 def test_jobs_by_tracking_id(client: httpx.Client, database: Database) -> None:
     [r] = client.post("/queues/audit-log", json={"message": {"n": 1}}).json()["results"]
     job = client.get(f"/jobs/{r['trackingId']}").json()
@@ -178,6 +203,9 @@ BAD_REQUESTS = [
     ("post", "/queues/orders/status", {"status": "Error", "where": "a <"}, 400, "predicate"),
     ("put", "/queues/orders/default-status", {"status": "Leased"}, 400, "set only by leasing"),
     ("put", "/queues/nope/default-status", {"status": "Paused"}, 404, "does not exist"),
+    ("post", "/queues/nope/pause", None, 404, "does not exist"),
+    ("post", "/queues/nope/resume", None, 404, "does not exist"),
+    ("post", "/queues/Bad;Name/pause", None, 400, "invalid queue name"),
     ("get", "/queues/orders/messages?where=x%20%3D%3D", None, 400, "predicate"),
     ("get", "/queues/orders/messages?limit=0", None, 422, "limit"),
     ("get", "/queues/orders/messages?cursor=garbage", None, 400, "invalid cursor"),

@@ -60,6 +60,9 @@ def test_auth_and_routing_errors_have_the_documented_shape(client: httpx.Client)
     is_error_body(client.get("/queues"), 401)
     is_error_body(client.get("/queues", headers={"Authorization": "Bearer wrong"}), 403)
     is_error_body(client.post("/queues/orders", json={"message": {}}, headers=READ), 403)
+    is_error_body(client.post("/queues/orders/pause", headers=READ), 403)
+    is_error_body(client.post("/queues/orders/resume"), 401)
+    assert client.post("/queues/orders/pause", headers=ADMIN).json()["paused"] is True
     is_error_body(client.get("/no/such/route", headers=READ), 404)
     is_error_body(client.delete("/queues", headers=ADMIN), 405)
     assert client.get("/queues").headers.get("content-type") == "application/json"

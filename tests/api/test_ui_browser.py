@@ -324,3 +324,39 @@ def test_sign_in_with_a_token(sqlite_url: str, page: Any) -> None:
             page.click("#default-status-card button")
             expect(page.locator("#default-status")).to_have_text("Paused")
             assert database.default_status_of("orders") == "Paused"
+
+
+@needs_browser
+def test_pause_and_resume_a_queue_from_its_page(
+    db_url: str, database: Database, make_queue: MakeQueue, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    queue = make_queue("orders", rate_limit={"messagesPerSecond": 2.5, "burst": 10})
+    queue.enqueue_many([NewMessage(message={"n": n}) for n in range(3)])
+    with serve_api(database) as url:
+        page.goto(f"{url}/ui/queues/orders")
+        expect(page.locator("#flow-state")).to_have_text("Running")
+        expect(page.locator("#rate-limit")).to_have_text("2.5/s, burst 10")
+
+        page.once("dialog", lambda dialog: dialog.dismiss())  # asked first: nothing changes
+        page.click("#pause-button")
+        expect(page.locator("#pause-button")).to_be_visible()
+        assert not database.flow_state("orders").paused
+
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("#pause-button")
+        expect(page.locator("#flow-state")).to_have_text("Paused")
+        expect(page.locator("#resume-button")).to_be_visible()
+        assert database.flow_state("orders").paused
+        assert queue.lease("w1", 10).messages == []
+        shot(page, "queue-paused", db_url)
+        page.goto(f"{url}/ui")
+        expect(page.locator("tr[data-queue=orders] .paused")).to_have_text("Paused")
+        page.locator("tr[data-queue=orders] a", has_text="orders").click()
+
+        page.click("#resume-button")
+        expect(page.locator("#flow-state")).to_have_text("Running")
+        expect(page.locator("#pause-button")).to_be_visible()
+    assert not database.flow_state("orders").paused
+    assert len(queue.lease("w1", 10).messages) == 3

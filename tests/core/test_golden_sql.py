@@ -45,6 +45,9 @@ QUERIES: dict[str, Callable[[Queries], Any]] = {
     "extend": lambda q: q.extend(),
     "held": lambda q: q.held(),
     "release": lambda q: q.release(),
+    "lease_limited": lambda q: q.lease(limited=True),
+    "lock_bucket": lambda q: q.lock_bucket(),
+    "take_tokens": lambda q: q.take_tokens(),
     "insert_new": lambda q: q.insert_new()[0],
     "upsert_by_message_id": lambda q: q.upsert_by_message_id(idempotent=False)[0],
     "upsert_by_message_id_idempotent": lambda q: q.upsert_by_message_id(idempotent=True)[0],
@@ -136,6 +139,7 @@ def render(engine: str) -> dict[str, str]:
         queries = storage.queries(table)
         statements: dict[str, Any] = {
             "create_registry": sa.schema.CreateTable(storage.registry),
+            "create_rate_limits": sa.schema.CreateTable(storage.rate_limits),
             "create_table": sa.schema.CreateTable(table),
         }
         for index in table.indexes:

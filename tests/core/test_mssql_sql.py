@@ -50,6 +50,8 @@ EXPECTED = {
     "rollup_accumulate": exp.Merge,
     "schedules_due": exp.Select,
     "schedule_claim": exp.Update,
+    "lock_bucket": exp.Select,
+    "take_tokens": exp.Update,
 }
 
 

@@ -22,6 +22,8 @@ GRANTS = {
     "tq_operator": ["GRANT CREATE ON SCHEMA public TO tq_operator"],
     "tq_worker": [
         "GRANT SELECT ON tablequeue_queues TO tq_worker",
+        "GRANT SELECT, UPDATE (theoretical_arrival, updated_at) ON tablequeue_rate_limits"
+        " TO tq_worker",
         "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_workers TO tq_worker",
@@ -30,7 +32,9 @@ GRANTS = {
         " tablequeue_housekeeping TO tq_worker",
     ],
     "tq_api_admin": [
-        "GRANT SELECT, UPDATE (default_status, updated_at) ON tablequeue_queues TO tq_api_admin",
+        "GRANT SELECT, UPDATE (default_status, paused_at, updated_at) ON tablequeue_queues"
+        " TO tq_api_admin",
+        "GRANT SELECT ON tablequeue_rate_limits TO tq_api_admin",
         "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_api_admin",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
         "GRANT SELECT ON tablequeue_workers TO tq_api_admin",
@@ -38,7 +42,7 @@ GRANTS = {
         "GRANT SELECT ON tablequeue_results, tablequeue_attempts TO tq_api_admin",
     ],
     "tq_reader": [
-        "GRANT SELECT ON tablequeue_queues TO tq_reader",
+        "GRANT SELECT ON tablequeue_queues, tablequeue_rate_limits TO tq_reader",
         "GRANT SELECT ON tablequeue_schedules TO tq_reader",
         "GRANT SELECT ON orders TO tq_reader",
         "GRANT SELECT ON tablequeue_workers TO tq_reader",
@@ -63,7 +67,8 @@ def as_role(postgres_url: str) -> Iterator[dict[str, Database]]:
         database.close()
     with psycopg.connect(admin, autocommit=True) as connection:
         connection.execute(
-            "DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rollup, tablequeue_workers"
+            "DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rollup, tablequeue_workers,"
+            " tablequeue_rate_limits"
         )
         for role in GRANTS:
             connection.execute(f"DROP OWNED BY {role}")
@@ -75,7 +80,9 @@ def test_each_component_works_with_only_its_grants(
 ) -> None:
     operator = as_role["tq_operator"]
     schedule = {"name": "nightly", "cron": "0 2 * * *", "message": {"n": 0}}
-    assert operator.apply(QueueResource.from_name("orders", schedules=[schedule])) == "created"
+    limited = {"messagesPerSecond": 100}
+    resource = QueueResource.from_name("orders", schedules=[schedule], rate_limit=limited)
+    assert operator.apply(resource) == "created"
     with operator.transaction() as connection:
         for statement in [g for role in GRANTS if role != "tq_operator" for g in GRANTS[role]]:
             connection.exec_driver_sql(statement)
@@ -106,6 +113,7 @@ def test_each_component_works_with_only_its_grants(
     admin.queue("orders").set_status("OnHold", from_status="Pending")
     admin.set_default_status("orders", "Paused")
     assert admin.queue("orders").run_schedule("nightly") is not None  # Paused, the default
+    assert admin.pause("orders").paused and not admin.resume("orders").paused
 
     assert sum(chart_series(admin, "1h", ["orders"])["queues"][0]["processed"]) == 1
     reader = as_role["tq_reader"].queue("orders")
@@ -114,6 +122,7 @@ def test_each_component_works_with_only_its_grants(
     assert reader.stats().counts == {"OnHold": 1, "Paused": 1}  # processed ones are deleted
     assert as_role["tq_reader"].find_job(str(done.tracking_id)).source == "results"
     assert reader.attempts(reader.messages(status="OnHold")[0]) == []
+    assert as_role["tq_reader"].flow_states()["orders"].limited
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
     [seen] = as_role["tq_reader"].workers("orders")
     assert (seen.worker_id, seen.processed) == ("w1", 1)

@@ -74,8 +74,8 @@ def test_a_table_that_is_not_a_queue_table_is_never_adopted(
     )
     assert result.exit_code == 1 and result.output.startswith("error: table 'users' exists")
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
-    # tablequeue's own shared tables (the registry, schedules, subscriptions) may be made;
-    # nothing else changes.
+    # tablequeue's own shared tables (the registry, schedules, subscriptions, rate limits) may
+    # be made; nothing else changes.
     assert {k: v for k, v in snapshot(database).items() if not k.startswith("tablequeue_")} == {
         k: v for k, v in before.items() if not k.startswith("tablequeue_")
     }

@@ -172,6 +172,7 @@ def test_crd_schema_mirrors_the_pydantic_spec() -> None:
         "Errors",
         "Replicas",
         "Health",
+        "Paused",
         "Ready",
         "Age",
     ]

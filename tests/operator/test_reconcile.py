@@ -87,7 +87,8 @@ def test_a_queue_gets_its_table_registry_row_deployment_status_and_events(
 
     def listed() -> dict[str, str] | None:
         [row] = table_rows(kube.kubectl("get", "tq", "-n", namespace).stdout)
-        return row if row["PENDING"] == "3" and row["REPLICAS"] == "1" else None
+        settled = row["PENDING"] == "3" and row["ERRORS"] == "1"  # not between lease and fail
+        return row if settled and row["REPLICAS"] == "1" else None
 
     row = wait(listed)
     assert list(row) == [
@@ -97,6 +98,7 @@ def test_a_queue_gets_its_table_registry_row_deployment_status_and_events(
         "ERRORS",
         "REPLICAS",
         "HEALTH",
+        "PAUSED",
         "READY",
         "AGE",
     ]
@@ -107,6 +109,7 @@ def test_a_queue_gets_its_table_registry_row_deployment_status_and_events(
         "ERRORS": "1",
         "REPLICAS": "1",
         "HEALTH": "Unhealthy",
+        "PAUSED": "false",
         "READY": "True",
         "AGE": "?",
     }
@@ -120,6 +123,7 @@ def test_a_queue_gets_its_table_registry_row_deployment_status_and_events(
         "TableReady": ("True", "TableReady"),
         "DatabaseReachable": ("True", "Connected"),
         "WorkersReady": ("False", "WorkersStarting"),  # no kubelet: Pods never get ready
+        "Paused": ("False", "Running"),
     }
     assert all(c["lastTransitionTime"] and c["message"] for c in found.values())
     assert found["DatabaseReachable"]["message"] == postgres_url  # (it has no password)

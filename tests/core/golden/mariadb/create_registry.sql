@@ -8,6 +8,7 @@ CREATE TABLE tablequeue_queues (
 	created_at DATETIME(6) NOT NULL, 
 	updated_at DATETIME(6) NOT NULL, 
 	owner VARCHAR(127), 
+	paused_at DATETIME(6), 
 	PRIMARY KEY (name), 
 	UNIQUE (table_name)
 );

@@ -8,6 +8,7 @@ CREATE TABLE tablequeue_queues (
 	created_at DATETIME2(6) NOT NULL, 
 	updated_at DATETIME2(6) NOT NULL, 
 	owner NVARCHAR(127) COLLATE Latin1_General_100_BIN2_UTF8 NULL, 
+	paused_at DATETIME2(6) NULL, 
 	PRIMARY KEY (name), 
 	UNIQUE (table_name)
 );

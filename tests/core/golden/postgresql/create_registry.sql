@@ -8,6 +8,7 @@ CREATE TABLE tablequeue_queues (
 	created_at TIMESTAMP WITH TIME ZONE NOT NULL, 
 	updated_at TIMESTAMP WITH TIME ZONE NOT NULL, 
 	owner VARCHAR(127), 
+	paused_at TIMESTAMP WITH TIME ZONE, 
 	PRIMARY KEY (name), 
 	UNIQUE (table_name)
 );

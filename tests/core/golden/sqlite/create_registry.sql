@@ -8,6 +8,7 @@ CREATE TABLE tablequeue_queues (
 	created_at DATETIME NOT NULL, 
 	updated_at DATETIME NOT NULL, 
 	owner VARCHAR(127), 
+	paused_at DATETIME, 
 	PRIMARY KEY (name), 
 	UNIQUE (table_name)
 );
