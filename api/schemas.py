@@ -18,6 +18,8 @@ from tablequeue.limits import MAX_PRIORITY
 from tablequeue.models import Delivery as CoreDelivery
 from tablequeue.models import Enqueued, Message, NewMessage
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
+from tablequeue.queue import history
+from tablequeue.storage.history import ATTEMPTS_KEPT
 
 from .limits import MAX_BATCH
 
@@ -53,27 +55,24 @@ def _from_core(
     return create_model(name, __base__=FromCore, **definitions)
 
 
-JOB_FIELDS = [
-    "id",
-    "tracking_id",
-    "status",
-    "attempts",
-    "result",
-    "progress",
-    "last_error",
-    "processed_at",
-]
-
 if TYPE_CHECKING:  # mypy cannot see the fields of a model built at runtime
     MessageOut = FromCore
     Job = FromCore
     EnqueueResult = FromCore
+    AttemptOut = FromCore
     Delivery = FromCore
 else:
     MessageOut = _from_core("MessageOut", Message)
-    Job = _from_core("Job", Message, JOB_FIELDS, queue=(str, ...))
+    Job = _from_core("Job", history.Job)
     EnqueueResult = _from_core("EnqueueResult", Enqueued)
+    AttemptOut = _from_core("AttemptOut", history.Attempt)
     Delivery = _from_core("Delivery", CoreDelivery)
+
+
+class AttemptList(Out):
+    items: list[AttemptOut] = Field(
+        description=f"Failed and lost attempts, oldest first (the newest {ATTEMPTS_KEPT})"
+    )
 
 
 class EnqueueResponse(Out):

@@ -26,6 +26,7 @@ for command in (
     messages.purge,
     messages.sweep,
     messages.cancel,
+    messages.job,
     schedules.schedules,
     workers.workers,
     processes.worker,

@@ -238,10 +238,50 @@ def messages(
 @click.argument("message_id", metavar="ID", type=int)
 @db_options
 def show(db_url: str, as_json: bool, queue_name: str, message_id: int) -> None:
-    """Show one message with everything stored about it."""
+    """Show one message with everything stored about it, and its attempt history."""
     with connect(db_url) as database:
-        found = database.queue(queue_name).get(message_id).to_json()
-    emit(as_json, found, json.dumps(found, indent=2, ensure_ascii=False, default=str))
+        queue = database.queue(queue_name)
+        message = queue.get(message_id)
+        attempts = [a.to_json() for a in queue.attempts(message)]
+    found = message.to_json()
+    text = json.dumps(found, indent=2, ensure_ascii=False, default=str)
+    emit(as_json, found | {"attemptHistory": attempts}, text + "\n" + attempt_table(attempts))
+
+
+def attempt_table(attempts: list[dict[str, Any]]) -> str:
+    """The failed and lost attempts as a text table, oldest first (the error's first line)."""
+    if not attempts:
+        return "attempts: none failed or lost"
+    rows = [
+        [
+            str(a["attempt"]),
+            a["kind"],
+            a["at"],
+            a["owner"] or "",
+            a["correlationId"] or "",
+            (a["error"] or "").strip().splitlines()[0][:100] if a["error"] else "",
+        ]
+        for a in attempts
+    ]
+    header = ["#", "kind", "at", "worker", "correlation id", "error"]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    lines = ["attempts:"]
+    for row in [header, *rows]:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+@click.command("job")
+@click.argument("tracking_id")
+@db_options
+def job(db_url: str, as_json: bool, tracking_id: str) -> None:
+    """What became of a message by its tracking id: its row while it has one, else its kept
+    result (keepResultsFor); `source` says which."""
+    with connect(db_url) as database:
+        found = database.find_job(tracking_id).to_json()
+    text = "\n".join(f"{key}: {json.dumps(value, default=str)}" for key, value in found.items())
+    emit(as_json, found, text)
 
 
 @click.command("set-status")

@@ -15,7 +15,8 @@ from . import names
 from .errors import InvalidInput, MessageNotFound, QueueNotFound
 from .health import WorkerPresence
 from .models import Delivery, Message, NewMessage
-from .queue import Queue, publish
+from .queue import Queue, history, publish
+from .queue.history import Job
 from .spec import QueueSpec
 from .storage import Storage, flow_control, registry
 from .storage import workers as worker_rows
@@ -79,19 +80,28 @@ class Database(Storage):
     def queues(self) -> list[dict[str, Any]]:
         return registry.queues(self)
 
-    def find_job(self, tracking_id: str) -> tuple[Queue, Message]:
-        """The queue and message a tracking id belongs to, searching every queue."""
-        try:
-            uuid.UUID(tracking_id)
-        except ValueError:
-            raise InvalidInput(
-                f"invalid tracking id {tracking_id[:80]!r}: expected a UUID"
-            ) from None
+    def find_message(self, tracking_id: str) -> tuple[Queue, Message]:
+        """The queue and message a tracking id belongs to, searching every queue's table."""
+        tracking = _tracking_id(tracking_id)
         for row in self.queues():
             queue = self.queue(row["name"])
             with contextlib.suppress(MessageNotFound):
-                return queue, queue.get_by_tracking_id(tracking_id)
+                return queue, queue.get_by_tracking_id(tracking)
         raise MessageNotFound(f"no message with tracking id {tracking_id} in any queue")
+
+    def find_job(self, tracking_id: str) -> Job:
+        """What became of a message by its tracking id: its row in whichever queue holds it
+        (`source` "queue"), else its kept outcome (`source` "results", see keepResultsFor)."""
+        tracking = _tracking_id(tracking_id)
+        with contextlib.suppress(MessageNotFound):
+            queue, message = self.find_message(tracking_id)
+            return Job.of_message(queue.name, message)
+        kept = history.stored_result(self, tracking)
+        if kept is None:
+            raise MessageNotFound(
+                f"no message with tracking id {tracking_id} in any queue, and no kept result"
+            )
+        return Job.of_result(kept)
 
     def heartbeat(self, beat: Heartbeat) -> None:
         """Record a worker's heartbeat in `tablequeue_workers` (one upsert)."""
@@ -148,6 +158,13 @@ class Database(Storage):
         """Forget a queue; drop its table only when asked (deletionPolicy: Delete). With
         `owner`, only if that Queue resource owns it (else nothing changes: False)."""
         return registry.delete_queue(self, name, drop_table, owner)
+
+
+def _tracking_id(tracking_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(tracking_id)
+    except ValueError:
+        raise InvalidInput(f"invalid tracking id {tracking_id[:80]!r}: expected a UUID") from None
 
 
 def connect(url: str, **engine_options: Any) -> Database:

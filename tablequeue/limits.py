@@ -13,3 +13,5 @@ MAX_LEASE_BATCH = 10_000
 """Most messages one lease may take."""
 PURGE_BATCH = 5_000
 """Rows one purge statement deletes (purging runs as many as it takes)."""
+ATTEMPTS_KEPT = 20
+"""Failed or lost attempts kept per message: older ones go when a newer one is recorded."""

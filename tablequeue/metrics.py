@@ -27,6 +27,11 @@ worker_in_flight = Gauge("tablequeue_worker_in_flight", "Handlers running now", 
 worker_lease_batches = Counter(
     "tablequeue_worker_lease_batches", "Lease statements that returned messages", ["queue"]
 )
+worker_purged = Counter(
+    "tablequeue_worker_purged",
+    "Rows retention removed: messages (keepProcessedFor), results (keepResultsFor), attempts",
+    ["queue", "what"],
+)
 worker_queue_paused = Gauge(
     "tablequeue_worker_queue_paused",
     "1 while this worker finds its queue paused (it leases nothing), else 0",

@@ -342,6 +342,10 @@ class QueueSpec(SpecModel):
     keep_processed_for: Duration = Field(
         None, description="Keep Processed rows; default 0s, or forever when idempotent"
     )
+    keep_results_for: Duration = Field(
+        None,
+        description="Keep the outcome of finished messages (GET /jobs) after the row; default 1d",
+    )
     health: HealthRules = Field(default_factory=HealthRules, description="Health rules")
     deletion_policy: DeletionPolicy = Field("Retain", description="Delete drops the table")
     example_message: Any = Field(
@@ -413,7 +417,8 @@ class QueueSpec(SpecModel):
     @model_validator(mode="before")
     @classmethod
     def _null_is_unset(cls, data: Any) -> Any:
-        # `keepProcessedFor: null` means unset (as the API server prunes it), never forever.
+        # `keepProcessedFor: null` (or keepResultsFor) means unset (as the API server prunes
+        # it), never forever.
         if isinstance(data, dict):
             data = {k: v for k, v in data.items() if v is not None or not _is_keep(k)}
         return data
@@ -421,6 +426,10 @@ class QueueSpec(SpecModel):
     @field_serializer("keep_processed_for")
     def _dump_keep(self, value: timedelta | None) -> str | None:
         return format_duration(value) if "keep_processed_for" in self.model_fields_set else None
+
+    @field_serializer("keep_results_for")
+    def _dump_keep_results(self, value: timedelta | None) -> str | None:
+        return format_duration(value) if "keep_results_for" in self.model_fields_set else None
 
     def table_for(self, queue_name: str) -> str:
         return self.table or names.table_for_queue(queue_name)
@@ -432,9 +441,22 @@ class QueueSpec(SpecModel):
             return self.keep_processed_for
         return None if self.idempotent else timedelta(0)
 
+    @property
+    def keep_results(self) -> timedelta | None:
+        """How long the outcome of a finished message is kept in `tablequeue_results`: None =
+        forever, 0 = not recorded at all. Default one day: a client polling `GET /jobs/ID`
+        finds the outcome after the row is gone, and the table holds at most a day of
+        finished messages."""
+        if "keep_results_for" in self.model_fields_set:
+            return self.keep_results_for
+        return DEFAULT_KEEP_RESULTS
+
+
+DEFAULT_KEEP_RESULTS = timedelta(days=1)
+
 
 def _is_keep(key: object) -> bool:
-    return key in ("keepProcessedFor", "keep_processed_for")
+    return key in ("keepProcessedFor", "keep_processed_for", "keepResultsFor", "keep_results_for")
 
 
 class ObjectMeta(BaseModel):

@@ -54,6 +54,12 @@ class WorkerSettings(BaseSettings):
     poll_max: float | None = Field(None, ge=0.001)
     grace_period: float | None = Field(None, ge=0)
     sweep_interval: float = Field(30.0, ge=0.1)
+    purge_interval: float = Field(
+        60.0,
+        ge=0.1,
+        description="Seconds between retention rounds (keepProcessedFor, keepResultsFor); "
+        "one worker of a queue purges at a time.",
+    )
     heartbeat_interval: float = Field(
         5.0, ge=0.1, le=3600, description="Seconds between heartbeats in tablequeue_workers."
     )

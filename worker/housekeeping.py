@@ -1,12 +1,15 @@
 """Housekeeping every worker of a queue shares: sweeping expired leases and messages, firing the
 due ticks of the queue's schedules (each exactly once, whichever worker or operator claims it),
-and vacuuming the table when finished messages left it bloated (PostgreSQL)."""
+retention (one worker of a queue at a time, by the queue's housekeeping lease), and vacuuming
+the table when finished messages left it bloated (PostgreSQL)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
+from tablequeue import metrics
 from tablequeue.backoff import Backoff
 from tablequeue.queue import Queue
 
@@ -77,3 +80,29 @@ async def vacuum_when_bloated(
         else:
             after_vacuum.reset()
             pause = interval
+
+
+async def purge_every(
+    interval: float, queue: Queue, owner: str, health: DatabaseHealth, stopping: asyncio.Event
+) -> None:
+    """Apply keepProcessedFor and keepResultsFor every `interval` (the first round at once)
+    while this worker holds the queue's housekeeping lease; give it up when stopping."""
+    while not stopping.is_set():
+        try:
+            purged = await asyncio.to_thread(queue.purge_retained, owner)
+        except DATABASE_ERRORS as error:
+            health.trouble(error)
+            purged = None
+        if purged is not None:
+            for what, count in (
+                ("messages", purged.messages),
+                ("results", purged.results),
+                ("attempts", purged.attempts),
+            ):
+                if count:
+                    metrics.worker_purged.labels(queue=queue.name, what=what).inc(count)
+            if purged.total:
+                log.info("purged", extra=purged.__dict__ | {"owner": owner})
+        await sleep_unless(interval, stopping)
+    with contextlib.suppress(*DATABASE_ERRORS):  # else the lease lapses by itself
+        await asyncio.to_thread(queue.release_housekeeping, owner)

@@ -32,7 +32,7 @@ from .handlers import HttpHandler, PythonHandler
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .heartbeat import Heartbeats
 from .held import HeldMessages
-from .housekeeping import fire_schedules_every, sweep_every, vacuum_when_bloated
+from .housekeeping import fire_schedules_every, purge_every, sweep_every, vacuum_when_bloated
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
 from .progress import ProgressRoute
@@ -132,6 +132,10 @@ class Worker:
             asyncio.create_task(
                 fire_schedules_every(config.schedule_interval, queue, self.health, self.stopping),
                 name="schedules",
+            ),
+            asyncio.create_task(
+                purge_every(config.purge_interval, queue, config.owner, self.health, self.stopping),
+                name="purge",
             ),
             asyncio.create_task(
                 vacuum_when_bloated(config.vacuum_interval, queue, self.health, self.stopping),

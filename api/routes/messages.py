@@ -16,6 +16,8 @@ from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 from ..dependencies import ADMIN, READER, MessageIdArg, QueueArg
 from ..limits import MAX_BATCH, MAX_PAGE
 from ..schemas import (
+    AttemptList,
+    AttemptOut,
     EnqueueBody,
     EnqueueResponse,
     EnqueueResult,
@@ -99,6 +101,13 @@ def list_messages(
 def get_message(queue: QueueArg, message_id: MessageIdArg) -> MessageOut:
     """One message with everything stored about it."""
     return MessageOut.of(queue.get(message_id))
+
+
+@router.get(ONE + "/attempts", dependencies=READER)
+def get_attempts(queue: QueueArg, message_id: MessageIdArg) -> AttemptList:
+    """The message's failed attempts and lost leases (time, worker, correlation id, error)."""
+    attempts = queue.attempts(queue.get(message_id))
+    return AttemptList(items=[AttemptOut.of(a) for a in attempts])
 
 
 @router.patch(ONE, dependencies=ADMIN)

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from tablequeue import errors, names
+from tablequeue.storage.history import ATTEMPTS_KEPT
 
 from ..dependencies import DatabaseArg
 from .paging import message_id as parse_message_id
@@ -28,6 +29,8 @@ def message_page(render: RenderArg, database: DatabaseArg, name: str, message_id
         title=f"{name} #{message.id}",
         queue=queue,
         m=message,
+        attempts=queue.attempts(message),
+        attempts_kept=ATTEMPTS_KEPT,
         status_choices=[s for s in STATUS_CHOICES if s != message.status],
         unfinished=message.status not in names.FINAL,
     )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.dml import Insert
 
 from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
 
@@ -28,6 +29,9 @@ JsonKind = Literal["string", "number", "boolean"]
 JsonPath = Sequence[str | int]
 Rows = Sequence[sa.Row[*tuple[Any, ...]]]
 LeasedRows = Sequence[Sequence[Any]]
+SweptLease = sa.Row[Any]
+"""A lease the sweep settled: `status` (its new one), `id`, `tracking_id`, `lease_owner`,
+`correlation_id`, `attempts`."""
 """Every column of each leased row, in table order (`Message(*row)`)."""
 
 
@@ -41,6 +45,9 @@ class Capabilities:
     """Stats may estimate the count of a huge finished status from table statistics."""
     vacuums: bool
     """`vacuum_if_bloated` can reclaim dead rows' space (else the engine reuses it itself)."""
+    folds_writes: bool = False
+    """Data-modifying statements nest in one statement (`WITH done AS (DELETE ... RETURNING)
+    INSERT ...`): recording a result costs no extra round trip."""
     one_writer: bool = False
     """One write transaction at a time in the whole database (SQLite): a lease waits while
     another connection's transaction that wrote is open."""
@@ -207,9 +214,9 @@ class Dialect(Protocol):
         *,
         on_lease_expired: LeaseExpiredPolicy,
         max_attempts: int,
-    ) -> tuple[list[str], int]:
-        """Settle lapsed leases and expire messages: each swept lease's new status, and the
-        number of messages expired."""
+    ) -> tuple[list[SweptLease], int]:
+        """Settle lapsed leases and expire messages: each swept lease (its new status, id,
+        tracking id, owner, correlation id, attempts), and the number of messages expired."""
 
     def extend(
         self,
@@ -248,6 +255,16 @@ class Dialect(Protocol):
     ) -> sa.Row[Any] | None:
         """Update the one row `where` chooses (by id or tracking id); the row as updated, or
         None when no row matched."""
+
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        """Turn the insert into an upsert on the primary key `key` that replaces `columns`
+        with the new row's, or None when the engine has none (then delete first)."""
+
+    def excluded(self, insert: Insert) -> Any:
+        """The pseudo-table of the row that failed to insert (`EXCLUDED`)."""
+
+    def insert(self, table: sa.Table) -> Insert:
+        """An INSERT that supports `upsert_on_key`."""
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
         """A DELETE of at most `limit` rows matching `where` (bounded purges)."""

@@ -33,7 +33,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from ..sqltypes import UtcDateTime
-from .base import Capabilities, JsonKind, JsonPath, LeasedRows
+from .base import Capabilities, JsonKind, JsonPath, LeasedRows, SweptLease
 from .json_index import MariaDbIndexes
 from .mysql_queries import NOW_LABEL, MariaDbQueries
 from .queries import LeaseExpiredPolicy, Queries
@@ -383,6 +383,9 @@ class MariaDbDialect(SqlDialect):
             ordered = [(k, sa.case((where, v), else_=table.c[k])) for k, v in ordered]
         return insert.on_duplicate_key_update(ordered)
 
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        return self.on_conflict_key(insert, {c: self.excluded(insert)[c] for c in columns})
+
     def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
         assert isinstance(insert, mysql.Insert)
         return insert.on_duplicate_key_update(set_)
@@ -485,15 +488,15 @@ class MariaDbDialect(SqlDialect):
         *,
         on_lease_expired: LeaseExpiredPolicy,
         max_attempts: int,
-    ) -> tuple[list[str], int]:
+    ) -> tuple[list[SweptLease], int]:
         assert isinstance(queries, MariaDbQueries)
         lapsed = connection.execute(queries.sweep_lapsed_leases(on_lease_expired, max_attempts))
-        swept: dict[int, str] = {row[0]: row[1] for row in lapsed}
+        swept = lapsed.all()
         if swept:
             settle = queries.settle_lapsed_leases(on_lease_expired, max_attempts)
-            connection.execute(settle, {"b_ids": list(swept)})
+            connection.execute(settle, {"b_ids": [row.id for row in swept]})
         expired = int(connection.execute(queries.expire()).rowcount)
-        return list(swept.values()), expired
+        return list(swept), expired
 
     def extend(
         self,

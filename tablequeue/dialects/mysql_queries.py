@@ -16,7 +16,7 @@ from sqlalchemy.sql.selectable import CompoundSelect, Select
 
 from .. import names
 from ..sqltypes import UtcDateTime
-from .queries import LeaseExpiredPolicy, Queries, literal_status
+from .queries import LeaseExpiredPolicy, Queries, literal_status, swept_columns
 
 NOW_LABEL = "b_now"
 """The database clock, selected with the lease candidates."""
@@ -87,7 +87,10 @@ class MariaDbQueries(Queries):
         lapsed, values = self.lapsed_lease_changes(policy, max_attempts)
         # A lapsed lease whose worker is recording its outcome right now is left to that
         # worker (skipped, not waited for): no lock wait, so no deadlock with it.
-        locked = sa.select(self.table.c.id, values["status"]).where(lapsed)
+        t = self.table
+        status = values["status"].label("status")
+        columns = [status, *swept_columns(t)[1:]]
+        locked = sa.select(*columns).where(lapsed)
         return locked.with_for_update(skip_locked=True)
 
     def settle_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:

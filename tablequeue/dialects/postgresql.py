@@ -93,7 +93,9 @@ class PostgresDialect(SqlDialect):
         "postgresql+psycopg": "postgresql+psycopg",
     }
     url_hint = "postgresql://"
-    capabilities = Capabilities(notifies=True, estimates_counts=True, vacuums=True)
+    capabilities = Capabilities(
+        notifies=True, estimates_counts=True, vacuums=True, folds_writes=True
+    )
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
     json_index_strategy = PostgresIndexes
 
@@ -149,6 +151,12 @@ class PostgresDialect(SqlDialect):
             index_where=insert.table.c.message_id.is_not(None),
             set_=set_,
             where=where,
+        )
+
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        assert isinstance(insert, pg.Insert)
+        return insert.on_conflict_do_update(
+            index_elements=[key], set_={c: insert.excluded[c] for c in columns}
         )
 
     def upsert(

@@ -63,6 +63,11 @@ class SqlParts(PerRowSource, Protocol):
         """Extra RETURNING columns that notify listeners once when the statement returns rows."""
 
 
+def swept_columns(t: sa.Table) -> list[sa.ColumnElement[Any]]:
+    """What a sweep tells of each lease it settled (`base.SweptLease`), new status first."""
+    return [t.c.status, t.c.id, t.c.tracking_id, t.c.lease_owner, t.c.correlation_id, t.c.attempts]
+
+
 def literal_status(status: str) -> sa.ColumnElement[str]:
     """A built-in status as SQL text, never a user value: partial indexes match it."""
     assert status in names.BUILT_IN
@@ -468,7 +473,8 @@ class Queries:
 
     def _sweep_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:
         lapsed, values = self.lapsed_lease_changes(policy, max_attempts)
-        return sa.update(self.table).where(lapsed).values(**values).returning(self.table.c.status)
+        t = self.table
+        return sa.update(t).where(lapsed).values(**values).returning(*swept_columns(t))
 
     def lapsed_lease_changes(
         self, policy: LeaseExpiredPolicy, max_attempts: int

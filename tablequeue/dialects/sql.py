@@ -18,7 +18,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from .. import names
-from .base import Capabilities, JsonKind, JsonPath, LeasedRows, Rows
+from .base import Capabilities, JsonKind, JsonPath, LeasedRows, Rows, SweptLease
 from .json_index import ExpressionIndexes, JsonIndexes
 from .per_row import PerRow
 from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
@@ -216,9 +216,9 @@ class SqlDialect(abc.ABC):
         *,
         on_lease_expired: LeaseExpiredPolicy,
         max_attempts: int,
-    ) -> tuple[list[str], int]:
+    ) -> tuple[list[SweptLease], int]:
         leases = queries.sweep_lapsed_leases(on_lease_expired, max_attempts)
-        swept = list(connection.execute(leases).scalars())
+        swept = list(connection.execute(leases).all())
         return swept, len(connection.execute(queries.expire()).all())
 
     def extend(
@@ -257,6 +257,9 @@ class SqlDialect(abc.ABC):
     ) -> sa.Row[Any] | None:
         statement = sa.update(table).where(where).values(**values).returning(*table.c)
         return connection.execute(statement).first()
+
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        return None  # delete the old row first
 
     def accumulate(
         self,

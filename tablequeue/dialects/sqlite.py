@@ -138,6 +138,12 @@ class SqliteDialect(SqlDialect):
             where=where,
         )
 
+    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        assert isinstance(insert, sqlite.Insert)
+        return insert.on_conflict_do_update(
+            index_elements=[key], set_={c: insert.excluded[c] for c in columns}
+        )
+
     def upsert(
         self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
     ) -> sa.Executable:

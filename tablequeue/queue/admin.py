@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from .. import names
 from ..dialects.queries import literal_status
 from ..errors import Conflict, InvalidInput, MessageNotFound
 from ..limits import MAX_PRIORITY, PURGE_BATCH
 from ..models import Message, Swept, check_json
-from . import read
+from . import history, read
 from .context import QueueContext
 
 
@@ -183,7 +184,12 @@ def sweep(queue: QueueContext) -> Swept:
             on_lease_expired=queue.spec.on_lease_expired,
             max_attempts=queue.spec.max_attempts,
         )
-    outcomes = Counter(swept)
+        lost = [
+            (lease, history.LEASE_EXPIRED, lease.lease_owner, f"lease expired; now {lease.status}")
+            for lease in swept
+        ]
+        history.write_attempts(queue, connection, lost)
+    outcomes = Counter(lease.status for lease in swept)
     return Swept(
         abandoned=outcomes[names.ABANDONED],
         retried=outcomes[names.PENDING],
@@ -192,7 +198,15 @@ def sweep(queue: QueueContext) -> Swept:
     )
 
 
-def purge(queue: QueueContext, statuses: Sequence[str] | None, older_than: timedelta | None) -> int:
+def purge(
+    queue: QueueContext,
+    statuses: Sequence[str] | None,
+    older_than: timedelta | None,
+    guard: Callable[[Connection], bool] | None = None,
+) -> int:
+    """Delete finished messages in batches of PURGE_BATCH, one transaction each; `guard` runs
+    first in each batch's transaction and stops the purge when it says False (the
+    housekeeping lease, see `retention`)."""
     if statuses is None:
         statuses = [names.PROCESSED]
         older_than = older_than if older_than is not None else queue.spec.keep_processed
@@ -213,6 +227,8 @@ def purge(queue: QueueContext, statuses: Sequence[str] | None, older_than: timed
     total = 0
     while True:
         with queue.storage.transaction() as connection:
+            if guard is not None and not guard(connection):
+                return total
             deleted = int(connection.execute(statement).rowcount)
         total += deleted
         if deleted < PURGE_BATCH:

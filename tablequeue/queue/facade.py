@@ -14,6 +14,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 
 from ..dialects import Dialect
+from ..limits import PURGE_BATCH
 from ..models import (
     Completion,
     Enqueued,
@@ -27,7 +28,7 @@ from ..models import (
 )
 from ..spec import QueueSpec
 from ..storage import Storage
-from . import admin, enqueue, read, settle
+from . import admin, enqueue, history, read, retention, settle
 from . import schedules as recurring
 from .context import QueueContext
 from .schedules import Fired, ScheduleView
@@ -169,6 +170,25 @@ class Queue:
         """
         return admin.purge(self._queue, statuses, older_than)
 
+    def purge_retained(
+        self,
+        owner: str,
+        lease_seconds: float = retention.HOUSEKEEPING_LEASE_SECONDS,
+        batch: int = PURGE_BATCH,
+    ) -> retention.Purged | None:
+        """One retention round (keepProcessedFor, keepResultsFor, attempts left alone) in
+        bounded batches, if `owner` holds or takes the queue's housekeeping lease; None when
+        another worker holds it. Workers call it every `purge_interval`."""
+        return retention.purge_retained(self._queue, owner, lease_seconds, batch)
+
+    def release_housekeeping(self, owner: str) -> None:
+        """Give up the housekeeping lease (a worker stopping)."""
+        retention.release_lease(self._queue, owner)
+
+    def housekeeping_holder(self) -> str | None:
+        """The worker that holds the housekeeping lease now, if any."""
+        return retention.holder(self._queue)
+
     def fire_schedules(self) -> list[Fired]:
         """Claim and enqueue the due ticks of the queue's schedules (`spec.schedules`), each
         exactly once whoever else calls it at the same time. Workers call it with their
@@ -247,6 +267,11 @@ class Queue:
     def get_by_tracking_id(self, tracking_id: uuid.UUID | str) -> Message:
         with self.database.transaction() as connection:
             return read.by_tracking_id(self._queue, connection, read.tracking_uuid(tracking_id))
+
+    def attempts(self, message: Message) -> list[history.Attempt]:
+        """The recorded failed and lost attempts of a message (the newest
+        `ATTEMPTS_KEPT`), oldest first."""
+        return history.attempts_of(self.database, message.tracking_id)
 
     def messages(
         self,

@@ -14,7 +14,7 @@ from ..errors import InvalidInput
 from ..limits import MAX_LEASE_BATCH, MAX_SECONDS
 from ..models import Completion, Failure, LeaseBatch, Message, Settled, retry_delay
 from ..storage import registry
-from . import flow
+from . import flow, history
 from .context import QueueContext
 
 
@@ -109,12 +109,21 @@ def complete(
     deleted = [c for c in completions if not c.process_again_at and not keep]
     processed = [c for c in completions if not c.process_again_at and keep]
     again = [c for c in completions if c.process_again_at]
-    if deleted:
+    results = history.keeps_results(queue)
+    if deleted and results:
+        settled.deleted = history.complete_recording(
+            queue, connection, owner, deleted, _finished(deleted), delete=True
+        )
+    elif deleted:
         rows = [_held(c.message) for c in deleted]
         settled.deleted = dialect.finish(
             connection, queries, outcome="delete", owner=owner, rows=rows
         )
-    if processed:
+    if processed and results:
+        settled.processed = history.complete_recording(
+            queue, connection, owner, processed, _finished(processed), delete=False
+        )
+    elif processed:
         settled.processed = dialect.finish(
             connection, queries, outcome="processed", owner=owner, rows=_finished(processed)
         )
@@ -153,6 +162,10 @@ def fail(
         else:
             settled.retrying += 1
     failed = queue.dialect.fail(connection, queue.queries, owner=owner, rows=rows) if rows else 0
+    recorded = [
+        (f.message, row["b_error"], row["b_give_up"]) for f, row in zip(failures, rows, strict=True)
+    ]
+    history.record_failures(queue, connection, owner, recorded, failed)
     if failed < len(failures):  # rare: a new version arrived, or a lease was lost
         newer = [_held(f.message) | {"b_previous": None} for f in failures]
         settled.requeued_newer_version = _requeue_newer(queue, connection, newer, owner, False)

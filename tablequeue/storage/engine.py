@@ -17,6 +17,7 @@ from ..errors import DatabaseUnavailable
 from ..models import canonical_json
 from .borrowed import bare, borrowed
 from .flow_control import rate_limit_table
+from .history import HistoryTables, history_tables
 from .schedules import schedules_table
 from .schema import queue_table, registry_table
 from .subscriptions import SUBSCRIPTIONS_TABLE, subscriptions_table
@@ -75,6 +76,8 @@ class Storage:
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
         self.rate_limits = rate_limit_table(self.metadata)
+        self.history: HistoryTables = history_tables(self.metadata, self.dialect)
+        """The shared tables of results, attempts and the housekeeping lease."""
         self.workers_table = workers_table(self.metadata)
         self.schedules = schedules_table(self.metadata)
         self.subscriptions = subscriptions_table(self.metadata)

@@ -15,6 +15,7 @@ from ..models import message_columns
 from . import schedules, subscriptions
 from .engine import Storage
 from .flow_control import declared_pause, forget_rate_limit, sync_rate_limit
+from .history import ensure_history
 from .rollup import ensure_rollup
 from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
 from .urls import check_declared_dialect
@@ -32,6 +33,7 @@ def ensure_registry(storage: Storage) -> None:
         storage.registry.create(connection, checkfirst=True)
         migrate_registry(connection, storage.registry)
         storage.rate_limits.create(connection, checkfirst=True)
+        ensure_history(connection, storage.history)
         ensure_workers_table(storage, connection)
         storage.schedules.create(connection, checkfirst=True)
         subscriptions.ensure(storage, connection)

@@ -301,7 +301,8 @@ def test_message_json_is_the_core_message(client: httpx.Client, database: Databa
     stored = database.queue("orders").get(created["id"]).to_json()
     assert instants(shown) == instants(stored)
     job = client.get(f"/jobs/{created['trackingId']}").json()
-    assert job == {"queue": "orders"} | {key: shown[key] for key in job if key != "queue"}
+    assert (job.pop("queue"), job.pop("source")) == ("orders", "queue")
+    assert job == {key: shown[key] for key in job}
 
 
 @pytest.mark.parametrize(

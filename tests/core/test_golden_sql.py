@@ -27,6 +27,7 @@ import sqlalchemy as sa
 
 from tablequeue import indexes, predicate
 from tablequeue.dialects import DIALECTS
+from tablequeue.dialects.history import HistoryQueries
 from tablequeue.dialects.queries import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
 from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
@@ -151,6 +152,24 @@ def render(engine: str) -> dict[str, str]:
         )
         for name, build in QUERIES.items():
             statements[name] = build(queries)
+        for shared in storage.history.all():
+            statements[f"create_{shared.name}"] = sa.schema.CreateTable(shared)
+            for index in shared.indexes:
+                statements[f"create_index_{index.name}"] = sa.schema.CreateIndex(index)
+        history = HistoryQueries(storage.dialect, queries, storage.history)
+        statements.update(
+            {
+                "history_settled_rows": history.settled_rows(),
+                "history_present_ids": history.present_ids(),
+                "history_write_results": history.write_results()[0],
+                "history_forget_results": history.forget_results(),
+                "history_write_attempts": history.write_attempts(),
+                "history_trim_attempts": history.trim_attempts(),
+            }
+        )
+        if storage.dialect.capabilities.folds_writes:
+            statements["history_delete_done_and_record"] = history.finish_and_record(True)[0]
+            statements["history_mark_processed_and_record"] = history.finish_and_record(False)[0]
         statements.update(rollup_statements(storage))
         statements.update(schedule_statements(storage))
         extra_statements = getattr(queries, "extra_statements", None)  # an engine's own

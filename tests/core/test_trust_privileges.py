@@ -28,6 +28,8 @@ GRANTS = {
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_workers TO tq_worker",
         "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_rollup TO tq_worker",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_results, tablequeue_attempts,"
+        " tablequeue_housekeeping TO tq_worker",
     ],
     "tq_api_admin": [
         "GRANT SELECT, UPDATE (default_status, paused_at, updated_at) ON tablequeue_queues"
@@ -37,6 +39,7 @@ GRANTS = {
         "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
         "GRANT SELECT ON tablequeue_workers TO tq_api_admin",
         "GRANT SELECT ON tablequeue_rollup TO tq_api_admin",
+        "GRANT SELECT ON tablequeue_results, tablequeue_attempts TO tq_api_admin",
     ],
     "tq_reader": [
         "GRANT SELECT ON tablequeue_queues, tablequeue_rate_limits TO tq_reader",
@@ -44,6 +47,7 @@ GRANTS = {
         "GRANT SELECT ON orders TO tq_reader",
         "GRANT SELECT ON tablequeue_workers TO tq_reader",
         "GRANT SELECT ON tablequeue_rollup TO tq_reader",
+        "GRANT SELECT ON tablequeue_results, tablequeue_attempts TO tq_reader",
     ],
 }
 """What docs/guarantees.md tells a DBA to grant (the operator's: as the owner of the tables)."""
@@ -84,10 +88,11 @@ def test_each_component_works_with_only_its_grants(
             connection.exec_driver_sql(statement)
 
     worker = as_role["tq_worker"].queue("orders")
-    worker.enqueue({"n": 1})
+    done = worker.enqueue({"n": 1})
     [message] = worker.lease("w1", 10).messages
-    worker.complete("w1", [Completion(message)])
+    worker.complete("w1", [Completion(message)])  # its result is kept
     worker.sweep()
+    assert worker.purge_retained("w1") is not None
     worker.vacuum()  # not the owner: PostgreSQL skips it with a warning, nothing fails
     as_role["tq_worker"].heartbeat(Heartbeat("w1", "orders", "pod-1", 1, "0.1.0", 5.0))
     as_role["tq_worker"].heartbeat(Heartbeat("w1", "orders", "pod-1", 1, "0.1.0", 5.0, 0, 1))
@@ -115,6 +120,8 @@ def test_each_component_works_with_only_its_grants(
     assert [view.fired for view in reader.schedules()] == [2]
     assert sum(chart_series(as_role["tq_reader"], "24h")["total"]["processed"]) == 1
     assert reader.stats().counts == {"OnHold": 1, "Paused": 1}  # processed ones are deleted
+    assert as_role["tq_reader"].find_job(str(done.tracking_id)).source == "results"
+    assert reader.attempts(reader.messages(status="OnHold")[0]) == []
     assert as_role["tq_reader"].flow_states()["orders"].limited
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
     [seen] = as_role["tq_reader"].workers("orders")

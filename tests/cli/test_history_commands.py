@@ -1,0 +1,73 @@
+"""`tablequeue show` prints a message's attempt history; `tablequeue job` finds a message by
+its tracking id, in its queue or, once the row is gone, in the kept results."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner, Result
+
+from tablequeue import Completion, Database, Failure, Queue
+from tablequeue.cli import main
+from tablequeue.spec import QueueResource
+
+
+def _run(db_url: str, *args: str) -> Result:
+    return CliRunner().invoke(main, list(args), env={"TABLEQUEUE_DB": db_url})
+
+
+def _queue(database: Database, **spec: object) -> Queue:
+    database.apply(QueueResource.from_name("orders", **spec))
+    return database.queue("orders")
+
+
+def test_show_prints_the_attempts(database: Database, db_url: str) -> None:
+    queue = _queue(database, max_attempts=3, retry={"delay_seconds": 0})
+    queue.enqueue({"n": 1})
+    [m] = queue.lease("worker-a", 1, correlation_id="cid-1").messages
+    queue.fail("worker-a", [Failure(m, "SMTP timeout\nTraceback ...")])
+
+    shown = _run(db_url, "show", "orders", str(m.id))
+    assert shown.exit_code == 0, shown.output
+    table = shown.output.split("attempts:")[1].splitlines()
+    assert table[1].split()[:2] == ["#", "kind"]
+    assert table[2].split()[:2] == ["1", "failure"]
+    assert "worker-a" in table[2] and "cid-1" in table[2] and table[2].endswith("SMTP timeout")
+
+    as_json = _run(db_url, "show", "orders", str(m.id), "--json")
+    [attempt] = json.loads(as_json.output)["attemptHistory"]
+    assert attempt["owner"] == "worker-a" and attempt["correlationId"] == "cid-1"
+    assert attempt["error"] == "SMTP timeout\nTraceback ..." and attempt["kind"] == "failure"
+
+
+def test_show_says_when_nothing_failed(database: Database, db_url: str) -> None:
+    queue = _queue(database)
+    done = queue.enqueue({"n": 1})
+    shown = _run(db_url, "show", "orders", str(done.id))
+    assert shown.exit_code == 0 and "attempts: none failed or lost" in shown.output
+
+
+def test_job_answers_from_the_queue_then_from_the_results(database: Database, db_url: str) -> None:
+    queue = _queue(database)
+    done = queue.enqueue({"n": 1})
+    pending = json.loads(_run(db_url, "job", str(done.tracking_id), "--json").output)
+    assert pending["source"] == "queue" and pending["status"] == "Pending"
+    [m] = queue.lease("w1", 1).messages
+    queue.complete("w1", [Completion(m, result={"sent": True})])
+
+    finished = _run(db_url, "job", str(done.tracking_id))
+    assert finished.exit_code == 0, finished.output
+    assert 'source: "results"' in finished.output and 'status: "Processed"' in finished.output
+    found = json.loads(_run(db_url, "job", str(done.tracking_id), "--json").output)
+    assert found["result"] == {"sent": True} and found["queue"] == "orders"
+
+
+def test_job_with_a_bad_or_unknown_tracking_id_is_one_error_line(
+    database: Database, db_url: str
+) -> None:
+    _queue(database)
+    bad = _run(db_url, "job", "not-a-uuid")
+    assert bad.exit_code == 1 and bad.output.startswith("error: invalid tracking id")
+    unknown = _run(db_url, "job", "00000000-0000-0000-0000-000000000001")
+    assert unknown.exit_code == 1 and "no kept result" in unknown.output
+    assert len(unknown.output.strip().splitlines()) == 1

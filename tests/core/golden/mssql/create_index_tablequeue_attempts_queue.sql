@@ -1,0 +1,1 @@
+CREATE INDEX tablequeue_attempts_queue ON tablequeue_attempts (queue, id);
