@@ -75,6 +75,7 @@ class MariaDbServer:
             "--no-defaults",
             f"--datadir={self.data}",
             f"--socket={self.socket}",
+            f"--tmpdir={self.base}",  # its own, not the shared /tmp others clean up
             f"--pid-file={self.base / 'mariadb.pid'}",
             f"--log-error={self.base / 'error.log'}",
             f"--port={self.port}",
