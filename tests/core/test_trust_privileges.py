@@ -1,11 +1,12 @@
-"""Least privilege on PostgreSQL (docs/guarantees.md): the grants each component needs, proven by
-running it as a role that has only those. The operator (and `queue apply`) owns the tables; the
-worker and an API admin need row rights on the queue table and read rights on the registry; an
-API reader only reads."""
+"""Least privilege on PostgreSQL and MariaDB (docs/guarantees.md): the grants each component
+needs, proven by running it as a role that has only those. The operator (and `queue apply`)
+makes the tables (on PostgreSQL it owns them); the worker and an API admin need row rights on
+the queue table and the shared tables they write, read rights on the registry; a reader reads."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import psycopg
@@ -17,75 +18,121 @@ from tablequeue.models import Completion
 from tablequeue.rollup import MinuteCounts, chart_series, minute_of, prune, write_minutes
 from tablequeue.spec import QueueResource
 from tablequeue.storage.workers import Heartbeat
+from tests.support.mariadb_server import USER, MariaDbServer
 
-GRANTS = {
-    "tq_operator": ["GRANT CREATE ON SCHEMA public TO tq_operator"],
+ROW_RIGHTS = "SELECT, INSERT, UPDATE, DELETE"
+GRANTS: dict[str, list[tuple[str, list[str]]]] = {
     "tq_worker": [
-        "GRANT SELECT ON tablequeue_queues TO tq_worker",
-        "GRANT SELECT, UPDATE (theoretical_arrival, updated_at) ON tablequeue_rate_limits"
-        " TO tq_worker",
-        "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_worker",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_worker",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_workers TO tq_worker",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_rollup TO tq_worker",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON tablequeue_results, tablequeue_attempts,"
-        " tablequeue_housekeeping TO tq_worker",
+        ("SELECT", ["tablequeue_queues"]),
+        ("SELECT, UPDATE (theoretical_arrival, updated_at)", ["tablequeue_rate_limits"]),
+        ("SELECT, UPDATE", ["tablequeue_schedules"]),
+        (ROW_RIGHTS, ["orders", "tablequeue_workers", "tablequeue_rollup"]),
+        (ROW_RIGHTS, ["tablequeue_results", "tablequeue_attempts", "tablequeue_housekeeping"]),
     ],
     "tq_api_admin": [
-        "GRANT SELECT, UPDATE (default_status, paused_at, updated_at) ON tablequeue_queues"
-        " TO tq_api_admin",
-        "GRANT SELECT ON tablequeue_rate_limits TO tq_api_admin",
-        "GRANT SELECT, UPDATE ON tablequeue_schedules TO tq_api_admin",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON orders TO tq_api_admin",
-        "GRANT SELECT ON tablequeue_workers TO tq_api_admin",
-        "GRANT SELECT ON tablequeue_rollup TO tq_api_admin",
-        "GRANT SELECT ON tablequeue_results, tablequeue_attempts TO tq_api_admin",
+        ("SELECT, UPDATE (default_status, paused_at, updated_at)", ["tablequeue_queues"]),
+        ("SELECT", ["tablequeue_rate_limits", "tablequeue_workers", "tablequeue_rollup"]),
+        ("SELECT, UPDATE", ["tablequeue_schedules"]),
+        (ROW_RIGHTS, ["orders"]),
+        ("SELECT", ["tablequeue_results", "tablequeue_attempts"]),
     ],
     "tq_reader": [
-        "GRANT SELECT ON tablequeue_queues, tablequeue_rate_limits TO tq_reader",
-        "GRANT SELECT ON tablequeue_schedules TO tq_reader",
-        "GRANT SELECT ON orders TO tq_reader",
-        "GRANT SELECT ON tablequeue_workers TO tq_reader",
-        "GRANT SELECT ON tablequeue_rollup TO tq_reader",
-        "GRANT SELECT ON tablequeue_results, tablequeue_attempts TO tq_reader",
+        ("SELECT", ["tablequeue_queues", "tablequeue_rate_limits", "tablequeue_schedules"]),
+        ("SELECT", ["orders", "tablequeue_workers", "tablequeue_rollup"]),
+        ("SELECT", ["tablequeue_results", "tablequeue_attempts"]),
     ],
 }
-"""What docs/guarantees.md tells a DBA to grant (the operator's: as the owner of the tables)."""
+"""What docs/guarantees.md tells a DBA to grant, besides the operator's (below)."""
+DENIED = r"permission denied|command denied"
+REFUSED = (sa.exc.ProgrammingError, sa.exc.OperationalError)  # PostgreSQL's, MariaDB's
+OPERATOR = "tq_operator"
+MARIADB_OPERATOR_RIGHTS = "SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP"
+"""On MariaDB, on the database (no table owners there); on PostgreSQL `CREATE` on the schema
+makes the operator the owner of the tables it creates."""
+ROLES = [OPERATOR, *GRANTS]
 
 
-@pytest.fixture
-def as_role(postgres_url: str) -> Iterator[dict[str, Database]]:
-    admin = postgres_url
-    with psycopg.connect(admin, autocommit=True) as connection:
-        for role in GRANTS:
+@dataclass
+class Roles:
+    """A Database per role, and how to give the roles their rights once the tables exist."""
+
+    databases: dict[str, Database]
+    grant: Callable[[], None]
+
+    def __getitem__(self, role: str) -> Database:
+        return self.databases[role]
+
+
+def _postgresql(postgres_url: str) -> Iterator[Roles]:
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        for role in ROLES:
             connection.execute(f"DROP ROLE IF EXISTS {role}")  # names are fixed above
             connection.execute(f"CREATE ROLE {role} LOGIN")
-        connection.execute(GRANTS["tq_operator"][0])
-    databases = {role: connect(admin.replace("postgres@", f"{role}@", 1)) for role in GRANTS}
-    yield databases
+        connection.execute(f"GRANT CREATE ON SCHEMA public TO {OPERATOR}")
+    databases = {role: connect(postgres_url.replace("postgres@", f"{role}@", 1)) for role in ROLES}
+
+    def grant() -> None:  # as the owner of the tables: the operator
+        with databases[OPERATOR].transaction() as connection:
+            for role, rights in GRANTS.items():
+                for privileges, tables in rights:
+                    connection.exec_driver_sql(
+                        f"GRANT {privileges} ON {', '.join(tables)} TO {role}"
+                    )
+
+    yield Roles(databases, grant)
     for database in databases.values():
         database.close()
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(
-            "DROP TABLE IF EXISTS orders, tablequeue_queues, tablequeue_rollup, tablequeue_workers,"
-            " tablequeue_rate_limits"
-        )
-        for role in GRANTS:
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        for role in ROLES:
             connection.execute(f"DROP OWNED BY {role}")
             connection.execute(f"DROP ROLE {role}")
 
 
-def test_each_component_works_with_only_its_grants(
-    postgres_url: str, as_role: dict[str, Database]
-) -> None:
+def _mariadb(server: MariaDbServer, url: str) -> Iterator[Roles]:
+    name = sa.make_url(url).database
+
+    def run(*statements: str) -> None:  # as root: granting needs the GRANT OPTION
+        with server.root() as connection, connection.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
+
+    run(*(f"DROP USER IF EXISTS '{role}'@'%'" for role in ROLES))
+    run(*(f"CREATE USER '{role}'@'%'" for role in ROLES))
+    run(f"GRANT {MARIADB_OPERATOR_RIGHTS} ON `{name}`.* TO '{OPERATOR}'@'%'")
+    databases = {role: connect(server.url(str(name)).replace(USER, role, 1)) for role in ROLES}
+
+    def grant() -> None:
+        run(
+            *(
+                f"GRANT {privileges} ON `{name}`.`{table}` TO '{role}'@'%'"
+                for role, rights in GRANTS.items()
+                for privileges, tables in rights
+                for table in tables
+            )
+        )
+
+    yield Roles(databases, grant)
+    for database in databases.values():
+        database.close()
+    run(*(f"DROP USER '{role}'@'%'" for role in ROLES))
+
+
+@pytest.fixture(params=["postgresql", "mariadb"])
+def as_role(request: pytest.FixtureRequest) -> Iterator[Roles]:
+    if request.param == "postgresql":
+        yield from _postgresql(request.getfixturevalue("postgres_url"))
+    else:
+        server = request.getfixturevalue("mariadb")
+        yield from _mariadb(server, request.getfixturevalue("mariadb_url"))
+
+
+def test_each_component_works_with_only_its_grants(as_role: Roles) -> None:
     operator = as_role["tq_operator"]
     schedule = {"name": "nightly", "cron": "0 2 * * *", "message": {"n": 0}}
     limited = {"messagesPerSecond": 100}
     resource = QueueResource.from_name("orders", schedules=[schedule], rate_limit=limited)
     assert operator.apply(resource) == "created"
-    with operator.transaction() as connection:
-        for statement in [g for role in GRANTS if role != "tq_operator" for g in GRANTS[role]]:
-            connection.exec_driver_sql(statement)
+    as_role.grant()
 
     worker = as_role["tq_worker"].queue("orders")
     done = worker.enqueue({"n": 1})
@@ -127,7 +174,7 @@ def test_each_component_works_with_only_its_grants(
     [seen] = as_role["tq_reader"].workers("orders")
     assert (seen.worker_id, seen.processed) == ("w1", 1)
     assert as_role["tq_worker"].forget_worker("w1")
-    with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+    with pytest.raises(REFUSED, match=DENIED):
         reader.enqueue({"n": 3})
-    with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+    with pytest.raises(REFUSED, match=DENIED):
         as_role["tq_worker"].apply(QueueResource.from_name("other"))
