@@ -5,25 +5,13 @@ from __future__ import annotations
 import click
 
 from tablequeue import connect
+from tablequeue.durations import age
 from tablequeue.storage.workers import WorkerInfo, presence_of
 
 from .options import db_options, emit
 
 COLUMNS = ("QUEUE", "WORKER", "STATE", "HOST", "PID", "VERSION", "UP", "SEEN", "IN FLIGHT")
 NUMBERS = ("PID", "IN FLIGHT", "PROCESSED", "FAILED")
-
-
-def _age(seconds: float) -> str:
-    """4s, 3m 10s, 2h 5m, 1d 4h."""
-    total = max(int(seconds), 0)
-    parts: list[str] = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if total >= size or (unit == "s" and not parts):
-            parts.append(f"{total // size}{unit}")
-            total %= size
-        if len(parts) == 2:
-            break
-    return " ".join(parts)
 
 
 def _row(worker: WorkerInfo) -> dict[str, str]:
@@ -34,8 +22,8 @@ def _row(worker: WorkerInfo) -> dict[str, str]:
         "HOST": worker.host,
         "PID": str(worker.pid),
         "VERSION": worker.version,
-        "UP": _age(worker.up_seconds),
-        "SEEN": f"{_age(worker.seconds_since_seen)} ago",
+        "UP": age(worker.up_seconds),
+        "SEEN": f"{age(worker.seconds_since_seen)} ago",
         "IN FLIGHT": str(worker.in_flight),
         "PROCESSED": str(worker.processed),
         "FAILED": str(worker.failed),

@@ -64,3 +64,16 @@ Duration = Annotated[
     ),
 ]
 """A duration; None means forever."""
+
+
+def age(seconds: float) -> str:
+    """3s, 4m 10s, 2h 5m, 3d 4h: the two largest units (how long ago, how long up)."""
+    total = max(math.floor(seconds), 0)
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if total >= size or (unit == "s" and not parts):
+            parts.append(f"{total // size}{unit}")
+            total %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)

@@ -14,10 +14,11 @@ from fastapi import APIRouter
 from fastapi.responses import RedirectResponse, Response
 
 from tablequeue import errors, names
+from tablequeue.durations import age
 
 from ..dependencies import DatabaseArg
 from .paging import Page, example_body, page_of, page_position
-from .rendering import RenderArg, age, pretty_json
+from .rendering import RenderArg, pretty_json
 from .signin import VIEWER
 
 router = APIRouter(include_in_schema=False)

@@ -6,7 +6,6 @@ Templates and static files live beside this package, in `api/templates` and `api
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
 from tablequeue import errors, names
+from tablequeue.durations import age
 
 from ..dependencies import AuthArg, DatabaseArg, get_auth, get_database
 from ..http_errors import public_message, status_of
@@ -41,19 +41,6 @@ def when(value: datetime | None) -> str:
     if value is None:
         return ""
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def age(seconds: float) -> str:
-    """3s, 4m 10s, 2h 5m, 3d 4h: the two largest units."""
-    total = max(math.floor(seconds), 0)
-    parts: list[str] = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if total >= size or (unit == "s" and not parts):
-            parts.append(f"{total // size}{unit}")
-            total %= size
-        if len(parts) == 2:
-            break
-    return " ".join(parts)
 
 
 def status_class(status: str) -> str:
