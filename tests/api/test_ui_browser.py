@@ -66,8 +66,11 @@ def page(browser: Any) -> Iterator[Any]:
     Chromium logs every non-2xx fetch ("Failed to load resource"); the API's refusals are part of
     the tests, and the pages show them, so those lines are not problems.
     """
+    from playwright.sync_api import expect
+
     context = browser.new_context(viewport={"width": 1366, "height": 900})
     context.set_default_timeout(15_000)
+    expect.set_options(timeout=15_000)  # assertions have their own bound (5 s unless told)
     page = context.new_page()
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))

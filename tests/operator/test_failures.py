@@ -128,7 +128,7 @@ def test_an_unreachable_database_and_a_missing_secret_heal_by_themselves(
             condition_is(
                 kube, "fragile", namespace, "DatabaseReachable", "False", "DatabaseUnavailable"
             ),
-            timeout=15,
+            timeout=60,
         )
         assert conditions(down)["Ready"]["status"] == "False"
         assert conditions(down)["Ready"]["reason"] == "DatabaseUnavailable"
@@ -136,7 +136,7 @@ def test_an_unreachable_database_and_a_missing_secret_heal_by_themselves(
 
         wait_ticks(operator, "fragile", 2)
         server.start()  # same data folder, same port
-        up = wait(condition_is(kube, "fragile", namespace, "Ready", "True"), timeout=15)
+        up = wait(condition_is(kube, "fragile", namespace, "Ready", "True"), timeout=60)
         assert conditions(up)["DatabaseReachable"]["reason"] == "Connected"
         with connect(url) as db:
             db.queue("fragile").enqueue({"after": "restart"})

@@ -80,7 +80,7 @@ def test_operator_mode_scales_with_the_backlog_and_keeps_workers_for_leased_mess
 
         jobs.complete("w", [Completion(m) for m in batch.messages])
         wait(lambda: status_of(kube, "jobs", namespace).get("counts") == {})
-        wait(lambda: replicas_of(kube, "jobs", namespace) == 0, timeout=20)
+        wait(lambda: replicas_of(kube, "jobs", namespace) == 0, timeout=60)
     finally:
         db.close()
     assert scaled_events(kube, namespace, "jobs") == [
@@ -135,10 +135,20 @@ def test_default_status_change_and_switching_to_hpa_and_back(
         # ("autoscaling disabled"), so the operator hands it over at the HPA's minReplicas.
         wait(lambda: replicas_of(kube, "mail", namespace) == 1)
         assert HANDED_TO_HPA in scaled_events(kube, namespace, "mail")
-        # ... and puts it back there if anything scales it to 0.
+        # ... and puts it back there if anything scales it to 0. The operator may do so before
+        # any poll sees the 0 (its timer ticks every second): the Deployment's generation tells
+        # that its spec changed again after the scale (which kubectl has applied when it returns).
+        before = get(kube, "deployment", "mail-workers", namespace)["metadata"]["generation"]
         kube.kubectl("scale", "deployment", "mail-workers", "-n", namespace, "--replicas=0")
-        wait(lambda: replicas_of(kube, "mail", namespace) == 0)
-        wait(lambda: replicas_of(kube, "mail", namespace) == 1)
+
+        def restored() -> bool:
+            deployment = get(kube, "deployment", "mail-workers", namespace)
+            return (
+                deployment["metadata"]["generation"] >= before + 2
+                and deployment["spec"]["replicas"] == 1
+            )
+
+        wait(restored)
         wait(lambda: status_of(kube, "mail", namespace)["replicas"]["desired"] == 1)
 
         # A backlog that would mean 3 replicas: in HPA mode the operator leaves the count to the

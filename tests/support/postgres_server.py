@@ -19,11 +19,20 @@ from pathlib import Path
 
 import psycopg
 
+_HANDED_OUT: set[int] = set()
+"""Ports this test process was given: the kernel may offer a closed port again at once, and two
+servers started one after the other (before either binds) must not get the same one."""
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on now, never one handed out before in this process."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def _bin_dir() -> Path:

@@ -113,10 +113,11 @@ def test_killed_worker_loses_nothing_its_leases_follow_the_policy(
 def test_sigterm_finishes_running_handlers_and_releases_unstarted_ones(
     make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
 ) -> None:
-    # Leases (2 s) shorter than the handlers (3 s) and someone sweeping all the time: the
-    # stopping worker must keep extending its leases while its last handlers finish.
-    queue = make_queue("orders", lease_seconds=2, keep_processed_for="1h")
-    ids = enqueue(queue, [{"sleep": 3}] * 10)
+    # Leases (4 s) shorter than the handlers (6 s) and someone sweeping all the time: the
+    # stopping worker must keep extending its leases while its last handlers finish. (It
+    # extends every third of the lease: 4 s leave a loaded machine over 2 s to do it in time.)
+    queue = make_queue("orders", lease_seconds=4, keep_processed_for="1h")
+    ids = enqueue(queue, [{"sleep": 6}] * 10)
     worker = start_worker(
         "orders", db_url, SYNC, "--batch-size", "6", "--concurrency", "2", "--grace-period", "30"
     )

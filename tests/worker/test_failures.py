@@ -76,7 +76,7 @@ def test_cancelling_a_message_stops_its_running_handler(
     worker = start_worker("orders", db_url, ASYNC, *FAST_POLL)
     wait_until(lambda: running in events(records, "start"), timeout=30)
     queue.cancel(queue.get(running).tracking_id)
-    wait_until(lambda: running in events(records, "cancelled"), timeout=10)
+    wait_until(lambda: running in events(records, "cancelled"), timeout=30)
     wait_until(
         lambda: [
             line
@@ -84,7 +84,7 @@ def test_cancelling_a_message_stops_its_running_handler(
             if line["message"].startswith("handler stopped: lease lost")
             and line.get("message_id") == running
         ],
-        timeout=10,
+        timeout=30,
     )
     wait_until(lambda: queue.get(other).status == "Processed", timeout=30)
     assert queue.get(running).status == "Cancelled"

@@ -50,6 +50,7 @@ def db_now(database: Database) -> datetime:
 def test_apply_stores_each_schedule_with_its_next_tick(
     database: Database, make_queue: MakeQueue
 ) -> None:
+    applied = db_now(database)
     queue = make_queue("reports", schedules=[NIGHTLY, every_minute()])
     views = {view.name: view for view in queue.schedules()}
     now = db_now(database)
@@ -58,10 +59,14 @@ def test_apply_stores_each_schedule_with_its_next_tick(
     local = nightly.next_tick.astimezone(ZoneInfo("Europe/Oslo"))
     assert (local.hour, local.minute) == (2, 0)
     assert (nightly.last_tick, nightly.fired, nightly.skipped) == (None, 0, 0)
-    assert views["minutely"].next_tick is not None
-    assert views["minutely"].next_tick - now <= timedelta(minutes=1)
-    assert queue.fire_schedules() == []  # nothing due yet
-    assert queue.count() == 0
+    minutely = views["minutely"].next_tick
+    assert minutely is not None and applied < minutely <= now + timedelta(minutes=1)
+    assert (minutely.second, minutely.microsecond) == (0, 0)
+    fired = queue.fire_schedules()
+    if db_now(database) < minutely:  # a minute may begin meanwhile, and its tick be due
+        assert fired == []  # nothing due yet
+    assert [(f.schedule, f.tick) for f in fired] in ([], [("minutely", minutely)])
+    assert queue.count() == len(fired)
 
 
 def test_a_due_tick_enqueues_its_rendered_message(
@@ -102,8 +107,10 @@ def test_concurrent_claimers_enqueue_each_tick_exactly_once(
     db_url: str, database: Database, make_queue: MakeQueue
 ) -> None:
     """Eight claimers, each with its own connection pool (as separate workers and operator
-    replicas have), start together on the same due tick, round after round."""
-    queue = make_queue("reports", schedules=[every_minute()])
+    replicas have), start together on the same due tick, round after round. The schedule is
+    yearly: once fired, its next tick is not due again while the claimers run (with a minutely
+    one, a minute beginning between two claimers made a second tick due: rightly fired)."""
+    queue = make_queue("reports", schedules=[every_minute(cron="0 0 1 1 *")])
     claimers = [connect(db_url) for _ in range(8)]
     rounds = 6
     fired_by: list[list[Fired]] = [[] for _ in claimers]
@@ -143,7 +150,9 @@ def test_missed_ticks_catch_up_once_for_the_latest(
     now = db_now(database)
     queue.set_next_tick("minutely", now - timedelta(hours=3))  # three hours of downtime
     [fired] = queue.fire_schedules()
-    assert fired.tick is not None and now - timedelta(minutes=2) < fired.tick <= now
+    # The latest minute when it fired: a minute may have begun since `now`, none before it.
+    latest = now.replace(second=0, microsecond=0)
+    assert fired.tick is not None and latest <= fired.tick <= db_now(database)
     assert fired.due >= 180
     assert queue.count() == 1
     [view] = queue.schedules()
@@ -199,13 +208,13 @@ def test_reapplying_keeps_a_schedules_next_tick_and_changes_follow_the_spec(
     kept = datetime(2026, 1, 1, 1, 0, tzinfo=UTC)
     queue.set_next_tick("nightly", kept)
     changed_body = NIGHTLY | {"message": {"report": "returns"}}
-    retimed = every_minute(cron="*/5 * * * *")
+    retimed = every_minute(cron="30 4 * * *")  # not due while the test runs (but at 04:30)
     queue = make_queue("reports", schedules=[changed_body, retimed])
     views = {view.name: view for view in queue.schedules()}
     assert views["nightly"].next_tick == kept  # the body changed, not the timing
-    assert views["minutely"].cron == "*/5 * * * *"
+    assert views["minutely"].cron == "30 4 * * *"
     assert views["minutely"].next_tick is not None
-    assert views["minutely"].next_tick.minute % 5 == 0
+    assert (views["minutely"].next_tick.hour, views["minutely"].next_tick.minute) == (4, 30)
     [fired] = queue.fire_schedules()
     assert fired.schedule == "nightly"
     assert [m.message for m in queue.messages()] == [{"report": "returns"}]

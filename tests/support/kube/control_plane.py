@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -35,6 +34,8 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
+
+from ..postgres_server import free_port
 
 REPO = Path(__file__).resolve().parents[3]
 BUILD_SCRIPT = REPO / "scripts" / "build-control-plane"
@@ -84,12 +85,6 @@ def build_control_plane(*, controller_manager: bool = True) -> Path:
     if result.returncode != 0 or not lines:
         raise ControlPlaneError(f"{BUILD_SCRIPT} failed with exit code {result.returncode}")
     return Path(lines[-1])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _openssl(directory: Path, command: str) -> None:
