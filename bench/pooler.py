@@ -170,7 +170,9 @@ def consume(url: str, queue: str, batch: int, threads: int, out: Path, go: Path)
     warm = threading.Barrier(threads + 1)
 
     def loop(i: int) -> None:
-        owner, done, mine = f"pool-{os.getpid()}-{i}", [], []
+        owner = f"pool-{os.getpid()}-{i}"
+        done: list[Completion] = []
+        mine: list[int] = []
         with db.engine.connect() as connection:  # open this thread's connection before the go
             connection.exec_driver_sql("SELECT 1")
             connection.commit()  # through the pooler a transaction holds a server connection
