@@ -118,9 +118,13 @@ def test_keda_mode_keeps_a_scaled_object_and_deletes_it_when_the_mode_changes(
     patch(kube, "jobs", namespace, {"workers": {"autoscaling": {"mode": "Operator"}}})
     wait(lambda: not keda_objects(kube, "jobs", namespace))
     wait(lambda: replicas_of(kube, "jobs", namespace) == 6)
-    # (Events are ordered to the second only.)
-    notes = [e["message"] for e in events(kube, namespace, "jobs") if e["reason"] == "Autoscaling"]
-    assert sorted(notes) == sorted(
+
+    # (Events are ordered to the second only, and posted just after what they tell.)
+    def notes() -> list[str]:
+        found = events(kube, namespace, "jobs")
+        return sorted(e["message"] for e in found if e["reason"] == "Autoscaling")
+
+    expected = sorted(
         [
             "created TriggerAuthentication jobs-workers",
             "created ScaledObject jobs-workers",
@@ -134,6 +138,8 @@ def test_keda_mode_keeps_a_scaled_object_and_deletes_it_when_the_mode_changes(
             "deleted TriggerAuthentication jobs-workers",
         ]
     )
+    wait(lambda: len(notes()) >= len(expected))
+    assert notes() == expected
 
 
 def test_keda_mode_with_a_url_keda_cannot_read_is_a_warning(
