@@ -2,8 +2,9 @@
 and a TriggerAuthentication per Queue (the API server checks them against KEDA's schemas), owned
 by the Queue, and deletes them when the mode changes; a database KEDA cannot read is a Warning.
 
-KEDA's operator itself does not run here (see tests/deploy/test_autoscaling_keda.py): the
-Deployment's count stays where the operator created it."""
+KEDA's operator itself does not run in these tests (it and its metrics server would have to be
+built from KEDA's Go module and served as an aggregated API, as tests/deploy does for
+prometheus-adapter; not done yet): the Deployment's count stays where the operator created it."""
 
 from __future__ import annotations
 

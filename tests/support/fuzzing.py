@@ -6,8 +6,10 @@ every table exactly as it was."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import requests
@@ -76,16 +78,34 @@ class Rows:
             }
 
 
-def steer(case: Any, data: st.DataObject, seeded: dict[str, list[Any]]) -> None:
-    """Aim part of the generated requests at things that exist, so success paths get fuzzed too."""
-    path = case.path_parameters or {}
-    for key, known in (
-        ("name", seeded["names"]),
-        ("message_id", seeded["ids"]),
-        ("tracking_id", seeded["tracking_ids"]),
-    ):
-        if key in path:
-            path[key] = data.draw(st.sampled_from([*known, path[key]]), label=key)
+KNOWN = {"name": "names", "message_id": "ids", "tracking_id": "tracking_ids"}
+
+
+@dataclass
+class Planned:
+    """A generated request, who sends it, and which path parameters aim at seeded rows (by index
+    into the seeded list: ids and tracking ids differ between engines, so they are filled in when
+    the request is sent)."""
+
+    case: Any
+    who: str
+    aims: dict[str, int] = field(default_factory=dict)
+
+    def aim(self, seeded: dict[str, list[Any]]) -> None:
+        for key, index in self.aims.items():
+            known = seeded[KNOWN[key]]
+            self.case.path_parameters[key] = known[index % len(known)]
+
+
+def steer(case: Any, data: st.DataObject, seeded: dict[str, list[Any]]) -> dict[str, int]:
+    """Aim part of the generated requests at things that exist, so success paths get fuzzed too;
+    returns the aimed path parameters."""
+    aims: dict[str, int] = {}
+    for key, known in KNOWN.items():
+        if key in (case.path_parameters or {}):
+            index = data.draw(st.sampled_from([*range(len(seeded[known])), None]), label=key)
+            if index is not None:
+                aims[key] = index
     if isinstance(case.query, dict) and "where" in case.query:
         case.query["where"] = data.draw(st.sampled_from([*PREDICATES, case.query["where"]]))
     if isinstance(case.body, dict):
@@ -93,6 +113,42 @@ def steer(case: Any, data: st.DataObject, seeded: dict[str, list[Any]]) -> None:
             case.body["where"] = data.draw(st.sampled_from([*PREDICATES, case.body["where"]]))
         if isinstance(case.body.get("status"), str):
             case.body["status"] = data.draw(st.sampled_from([*STATUSES, case.body["status"]]))
+    return aims
+
+
+_plans: dict[tuple[str, int, tuple[str, ...]], list[Planned]] = {}
+
+
+def plan_requests(
+    document: dict[str, Any], count: int, senders: list[str], seeded: dict[str, list[Any]]
+) -> list[Planned]:
+    """`count` requests generated from the OpenAPI `document` (valid ones and ones that break
+    it), derandomized. Generation costs more than sending, so a plan is made once per test
+    session and replayed on every engine."""
+    key = (json.dumps(document, sort_keys=True), count, tuple(senders))
+    if key in _plans:
+        return _plans[key]
+    schema = schemathesis.openapi.from_dict(document)
+    cases = st.one_of(
+        schema.as_strategy(GenerationMode.POSITIVE),
+        schema.as_strategy(GenerationMode.NEGATIVE),
+    )
+    plan: list[Planned] = []
+
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=cases, data=st.data(), who=st.sampled_from(senders))
+    def generate(case: Any, data: st.DataObject, who: str) -> None:
+        plan.append(Planned(case, who, steer(case, data, seeded)))
+
+    generate()
+    _plans[key] = plan
+    return plan
 
 
 def fuzz_api(
@@ -105,7 +161,7 @@ def fuzz_api(
     sent as `admin`, `reader` or `none` (no token); without, to an open API as `open`."""
     outcomes: Counter[str] = Counter()
     rows = Rows(database)
-    state = {"rows": rows.snapshot()}  # the database after the last request
+    before = rows.snapshot()
     senders: dict[str, str | None] = (
         {"admin": auth.admin_token, "reader": auth.read_token, "none": None}
         if auth
@@ -113,32 +169,19 @@ def fuzz_api(
     )
     changers = {"admin", "open"}
     with serve_api(database, auth or Auth()) as url, closing_session() as session:
-        schema = schemathesis.openapi.from_url(url + "/openapi.json")
-        cases = st.one_of(
-            schema.as_strategy(GenerationMode.POSITIVE),
-            schema.as_strategy(GenerationMode.NEGATIVE),
-        )
-
-        @settings(
-            max_examples=requests_to_send,
-            derandomize=True,
-            database=None,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(case=cases, data=st.data(), who=st.sampled_from(list(senders)))
-        def run(case: Any, data: st.DataObject, who: str) -> None:
-            steer(case, data, seeded)
+        document = session.get(url + "/openapi.json", timeout=30).json()
+        for planned in plan_requests(document, requests_to_send, list(senders), seeded):
+            planned.aim(seeded)
+            case, who = planned.case, planned.who
             token = senders[who]
             headers = {"Authorization": f"Bearer {token}"} if token else {}
-            before = state["rows"]
-            response = case.call(session=session, headers=headers, timeout=30)
-            state["rows"] = after = rows.snapshot()
-            where = f"{who}: {case.method} {case.formatted_path}"
+            response = case.call(base_url=url, session=session, headers=headers, timeout=30)
+            after = rows.snapshot()
+            where = f"{who}: {case.as_curl_command(headers, base_url=url)[:800]}"
             if _unhealthy_answer(case, response):
                 outcomes[f"{who} unhealthy"] += 1  # the health check's documented 503
                 assert after == before, f"{where} is a read but changed rows"
-                return
+                continue
             outcomes[f"{who} {response.status_code // 100}xx"] += 1
             case.validate_response(response, checks=[not_a_server_error])
             assert response.status_code < 500, f"{where}: {response.text[:500]}"
@@ -147,8 +190,7 @@ def fuzz_api(
                 assert after == before, f"{where} was refused but changed rows"
             if who not in changers or case.method == "GET":
                 assert after == before, f"{where} may not change anything but changed rows"
-
-        run()
+            before = after
     return outcomes
 
 
