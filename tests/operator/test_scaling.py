@@ -83,11 +83,14 @@ def test_operator_mode_scales_with_the_backlog_and_keeps_workers_for_leased_mess
         wait(lambda: replicas_of(kube, "jobs", namespace) == 0, timeout=60)
     finally:
         db.close()
-    assert scaled_events(kube, namespace, "jobs") == [
+    # The operator posts its Event just after it scales: wait for the last one to arrive.
+    expected = [
         "workers 0 -> 5 (backlog 1000, leased 0)",
         "workers 5 -> 1 (backlog 0, leased 50)",
         "workers 1 -> 0 (backlog 0, leased 0)",
     ]
+    wait(lambda: len(scaled_events(kube, namespace, "jobs")) >= len(expected))
+    assert scaled_events(kube, namespace, "jobs") == expected
     assert status_of(kube, "jobs", namespace)["backlog"] == 0
 
 
@@ -134,7 +137,7 @@ def test_default_status_change_and_switching_to_hpa_and_back(
         # Scale from zero: the HPA controller leaves a Deployment at 0 replicas alone for good
         # ("autoscaling disabled"), so the operator hands it over at the HPA's minReplicas.
         wait(lambda: replicas_of(kube, "mail", namespace) == 1)
-        assert HANDED_TO_HPA in scaled_events(kube, namespace, "mail")
+        wait(lambda: HANDED_TO_HPA in scaled_events(kube, namespace, "mail"))  # posted just after
         # ... and puts it back there if anything scales it to 0. The operator may do so before
         # any poll sees the 0 (its timer ticks every second): the Deployment's generation tells
         # that its spec changed again after the scale (which kubectl has applied when it returns).

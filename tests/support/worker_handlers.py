@@ -40,7 +40,9 @@ def read_records(folder: Path) -> list[tuple[str, int, float, str]]:
     """All records of all processes: (event, message id, time, process file name)."""
     found = []
     for path in sorted(folder.glob("*.log")):
-        for line in path.read_text().splitlines():
+        text = path.read_text()
+        # A line being appended may show in part (past a page boundary): up to the last newline.
+        for line in text[: text.rfind("\n") + 1].splitlines():
             event, message_id, at = line.split()
             found.append((event, int(message_id), float(at), path.stem))
     return found
