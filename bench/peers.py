@@ -16,8 +16,8 @@ runs, in one process and one run, each workload for tablequeue and each peer:
 5. bloat (`bloat`): table and index size and dead tuples while 1,000,000 messages flow through;
 workloads 1-4 for tablequeue on SQLite (`sqlite`), 1 and 2 on a throwaway MariaDB
 (`mariadb`, tests/support/mariadb_server.py). Every enqueue, drain and latency row has the
-client's and the server's CPU per message (bench/cpu.py). Workloads 1-3 repeat (`--repeats`, the repeat loop
-outermost); 4 and 5 run once (4 times the query 20 times). Writes
+client's and the server's CPU per message (bench/cpu.py). Workloads 1-3 repeat (`--repeats`,
+the repeat loop outermost); 4 and 5 run once (4 times the query 20 times). Writes
 bench/results/peers-<date>[-quick].{md,json}. Benchmarks only: nothing here is a test.
 """
 
