@@ -27,9 +27,7 @@ def dialect_for_url(url: str) -> tuple[Dialect, sa.URL]:
             f"{shown_url(parsed)}: use {supported}"
         )
     dialect, scheme = found
-    parsed = parsed.set(drivername=scheme)
-    dialect.check_url(parsed)
-    return dialect, parsed
+    return dialect.for_url(parsed.set(drivername=scheme))
 
 
 MASK = "***"
