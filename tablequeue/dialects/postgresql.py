@@ -329,7 +329,7 @@ class PostgresDialect(SqlDialect):
 
         if self.pooler is not None:  # a pooled server connection never gets the NOTIFY
             self._say_once("behind a transaction pooler: no LISTEN, the worker polls")
-            return
+            await asyncio.Event().wait()  # runs until cancelled, as the listener does
         await listen(url, notify_channel(table_name), wake)
 
     def count_by_status(

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from tablequeue import connect
+from tablequeue.dialects import notify_channel
 from tablequeue.errors import DatabaseUnavailable, InvalidInput
 from tablequeue.spec import QueueResource
 from tablequeue.storage.timeouts import DatabaseTimeouts
@@ -78,7 +79,7 @@ def test_two_workers_drain_through_the_pooler_exactly_once(
         assert [x["message"] for x in lines].count(POLLING) == 1
         assert [x["message"] for x in lines].count(NO_VACUUM) == 1
         assert [x for x in lines if x["level"] in ("WARNING", "ERROR", "CRITICAL")] == []
-        assert worker.process.poll() is None
+        assert worker.get("/livez")[0] == 200  # every task of the worker still runs
     with psycopg.connect(direct) as conn:  # no session lock left on a pooled server connection
         row = conn.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database ="
@@ -149,3 +150,40 @@ def test_the_worker_refuses_an_unknown_pooler_in_one_line() -> None:
     bad = "postgresql://u@127.0.0.1:9/db?pooler=statement"
     line = run_failing_worker("--handler", SYNC, "--db", bad)
     assert line.startswith("error: unsupported pooler='statement' in the database URL")
+
+
+def test_a_direct_listen_url_brings_back_listen(
+    through_pooler: tuple[str, str], start_worker: StartWorker, records: Path
+) -> None:
+    direct, url = through_pooler
+    with connect(direct) as db:
+        db.apply(QueueResource.from_name("orders"))
+        channel = notify_channel(db.queue("orders").table.name)
+    worker = start_worker(
+        "orders", url + "?pooler=transaction", SYNC, "--listen-db", direct, *FAST_POLL
+    )
+    worker.wait_ready(60)
+    listening = (
+        "SELECT count(*) FROM pg_stat_activity WHERE query = %s AND datname = current_database()"
+    )
+    with psycopg.connect(direct) as conn:  # only the direct URL can carry a LISTEN
+        wait_until(lambda: conn.execute(listening, [f'LISTEN "{channel}"']).fetchone() == (1,), 60)
+    with connect(url + "?pooler=transaction") as db:
+        [message] = enqueue(db.queue("orders"), [{"n": 1}])
+    wait_until(lambda: message in events(records, "done"), 60)
+    assert [x for x in worker.logs() if x["message"] == POLLING] == []
+
+
+@pytest.mark.parametrize(
+    ("listen_db", "expected"),
+    [
+        ("sqlite:///queue.db", "is sqlite, the database postgresql"),
+        ("postgresql://u@127.0.0.1:9/db?pooler=transaction", "goes through a transaction pooler"),
+        ("postgresql://u@127.0.0.1:9/db?pooler=session", "unsupported pooler='session'"),
+    ],
+)
+def test_the_worker_refuses_a_listen_url_that_cannot_listen(listen_db: str, expected: str) -> None:
+    line = run_failing_worker(
+        "--handler", SYNC, "--db", "postgresql://u@127.0.0.1:9/db", "--listen-db", listen_db
+    )
+    assert line.startswith("error: ") and expected in line
