@@ -117,6 +117,7 @@ class PostgresDialect(SqlDialect):
     def for_url(self, url: sa.URL) -> tuple[Dialect, sa.URL]:
         """`?pooler=transaction` (validated, then removed: libpq does not know it) gives a
         dialect for a transaction pooler."""
+        self.check_url(url)
         if "pooler" not in url.query:
             return self, url
         value = url.query["pooler"]
