@@ -166,7 +166,8 @@ def test_a_direct_listen_url_brings_back_listen(
     listening = (
         "SELECT count(*) FROM pg_stat_activity WHERE query = %s AND datname = current_database()"
     )
-    with psycopg.connect(direct) as conn:  # only the direct URL can carry a LISTEN
+    # autocommit: a transaction would see one snapshot of pg_stat_activity for ever
+    with psycopg.connect(direct, autocommit=True) as conn:  # only a direct URL can LISTEN
         wait_until(lambda: conn.execute(listening, [f'LISTEN "{channel}"']).fetchone() == (1,), 60)
     with connect(url + "?pooler=transaction") as db:
         [message] = enqueue(db.queue("orders"), [{"n": 1}])
