@@ -10,6 +10,12 @@ KEDA's external metric from KEDA's metrics API server (cmd/adapter, an aggregate
 not run in this control plane, so the HPA reports FailedGetExternalMetric and leaves the count at
 1. The operator's own share of N (maxReplicaCount, target per replica) is checked against KEDA's
 CRDs in tests/operator/test_keda.py.
+
+The build (tools/deploy/keda/, measured on this project's 2-core machine): cold, 673 CPU-seconds
+of `go build -p 2` (21 minutes of wall time on the machine shared with other builds, about 6 on
+two idle cores), 2.7 GB peak memory (the link), about 290 MB of module zips that no other tool
+here needs (253 modules; 1.2 GB unpacked in the module cache); a 169 MB binary. Warm (Go build
+cache kept, a changed pin elsewhere): 9 s, a relink.
 """
 
 from __future__ import annotations
@@ -119,6 +125,10 @@ def test_keda_scales_the_workers_from_zero_and_back_on_the_postgresql_backlog(
         db.close()
 
     # The count was KEDA's: the operator only reported it, it scaled nothing itself.
-    wait_until(lambda: get(kube, "queue", "jobs", namespace)["status"]["replicas"]["desired"] == 0)
+    def reported() -> Any:
+        status = (get(kube, "queue", "jobs", namespace) or {}).get("status") or {}
+        return status.get("replicas", {}).get("desired")
+
+    wait_until(lambda: reported() == 0, timeout=60, interval=POLL)
     assert "Scaled" not in [e["reason"] for e in events(kube, namespace, "jobs")]
     print(f"KEDA end to end: {', '.join(f'{k} in {v:.1f}s' for k, v in timings.items())}")

@@ -106,7 +106,7 @@ class KedaOperator:
             "POD_NAMESPACE": self.namespace,
         }
 
-    def start(self, timeout: float = 120.0) -> None:
+    def start(self, timeout: float = 180.0) -> None:
         assert self.process is None, "already started"
         self.certs.mkdir(mode=0o700)
         pki = self.kube.pki
