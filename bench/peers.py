@@ -14,9 +14,10 @@ runs, in one process and one run, each workload for tablequeue and each peer:
    latency (handler start minus the moment the enqueue call returned), p50 and p99;
 4. the stats query (`stats`): `Queue.stats()` on 1,000,000 and 10,000,000 rows, 1% Pending;
 5. bloat (`bloat`): table and index size and dead tuples while 1,000,000 messages flow through;
-and workloads 1 and 2 for tablequeue on SQLite (`sqlite`) and on a throwaway MariaDB
-(`mariadb`, tests/support/mariadb_server.py). Workloads 1-3 repeat (`--repeats`, the repeat loop
-outermost); 4 and 5 run once (4 times the query 20 times). Writes
+workloads 1-4 for tablequeue on SQLite (`sqlite`), 1 and 2 on a throwaway MariaDB
+(`mariadb`, tests/support/mariadb_server.py). Every enqueue, drain and latency row has the
+client's and the server's CPU per message (bench/cpu.py). Workloads 1-3 repeat (`--repeats`,
+the repeat loop outermost); 4 and 5 run once (4 times the query 20 times). Writes
 bench/results/peers-<date>[-quick].{md,json}. Benchmarks only: nothing here is a test.
 """
 
@@ -44,8 +45,10 @@ from typing import Any
 
 import psycopg
 
+from bench.cpu import Meter, postmaster_pid
+from bench.sqlite_stats import stats_cost_sqlite
 from bench.systems.common import BODY_SQL_PG_PARAMS, Row, System, bodies
-from bench.systems.pgbench_bound import Pgbench, PgbenchDelete, pgbench_binary
+from bench.systems.pgbench_bound import BATCH1_MESSAGES, Pgbench, PgbenchDelete, pgbench_binary
 from bench.systems.pgmq_peer import Pgmq
 from bench.systems.pgqueuer_peer import Pgqueuer
 from bench.systems.procrastinate_peer import Procrastinate
@@ -57,6 +60,7 @@ from tests.support.postgres_server import postgres_server
 WORKLOADS = ("enqueue", "drain", "latency", "stats", "bloat", "sqlite", "mariadb")
 PEERS = ("pgmq", "pgqueuer", "procrastinate", "asyncpg", "psycopg", "sqlalchemy")
 LOAD_LIMIT = 2.5
+SQLITE_STATS_MAX_ROWS = 1_000_000  # SQLite builds ~10,000 rows/s: 10,000,000 would add 15 min
 PRODUCERS = 4  # latency workload: threads, each with its own connection
 _runs = itertools.count()
 
@@ -125,14 +129,16 @@ def start(system: System, queue: str, workers: int, batch: int, tmp: Path, laten
 def enqueue(system: System, mode: str, n: int, box: float, batch_box: float) -> Row:
     queue = system.create()
     items = bodies(n)
+    meter = Meter(system.server_pid)  # the client is this process: the calls run in it
     began = time.perf_counter()
     if mode == "one":
         done = system.enqueue_each(queue, items, began + box)
     else:
         done = system.enqueue_batches(queue, items, 1000, began + batch_box)
     seconds = time.perf_counter() - began
+    cpu = meter.per_message(done)
     system.drop(queue)
-    return {"messages": done, "seconds": seconds, "rate": done / seconds}
+    return {"messages": done, "seconds": seconds, "rate": done / seconds} | cpu
 
 
 def drain(system: System, workers: int, batch: int, n: int, box: float, tmp: Path) -> Row:
@@ -149,6 +155,7 @@ def drain(system: System, workers: int, batch: int, n: int, box: float, tmp: Pat
         wait_until(lambda: all(r() for r in ready) or bool(alive(procs, log)), "ready", 120)
         time.sleep(0.5)
         system.fill(queue, n)
+        meter = Meter(system.server_pid, [p.pid for p in procs])
         analyze(system, queue)
         began = time.perf_counter()
         while True:
@@ -158,8 +165,9 @@ def drain(system: System, workers: int, batch: int, n: int, box: float, tmp: Pat
             seconds = time.perf_counter() - began
             if left == 0 or seconds > box:
                 break
+        cpu = meter.per_message(n - left)
     system.drop(queue)
-    return {"messages": n - left, "seconds": seconds, "rate": (n - left) / seconds}
+    return {"messages": n - left, "seconds": seconds, "rate": (n - left) / seconds} | cpu
 
 
 def analyze(system: System, queue: str) -> None:
@@ -183,6 +191,7 @@ def latency(system: System, rate: float, duration: float, tmp: Path) -> Row:
         wait_until(lambda: all(r() for r in ready) or bool(alive(procs, log)), "ready", 120)
         time.sleep(1.0)
         total = int(rate * duration)
+        meter = Meter(system.server_pid, [p.pid for p in procs])
         producers = [type(system)(system.url) for _ in range(PRODUCERS)]
         began = time.perf_counter() + 0.1
 
@@ -201,6 +210,7 @@ def latency(system: System, rate: float, duration: float, tmp: Path) -> Row:
         for producer in producers:
             producer.close()
         wait_until(lambda: system.remaining(queue) == 0, "latency queue drained", 120)
+        cpu = meter.per_message(total)
         time.sleep(0.5)
     system.drop(queue)
     lines = [line.split() for line in starts.read_text().splitlines() if line.strip()]
@@ -210,7 +220,7 @@ def latency(system: System, rate: float, duration: float, tmp: Path) -> Row:
         "achieved_rate": achieved,
         "p50_ms": statistics.median(values) * 1000,
         "p99_ms": statistics.quantiles(values, n=100, method="inclusive")[98] * 1000,
-    }
+    } | cpu
 
 
 STATS_QUERIES = (
@@ -404,7 +414,7 @@ def targets(results: list[Row]) -> list[Row]:
             f"the fastest peer's batch path ({fastest})",
         )
     )
-    stats = find(results, workload="stats", rows=10_000_000)
+    stats = find(results, workload="stats", engine="postgresql", rows=10_000_000)
     ms = stats["ms"]["median"] if stats and "ms" in stats else None
     out.append(
         {"target": "stats query", "goal": "< 50 ms at 10,000,000 rows", "value": ms, "met": None}
@@ -439,6 +449,18 @@ def targets(results: list[Row]) -> list[Row]:
     return out
 
 
+CPU_NOTE = (
+    "CPU per message (user + system, /proc; bench/cpu.py): client = the system's side of the "
+    "connection (here this driver process, which makes the calls), server = the database's "
+    "processes (PostgreSQL's postmaster and backends, MariaDB's server; SQLite runs inside "
+    "the client, so its cost is all client). The figure to compare across machines."
+)
+
+
+def cpu_cells(row: Row) -> str:
+    return f"{fmt(row.get('client_cpu_us'))} | {fmt(row.get('server_cpu_us'))}"
+
+
 def markdown(
     results: list[Row], about: Row, command: str, goals: list[Row], notes: list[str] | None = None
 ) -> str:
@@ -469,13 +491,16 @@ def markdown(
         f"{about['sizes']['messages']:,} messages in calls of 1,000. Messages are ~150-byte "
         "JSON orders (bench.worker.body).",
         "",
-        "| database | system | mode | messages | messages/s |",
-        "|---|---|---|--:|--:|",
+        CPU_NOTE,
+        "",
+        "| database | system | mode | messages | messages/s | client CPU µs/msg | "
+        "server CPU µs/msg |",
+        "|---|---|---|--:|--:|--:|--:|",
     ]
     for r in (r for r in results if r["workload"] == "enqueue" and r["runs"]):
         out.append(
             f"| {r['engine']} | {r['system']} | {r['mode']} | {r['runs'][0]['messages']:,} | "
-            f"{fmt(r['rate'])} |"
+            f"{fmt(r['rate'])} | {cpu_cells(r)} |"
         )
     out += ["", "## 2. Drain with a no-op handler", ""]
     out += [
@@ -484,46 +509,57 @@ def markdown(
         f"{about['sizes']['procrastinate_depth']:,}, it drains ~1,000/s); the rate is messages "
         "finished per second until the queue is empty, polled every 100 ms, or until the "
         f"{about['sizes']['drain_box']:g} s time box ends (then `messages` is what was drained). "
-        "pgbench rows: messages drained over the time of the transactions it ran (its tps); "
-        "batch 100 runs exactly enough transactions to drain the queue, batch 1 the time box.",
+        "pgbench rows: the messages that left the table over pgbench's own duration "
+        "(transactions / tps); it runs a fixed number of transactions, each a full batch: "
+        "enough to drain the queue at batch 100, the first "
+        f"{min(about['sizes']['messages'], BATCH1_MESSAGES):,} messages at batch 1. "
+        "Client CPU: the consumer processes (pgbench: its process), from the fill's commit to "
+        "the empty queue; server CPU: PostgreSQL's processes over the same span (the ANALYZE "
+        "after the fill and the driver's count every 100 ms included, a few µs per message).",
         "",
-        "| database | system | consumers | batch | messages | messages/s |",
-        "|---|---|--:|--:|--:|--:|",
+        "| database | system | consumers | batch | messages | messages/s | client CPU µs/msg | "
+        "server CPU µs/msg |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     for r in (r for r in results if r["workload"] == "drain" and "rate" in r):
         out.append(
             f"| {r['engine']} | {r['system']} | {r['workers']} | {r['batch']} | "
-            f"{int(statistics.median(x['messages'] for x in r['runs'])):,} | {fmt(r['rate'])} |"
+            f"{int(statistics.median(x['messages'] for x in r['runs'])):,} | {fmt(r['rate'])} | "
+            f"{cpu_cells(r)} |"
         )
-    out += ["", "## 3. Steady state: enqueue-to-start latency, PostgreSQL", ""]
+    out += ["", "## 3. Steady state: enqueue-to-start latency", ""]
     out += [
         f"One producer enqueues one message per call at {about['sizes']['rate']:g}/s for "
         f"{about['sizes']['latency_seconds']:g} s; one consumer process (batch 100). Latency = "
         "`time.time()` when the handler starts minus `time.time()` right after the enqueue "
         "call returned. tablequeue: the worker (LISTEN/NOTIFY); PGMQ: the raw loop (10 ms sleep "
-        "when empty, no notifications); pgqueuer and procrastinate: their workers (LISTEN/NOTIFY).",
+        "when empty, no notifications); pgqueuer and procrastinate: their workers (LISTEN/NOTIFY); "
+        "SQLite: the worker polls (no notifications there), at most every 0.1 s. Client CPU: "
+        "the consumer, idle time included; server CPU: the enqueues too.",
         "",
-        "| system | achieved rate /s | samples | p50 ms | p99 ms |",
-        "|---|--:|--:|--:|--:|",
+        "| database | system | achieved rate /s | samples | p50 ms | p99 ms | client CPU µs/msg | "
+        "server CPU µs/msg |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     for r in (r for r in results if r["workload"] == "latency" and "p99_ms" in r):
         out.append(
-            f"| {r['system']} | {fmt(r['achieved_rate'])} | {fmt(r['samples'])} | "
-            f"{fmt(r['p50_ms'], 1)} | {fmt(r['p99_ms'], 1)} |"
+            f"| {r['engine']} | {r['system']} | {fmt(r['achieved_rate'])} | {fmt(r['samples'])} | "
+            f"{fmt(r['p50_ms'], 1)} | {fmt(r['p99_ms'], 1)} | {cpu_cells(r)} |"
         )
-    out += ["", "## 4. The stats query (`Queue.stats()`), PostgreSQL", ""]
+    out += ["", "## 4. The stats query (`Queue.stats()`)", ""]
     out += [
-        "A queue table filled in SQL (INSERT ... SELECT generate_series, indexes rebuilt, "
-        "VACUUM ANALYZE): 1% Pending, 99% Processed. `Queue.stats()` timed 20 times in-process "
-        "after 2 warm-ups (two statements: counts per status; backlog and oldest due).",
+        "A queue table filled in SQL (PostgreSQL: INSERT ... SELECT generate_series, indexes "
+        "rebuilt, VACUUM ANALYZE; SQLite: bench/sqlite_stats.py, no ANALYZE, the size is the "
+        "whole database file): 1% Pending, 99% Processed. `Queue.stats()` timed 20 times "
+        "in-process after 2 warm-ups (two statements: counts per status; backlog and oldest due).",
         "",
-        "| rows | table + indexes MiB | build s | stats() ms |",
-        "|--:|--:|--:|--:|",
+        "| database | rows | table + indexes MiB | build s | stats() ms |",
+        "|---|--:|--:|--:|--:|",
     ]
     for r in (r for r in results if r["workload"] == "stats" and "ms" in r):
         out.append(
-            f"| {r['rows']:,} | {r['total_size_mib']:,.0f} | {r['build_seconds']:.0f} | "
-            f"{fmt(r['ms'], 1)} |"
+            f"| {r['engine']} | {r['rows']:,} | {r['total_size_mib']:,.0f} | "
+            f"{r['build_seconds']:.0f} | {fmt(r['ms'], 1)} |"
         )
     for r in (r for r in results if r["workload"] == "stats" and "plans" in r):
         out += ["", f"<details><summary>Plans at {r['rows']:,} rows</summary>", ""]
@@ -655,10 +691,11 @@ def plan(
                             s, w, b, d, size.drain_box, tmp
                         ),
                     )
-    for name in ("worker", "pgmq", "pgqueuer", "procrastinate"):
-        s = pg[name]
+    latency_systems = [("latency", pg[name]) for name in ("worker", "pgmq", "pgqueuer")]
+    latency_systems += [("latency", pg["procrastinate"]), ("sqlite", sqlite["worker"])]
+    for group, s in latency_systems:
         add(
-            {"workload": "latency", "group": "latency", "engine": "postgresql", "system": s.label},
+            {"workload": "latency", "group": group, "engine": s.engine, "system": s.label},
             lambda s=s: latency(s, size.rate, size.latency_seconds, tmp),
         )
     return items
@@ -729,6 +766,10 @@ def main() -> None:
             "tq": TableQueue(maria_url),
             "worker": TableQueueWorker(maria_url),
         }
+        for s in pg.values():
+            s.server_pid = postmaster_pid(server.data)
+        for s in maria_systems.values():
+            s.server_pid = int((maria.base / "mariadb.pid").read_text().split()[0])
         items = [
             (k, m)
             for k, m in plan(pg, lite, size, tmp, maria_systems)
@@ -750,6 +791,16 @@ def main() -> None:
                 row = {"workload": "stats", "engine": "postgresql", "system": tq.label}
                 try:
                     results.append(row | stats_cost(tq, rows))
+                except Exception as error:
+                    results.append(row | {"rows": rows, "errors": [repr(error)[:300]]})
+                print(results[-1], flush=True)
+        if not args.only or args.only in ("stats", "sqlite"):
+            lite_tq = lite["tq"]
+            assert isinstance(lite_tq, TableQueue)
+            for rows in (r for r in size.stats_rows if r <= SQLITE_STATS_MAX_ROWS):
+                row = {"workload": "stats", "engine": "sqlite", "system": lite_tq.label}
+                try:
+                    results.append(row | stats_cost_sqlite(lite_tq, rows))
                 except Exception as error:
                     results.append(row | {"rows": rows, "errors": [repr(error)[:300]]})
                 print(results[-1], flush=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -21,6 +22,8 @@ CHART_LATENCIES = {
     "startToFinishSeconds": ("run", "Greens"),
 }
 """The latency figures drawn as bars (label, colour map); a queue without starts has none."""
+LEGEND: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1), "fontsize": "small"}
+"""Legends right of their panel, outside it: inside, they hid lines and the first bars."""
 MAX_HOURS = 24 * 92
 """Longer histories plot only the hours that have data."""
 
@@ -45,7 +48,7 @@ def draw_chart(report: Report, path: str | Path) -> list[str]:
     top.set_ylabel("messages finished")
     top.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))  # type: ignore[no-untyped-call]
     if labels:
-        top.legend(fontsize="small")
+        top.legend(**LEGEND)
 
     with_latency = [name for name, q in report.queues.items() if q["latencySeconds"]]
     bars = [(figure_key, p) for figure_key in CHART_LATENCIES for p in PERCENTILES]
@@ -66,7 +69,7 @@ def draw_chart(report: Report, path: str | Path) -> list[str]:
         "Latency of Processed messages: due -> finished, enqueued -> start, start -> finished"
     )
     bottom.set_ylabel("seconds")
-    bottom.legend(fontsize="small")
+    bottom.legend(**LEGEND)
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return labels

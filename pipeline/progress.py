@@ -13,7 +13,10 @@ from pyspark.sql import SparkSession
 
 class Progress:
     """While open, calls `tell` every `every` seconds with a line such as
-    `enqueue orders: 12/40 tasks, 120,000 messages (inserted 100,000, ...), 30 s`.
+    `enqueue orders: 12/40 tasks of the running stage, inserted 100,000, ..., 30 s`, and once
+    more when it closes, whatever the job's length: the totals
+    (`enqueue orders: finished, inserted 120,000, ..., 42 s`, or `stopped by an error, ...
+    so far` when the job raised).
 
     Counters are accumulators: Spark adds a task's part when the task ends, so they move in
     steps of one partition (more partitions, finer steps).
@@ -44,15 +47,22 @@ class Progress:
     def __exit__(
         self,
         _type: type[BaseException] | None,
-        _error: BaseException | None,
+        error: BaseException | None,
         _traceback: TracebackType | None,
     ) -> None:
         self._stop.set()
         self._thread.join()
+        self._tell(self.final_line(failed=error is not None))
 
     def _run(self) -> None:
         while not self._stop.wait(self._every):
             self._tell(self.line())
+
+    def final_line(self, failed: bool = False) -> str:
+        """The totals once the job ended (the counters hold every finished task's part)."""
+        outcome = "stopped by an error" if failed else "finished"
+        so_far = " so far" if failed else ""
+        return f"{self._title}: {outcome}, {self._counts()}{so_far}, {self._seconds():.0f} s"
 
     def line(self) -> str:
         tracker = self._spark.sparkContext.statusTracker()
@@ -62,8 +72,13 @@ class Progress:
             if info is not None:
                 done += info.numCompletedTasks
                 total += info.numTasks
-        counts = ", ".join(f"{name} {counter.value:,}" for name, counter in self._counters.items())
-        seconds = time.monotonic() - self._started
         return (
-            f"{self._title}: {done}/{total} tasks of the running stage, {counts}, {seconds:.0f} s"
+            f"{self._title}: {done}/{total} tasks of the running stage, {self._counts()}, "
+            f"{self._seconds():.0f} s"
         )
+
+    def _counts(self) -> str:
+        return ", ".join(f"{name} {counter.value:,}" for name, counter in self._counters.items())
+
+    def _seconds(self) -> float:
+        return time.monotonic() - self._started

@@ -40,6 +40,7 @@ class System:
     engine = "postgresql"
     module = "?"
     batches: tuple[int, ...] = CONSUMER_BATCHES
+    server_pid: int | None = None  # the database server's root process (bench.cpu), if any
 
     def __init__(self, url: str) -> None:
         self.url = url

@@ -1,5 +1,6 @@
 """The images' lock files follow pyproject.toml: requirements/runtime.lock (the operator image) pins
-every dependency, requirements/worker.in (the worker image's) names every one but the operator's."""
+every dependency and those of the engine extras both images carry (PyMySQL, pyodbc),
+requirements/worker.in (the worker image's) names every one of them but the operator's."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import tomllib
 from tests.support.deploy_tools import REPO
 
 OPERATOR_ONLY = {"kopf", "kubernetes"}
+IMAGE_EXTRAS = ("mysql", "odbc")
+"""The extras both images install: PyMySQL (MariaDB), pyodbc (MariaDB and SQL Server)."""
 
 
 def name(requirement: str) -> str:
@@ -20,7 +23,9 @@ def name(requirement: str) -> str:
 
 def dependencies() -> set[str]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    return {name(requirement) for requirement in project["dependencies"]}
+    extras = [project["optional-dependencies"][extra] for extra in IMAGE_EXTRAS]
+    requirements = project["dependencies"] + [each for extra in extras for each in extra]
+    return {name(requirement) for requirement in requirements}
 
 
 def pinned(lock: str) -> set[str]:
@@ -30,6 +35,7 @@ def pinned(lock: str) -> set[str]:
 
 def test_locks_runtime_lock_pins_every_dependency() -> None:
     assert dependencies() <= pinned("runtime.lock")
+    assert {"pymysql", "pyodbc"} <= dependencies()
 
 
 def test_locks_worker_in_is_the_dependencies_but_the_operators() -> None:

@@ -7,7 +7,7 @@ import json
 import shutil
 import statistics
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ QUEUES = {"emails": 1200, "orders": 2000}
 CHART_COPY = Path("/tmp/tablequeue-pipeline-report.png")
 START_KEYS = ("dueToStartSeconds", "enqueueToStartSeconds", "startToFinishSeconds")
 LATENCY_KEYS = ("latencySeconds", "timeInQueueSeconds", *START_KEYS)
+FINISHED = ("Processed", "Error", "Abandoned", "Cancelled", "Expired")
 
 
 def sql_figures(queue: Queue) -> dict[str, Any]:
@@ -49,7 +50,7 @@ def sql_figures(queue: Queue) -> dict[str, Any]:
         "startToFinishSeconds": seconds(t.c.processed_at, t.c.started_at),
     }
     finished_at = sa.func.coalesce(t.c.processed_at, t.c.updated_at)
-    finished = t.c.status.in_(["Processed", "Error", "Abandoned", "Cancelled", "Expired"])
+    finished = t.c.status.in_(FINISHED)
     with queue.database.transaction() as connection:
 
         def percentiles(value: Any) -> dict[str, float]:
@@ -181,10 +182,20 @@ def test_report_matches_sql_before_and_after_archiving(
     database.close()
 
 
-def test_report_on_sqlite_matches_the_rows(spark: SparkSession, sqlite_url: str) -> None:
-    """SQLite keeps times as text: the report parses them as UTC. Figures computed from the
-    rows the core reads (SQLite has no percentile function)."""
-    with connect(sqlite_url) as database:
+def utc(moment: datetime) -> datetime:
+    """A time the core read, as UTC (engines without zones give naive UTC times)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "mariadb"])
+def test_report_matches_the_rows(
+    spark: SparkSession, engine: str, request: pytest.FixtureRequest
+) -> None:
+    """SQLite keeps times as text (the report parses them as UTC), MariaDB as DATETIME read
+    through MariaDB's JDBC driver. Figures computed in Python from the rows the core reads
+    (neither engine has a percentile function)."""
+    url = str(request.getfixturevalue(f"{engine}_url"))
+    with connect(url) as database:
         database.apply(QueueResource.from_name("emails"))
         queue = database.queue("emails")
         fill_history(queue, 600)
@@ -192,10 +203,16 @@ def test_report_on_sqlite_matches_the_rows(spark: SparkSession, sqlite_url: str)
         with database.transaction() as connection:
             rows = connection.execute(
                 sa.select(
-                    t.c.status, t.c.created_at, t.c.process_after, t.c.processed_at, t.c.started_at
+                    t.c.status,
+                    t.c.created_at,
+                    t.c.process_after,
+                    t.c.processed_at,
+                    t.c.started_at,
+                    t.c.updated_at,
+                    t.c.last_error,
                 )
             ).all()
-    report = build_report(messages_frame(spark, sqlite_url, ["emails"], None))
+    report = build_report(messages_frame(spark, url, ["emails"], None))
     processed = [r for r in rows if r.status == "Processed"]
 
     def cuts(values: list[float]) -> dict[str, float]:
@@ -204,6 +221,10 @@ def test_report_on_sqlite_matches_the_rows(spark: SparkSession, sqlite_url: str)
 
     figures = report.queues["emails"]
     assert figures["counts"] == dict(Counter(r.status for r in rows))
+    finished = [r for r in rows if r.status in FINISHED]
+    errors = [r for r in finished if r.status == "Error"]
+    assert (figures["finished"], figures["errors"]) == (len(finished), len(errors))
+    assert figures["errorRate"] == pytest.approx(len(errors) / len(finished))
     latency = [(r.processed_at - r.process_after).total_seconds() for r in processed]
     in_queue = [(r.processed_at - r.created_at).total_seconds() for r in processed]
     assert figures["latencySeconds"] == pytest.approx(cuts(latency), abs=1e-6)
@@ -214,3 +235,16 @@ def test_report_on_sqlite_matches_the_rows(spark: SparkSession, sqlite_url: str)
     to_finish = [(r.processed_at - r.started_at).total_seconds() for r in started]
     assert figures["enqueueToStartSeconds"] == pytest.approx(cuts(to_start), abs=1e-6)
     assert figures["startToFinishSeconds"] == pytest.approx(cuts(to_finish), abs=1e-6)
+
+    hours: Counter[str] = Counter()
+    error_hours: Counter[str] = Counter()
+    for r in finished:
+        hour = utc(r.processed_at or r.updated_at).strftime("%Y-%m-%dT%H")
+        hours[hour] += 1
+        error_hours[hour] += r.status == "Error"
+    assert len(hours) > 3
+    assert [(e["hour"][:13], e["finished"], e["errors"]) for e in report.throughput] == [
+        (hour, hours[hour], error_hours[hour]) for hour in sorted(hours)
+    ]
+    texts = Counter(r.last_error.split("\n", 1)[0].strip() for r in errors)
+    assert {e["error"]: e["count"] for e in report.error_texts} == dict(texts)
