@@ -2,13 +2,12 @@
 and a TriggerAuthentication per Queue (the API server checks them against KEDA's schemas), owned
 by the Queue, and deletes them when the mode changes; a database KEDA cannot read is a Warning.
 
-KEDA's operator itself does not run in these tests (it and its metrics server would have to be
-built from KEDA's Go module and served as an aggregated API, as tests/deploy does for
-prometheus-adapter; not done yet): the Deployment's count stays where the operator created it."""
+KEDA's operator does not run in these tests, so the Deployment's count stays where the operator
+created it: tests/deploy/test_autoscaling_keda.py runs KEDA's real operator (built from its Go
+module) and shows it scaling the Deployment 0 -> 1 -> 0."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +15,8 @@ import pytest
 from tablequeue import connect
 from tablequeue.operator import keda
 from tests.operator.conftest import messages, patch, replicas_of, status_of, wait, wait_ticks
-from tests.support.deploy_tools import DeployTools, deploy_tools
+from tests.support.deploy_tools import deploy_tools
+from tests.support.keda import keda_crds
 from tests.support.kube import ControlPlane
 from tests.support.kube.fixtures import (
     Operator,
@@ -28,22 +28,9 @@ from tests.support.kube.fixtures import (
     secret,
     wait_ready,
 )
-from tests.support.waiting import wait_until
 
-__all__ = ["deploy_tools"]  # a fixture, for this module
+__all__ = ["deploy_tools", "keda_crds"]  # fixtures, for this module
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="session")
-def keda_crds(kube: ControlPlane, deploy_tools: DeployTools) -> Iterator[None]:
-    """KEDA's CRDs (from its Go module, by scripts/build-deploy-tools), installed for real."""
-    crds = deploy_tools.keda_crds
-    assert crds, f"no KEDA CRDs in {deploy_tools.crds}"
-    for crd in crds:
-        kube.kubectl("apply", "--server-side", "-f", str(crd))
-    kube.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-    wait_until(lambda: kube.kubectl("get", "scaledobjects", "-A", check=False).returncode == 0)
-    yield
 
 
 def keda_objects(

@@ -4,6 +4,7 @@ operator resumes without duplicating anything; many Queues at once all become re
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -184,16 +185,17 @@ def test_fifty_queues_applied_at_once_all_become_ready(
     names = [f"q{n:02d}" for n in range(50)]
     apply(kube, secret("db", namespace, postgres_url), *(queue(n, namespace) for n in names))
 
-    def ready() -> list[str]:
+    def not_ready() -> dict[str, Any]:
         items = kube.kubectl_json("get", "queues", "-n", namespace)["items"]
-        done = [
-            q["metadata"]["name"]
-            for q in items
-            if conditions(q).get("Ready", {}).get("status") == "True"
-        ]
-        return done if len(done) == len(names) else []
+        found = {q["metadata"]["name"]: conditions(q).get("Ready") for q in items}
+        missing = {name: "not listed" for name in names if name not in found}
+        return missing | {n: c for n, c in found.items() if (c or {}).get("status") != "True"}
 
-    assert sorted(wait(ready, timeout=120)) == names
+    # 9 s on a quiet machine; a loaded one (other test processes, builds) has taken over 120 s.
+    try:
+        wait(lambda: not not_ready(), timeout=300)
+    except AssertionError:
+        raise AssertionError(f"not Ready after 300 s: {not_ready()}") from None
     assert table_names(postgres_url) == sorted([*names, *SHARED_TABLES])
     deployments = kube.kubectl_json("get", "deployments", "-n", namespace)["items"]
     assert len(deployments) == 50

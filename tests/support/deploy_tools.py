@@ -1,6 +1,6 @@
-"""Where the deployment tests' tools are: helm, ct, kubeconform, prometheus-adapter (built by
-scripts/build-deploy-tools into the user's cache folder), Debian's prometheus and promtool, the
-container tools, the third-party CRDs and kubeconform's schemas.
+"""Where the deployment tests' tools are: helm, ct, kubeconform, prometheus-adapter and KEDA's
+operator (built by scripts/build-deploy-tools into the user's cache folder), Debian's prometheus
+and promtool, the container tools, the third-party CRDs and kubeconform's schemas.
 
 A missing tool fails the test that needs it, naming the script that installs it: nothing is
 skipped. The fixture `deploy_tools` (session scope) is imported by the conftest of each folder
@@ -61,6 +61,11 @@ class DeployTools:
     @property
     def prometheus_adapter(self) -> Path:
         return self.root / "bin" / "prometheus-adapter"
+
+    @property
+    def keda_operator(self) -> Path:
+        """KEDA's operator (its cmd/operator, the version of tools/deploy/keda/go.mod)."""
+        return self.root / "bin" / "keda-operator"
 
     @property
     def crds(self) -> Path:
@@ -132,6 +137,6 @@ def find_deploy_tools() -> DeployTools:
 
 @pytest.fixture(scope="session")
 def deploy_tools() -> DeployTools:
-    """helm, ct, kubeconform, prometheus-adapter, promtool, prometheus, CRDs and schemas; a test
-    that takes it fails, saying which script to run, when they are not installed."""
+    """helm, ct, kubeconform, prometheus-adapter, KEDA's operator, promtool, prometheus, CRDs and
+    schemas; a test that takes it fails, saying which script to run, when they are not installed."""
     return find_deploy_tools()
