@@ -247,6 +247,18 @@ class Dialect(Protocol):
     ) -> int:
         """Give back unstarted leases and wake listeners; the number released."""
 
+    def release_untracked(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        tracked: Sequence[int],
+        since: datetime,
+    ) -> int:
+        """Give back, as `release` does, the leases `owner` took at or after `since` (database
+        clock) that are not among `tracked`; wake listeners; the number released."""
+
     def upsert(
         self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
     ) -> sa.Executable:

@@ -213,15 +213,37 @@ class Queries:
         return self._once(("release",), self._release)
 
     def _release(self) -> sa.Update:
+        return self._give_back(self._held_among_ids())
+
+    def _give_back(self, where: sa.ColumnElement[bool]) -> sa.Update:
+        """Leases given back unstarted: Pending again, the attempt not counted."""
         t, d = self.table, self.dialect
         return (
             sa.update(t)
-            .where(self._held_among_ids())
+            .where(where)
             .values(
                 status=literal_status(names.PENDING),
                 attempts=sa.case((t.c.attempts > 0, t.c.attempts - 1), else_=0),
                 lease_expires_at=None,
                 updated_at=d.now(),
+            )
+        )
+
+    def release_untracked(self) -> sa.Update:
+        """Give back, as `release` does, the leases :b_owner took at or after :b_since (database
+        clock, `started_at`) that are not among :b_tracked: a worker's leases whose answer it
+        never received (the connection dropped while the lease committed)."""
+        return self._once(("release_untracked",), self._release_untracked)
+
+    def _release_untracked(self) -> sa.Update:
+        t = self.table
+        tracked = sa.bindparam("b_tracked", expanding=True, type_=sa.BigInteger())
+        return self._give_back(
+            sa.and_(
+                self.leased,
+                t.c.lease_owner == _bind("b_owner", sa.String()),
+                t.c.started_at >= _bind("b_since", UtcDateTime()),
+                t.c.id.not_in(tracked),
             )
         )
 

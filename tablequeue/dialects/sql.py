@@ -261,6 +261,21 @@ class SqlDialect(abc.ABC):
             self.notify(connection, queries.table.name)
         return released
 
+    def release_untracked(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        owner: str,
+        tracked: Sequence[int],
+        since: datetime,
+    ) -> int:
+        parameters = {"b_owner": owner, "b_tracked": list(tracked), "b_since": since}
+        released = int(connection.execute(queries.release_untracked(), parameters).rowcount)
+        if released:
+            self.notify(connection, queries.table.name)
+        return released
+
     def update_one(
         self,
         connection: Connection,

@@ -118,6 +118,17 @@ class Queue:
         """Give back leased messages that were never started: Pending again, attempt not counted."""
         return settle.release(self._queue, owner, ids)
 
+    def release_untracked(self, owner: str, tracked: Iterable[int], since: datetime) -> int:
+        """Give back, as `release` does, every message `owner` leased at or after `since` (the
+        database clock, e.g. `clock()` when the worker started) that is not among `tracked`:
+        the recovery of a worker whose lease committed but whose answer was lost. One
+        statement; the number given back."""
+        return settle.release_untracked(self._queue, owner, tracked, since)
+
+    def clock(self) -> datetime:
+        """The database's current time (an aware UTC datetime)."""
+        return settle.clock(self._queue)
+
     def complete(self, owner: str, completions: Sequence[Completion]) -> Settled:
         """Record successes. Deletes or marks Processed, or reschedules (`process_again_at`).
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from ..errors import InvalidInput
 from ..limits import MAX_LEASE_BATCH, MAX_SECONDS
 from ..models import Completion, Failure, LeaseBatch, Message, Settled, retry_delay
-from ..storage import registry
+from ..storage import registry, schedules
 from . import flow, history
 from .context import QueueContext
 
@@ -80,6 +80,20 @@ def release(queue: QueueContext, owner: str, ids: Iterable[int]) -> int:
         return 0
     with queue.storage.transaction() as connection:
         return queue.dialect.release(connection, queue.queries, owner=owner, ids=ids)
+
+
+def release_untracked(
+    queue: QueueContext, owner: str, tracked: Iterable[int], since: datetime
+) -> int:
+    with queue.storage.transaction() as connection:
+        return queue.dialect.release_untracked(
+            connection, queue.queries, owner=owner, tracked=sorted(set(tracked)), since=since
+        )
+
+
+def clock(queue: QueueContext) -> datetime:
+    with queue.storage.transaction() as connection:
+        return schedules.database_now(connection, queue.dialect)
 
 
 def settle(

@@ -45,6 +45,7 @@ QUERIES: dict[str, Callable[[Queries], Any]] = {
     "extend": lambda q: q.extend(),
     "held": lambda q: q.held(),
     "release": lambda q: q.release(),
+    "release_untracked": lambda q: q.release_untracked(),
     "lease_limited": lambda q: q.lease(limited=True),
     "lock_bucket": lambda q: q.lock_bucket(),
     "take_tokens": lambda q: q.take_tokens(),

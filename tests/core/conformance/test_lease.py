@@ -116,3 +116,42 @@ def test_sigkill_while_holding_leases_loses_nothing(
     assert queue.count() == 10
     others = [m.id for m in queue.lease("w2", 100).messages]
     assert len(others) == (10 if policy == "Retry" else 4)
+
+
+def test_release_untracked_gives_back_only_this_processs_unknown_leases(
+    make_queue: MakeQueue,
+) -> None:
+    """A worker whose lease answer was lost gives back, as `release` does, the rows it leased
+    since it started and does not know of; an earlier incarnation's leases under the same owner,
+    the rows it knows of and another owner's stay leased."""
+    queue = make_queue(lease_seconds=600)
+    queue.enqueue_many([NewMessage(message={"n": n}) for n in range(10)])
+    earlier = [m.id for m in queue.lease("w1", 2).messages]  # a crashed process, same owner
+    earlier_start = queue.get(earlier[0]).started_at
+    assert earlier_start is not None
+    # The new process starts later by the database clock, also at whole seconds (MariaDB over
+    # ODBC stores them so): wait for that, with a deadline.
+    wait_until(lambda: queue.clock() >= earlier_start + timedelta(seconds=1))
+    since = queue.clock()
+    others = [m.id for m in queue.lease("w2", 2).messages]
+    mine = [m.id for m in queue.lease("w1", 5).messages]
+    tracked, released_normally, unknown = mine[:2], mine[2], mine[3:]
+    assert queue.release("w1", [released_normally]) == 1
+
+    assert queue.release_untracked("w1", tracked, since) == 2
+    assert queue.release_untracked("w1", tracked, since) == 0
+
+    def state(message_id: int) -> tuple[object, ...]:
+        m = queue.get(message_id)
+        return (m.status, m.attempts, m.lease_expires_at, m.lease_owner, m.version)
+
+    assert [state(i) for i in unknown] == [state(released_normally)] * 2
+    assert state(unknown[0])[:3] == ("Pending", 0, None)
+    for message_id in earlier + tracked:
+        assert (queue.get(message_id).status, queue.get(message_id).lease_owner) == ("Leased", "w1")
+    assert {queue.get(i).lease_owner for i in others} == {"w2"}
+    assert {queue.get(i).status for i in others} == {"Leased"}
+    # Nothing tracked: every lease of the owner since then goes back.
+    assert queue.release_untracked("w2", [], since) == 2
+    assert {queue.get(i).status for i in others} == {"Pending"}
+    assert set(unknown) <= {m.id for m in queue.lease("w3", 10).messages}  # due again
