@@ -36,7 +36,14 @@ class DatabaseHealth:
         """A database call failed: not ready, counted, one log line."""
         self.ready = False
         metrics.worker_errors.labels(kind="database", queue=self.queue).inc()
-        log.warning("database unavailable", extra={"error": str(error).splitlines()[0][:300]})
+        task = asyncio.current_task()  # which of the worker's tasks met it (lease, settle...)
+        log.warning(
+            "database unavailable",
+            extra={
+                "error": str(error).splitlines()[0][:300],
+                "task": task.get_name() if task is not None else None,
+            },
+        )
 
     async def retrying(self, call: Callable[[], T]) -> T:
         """Run a blocking database call in a thread until it succeeds."""

@@ -20,6 +20,7 @@ import logging
 import signal
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from tablequeue import metrics
@@ -37,6 +38,7 @@ from .housekeeping import fire_schedules_every, purge_every, sweep_every, vacuum
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
 from .progress import ProgressRoute
+from .recovery import LostLeases
 from .rollup import Rollup
 from .settling import Settlement
 from .waiting import sleep_unless
@@ -88,9 +90,10 @@ class Worker:
         loop.set_default_executor(ThreadPoolExecutor(max_workers=32))
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
-        queue = await self._open_queue()
-        if queue is None:
+        opened = await self._open_queue()
+        if opened is None:
             return 0  # stopped before the database could be reached
+        queue, started = opened
         config = self.config
         config.resolve(queue)
         log.info("worker started", extra=self._describe())
@@ -109,6 +112,7 @@ class Worker:
             self.tracing,
         )
         self.progress.attach(queue, held, self.health)
+        lost = LostLeases(queue, config.owner, started, held, settlement, self.metrics)
         self._in_flight.set_function(lambda: len(held.running))
         keeper = LeaseKeeper(queue, config.owner, held, settlement, self.health, self.metrics)
         heartbeats = Heartbeats(
@@ -121,7 +125,9 @@ class Worker:
         )
         heartbeats.start()
         assert config.lease_seconds
-        lease_loop = asyncio.create_task(self._lease_loop(settlement, held, rollup), name="lease")
+        lease_loop = asyncio.create_task(
+            self._lease_loop(settlement, held, rollup, lost), name="lease"
+        )
         settler = asyncio.create_task(settlement.flush_on_time(self.stopping), name="settle")
         self._tasks = [
             lease_loop,
@@ -157,7 +163,7 @@ class Worker:
         if notifications is not None:
             self._tasks.append(asyncio.create_task(notifications, name="listen"))
         await self.stopping.wait()
-        await self._shut_down(queue, held, settlement, rollup, lease_loop, settler)
+        await self._shut_down(queue, held, settlement, rollup, lost, lease_loop, settler)
         await heartbeats.stop()
         log.info("worker stopped")
         return 0
@@ -184,13 +190,15 @@ class Worker:
             "poll": [c.poll_min, c.poll_max],
         }
 
-    async def _open_queue(self) -> Queue | None:
+    async def _open_queue(self) -> tuple[Queue, datetime] | None:
+        """The queue, and this process's start by the database clock (before any lease)."""
         backoff = database_backoff()
         while not self.stopping.is_set():
             try:
                 queue = await asyncio.to_thread(self.database.queue, self.config.queue)
+                started = await asyncio.to_thread(queue.clock)
                 self.health.ready = True
-                return queue
+                return queue, started
             except QUEUE_NOT_THERE as error:
                 self.health.trouble(error)
                 await sleep_unless(backoff.next(), self.stopping)
@@ -205,7 +213,9 @@ class Worker:
             return None
         return dialect.listen(url, queue.table.name, self._wake)
 
-    async def _lease_loop(self, settlement: Settlement, held: HeldMessages, rollup: Rollup) -> None:
+    async def _lease_loop(
+        self, settlement: Settlement, held: HeldMessages, rollup: Rollup, lost: LostLeases
+    ) -> None:
         config = self.config
         assert config.batch_size and config.concurrency
         poll_min, poll_max = config.poll_min or 0.1, config.poll_max or 5
@@ -219,8 +229,10 @@ class Worker:
                 self._wake.clear()
                 wanted = config.batch_size
                 try:
+                    await lost.give_back()  # after a failed lease, before the next one
                     batch = await settlement.settle_and_lease(wanted, config.lease_seconds)
                 except DATABASE_ERRORS as error:
+                    lost.owed = True  # the lease may have committed, its answer lost
                     self.health.trouble(error)
                     await sleep_unless(backoff.next(), self.stopping)
                     continue
@@ -267,6 +279,16 @@ class Worker:
             if delay and not held.waiting:
                 await sleep_unless(delay, self.stopping, self._wake)
 
+    async def _give_back_lost(self, lost: LostLeases) -> None:
+        """Stopping after a failed lease: its rows too go back, retrying as the release does."""
+        backoff = database_backoff()
+        while lost.owed:
+            try:
+                await lost.give_back()
+            except DATABASE_ERRORS as error:
+                self.health.trouble(error)
+                await asyncio.sleep(backoff.next())
+
     def _note_pause(self, paused: bool) -> None:
         if paused != self._paused:
             self._paused = paused
@@ -279,6 +301,7 @@ class Worker:
         held: HeldMessages,
         settlement: Settlement,
         rollup: Rollup,
+        lost: LostLeases,
         lease_loop: asyncio.Task[None],
         settler: asyncio.Task[None],
     ) -> None:
@@ -290,6 +313,8 @@ class Worker:
             await self.health.retrying(lambda: queue.release(self.config.owner, unstarted))
             self.metrics.count_released(len(unstarted))
             log.info("released unstarted messages", extra={"count": len(unstarted)})
+        if lease_loop.done():  # else a lease under way could still add what it gives back
+            await self._give_back_lost(lost)
         running = [entry.task for entry in held.running.values()]
         if running:
             log.info("waiting for running handlers", extra={"count": len(running)})

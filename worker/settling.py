@@ -56,7 +56,7 @@ class Settlement:
         self.metrics = metrics
         self.rollup = rollup
         self._waiting: list[Outcome] = []
-        self._in_flight = 0  # outcomes taken by a transaction that has not finished yet
+        self._in_flight: list[list[Outcome]] = []  # taken by transactions not finished yet
         self._apart = False  # an outcome broke a settle-and-lease: settle on their own
         self._closed = False
         self._changed = asyncio.Event()
@@ -66,8 +66,10 @@ class Settlement:
         return len(self._waiting)
 
     def message_ids(self) -> list[int]:
-        """The messages of the waiting outcomes: their leases are still held."""
-        return [outcome.message.id for outcome in self._waiting]
+        """The messages of the outcomes not recorded yet, waiting or taken by a transaction under
+        way: their leases are still held."""
+        taken = [outcome for batch in self._in_flight for outcome in batch]
+        return [outcome.message.id for outcome in self._waiting + taken]
 
     def add(self, outcome: Outcome) -> None:
         self._waiting.append(outcome)
@@ -86,7 +88,7 @@ class Settlement:
         statement; the settler records them on their own from now, isolating it.
         """
         outcomes = [] if self._apart else self._take()
-        self._in_flight += len(outcomes)
+        self._in_flight.append(outcomes)
         started = time.time_ns() if self.tracing is not None else 0
         try:
             settled, batch = await asyncio.to_thread(
@@ -101,7 +103,7 @@ class Settlement:
             self._apart = True
             return None
         finally:
-            self._in_flight -= len(outcomes)
+            self._in_flight.remove(outcomes)
             self._changed.set()
         self._count(settled, outcomes)
         if self.tracing is not None:
@@ -125,7 +127,7 @@ class Settlement:
             batch = self._take()
             if not batch:
                 continue
-            self._in_flight += len(batch)
+            self._in_flight.append(batch)
             try:
                 await self._record(batch)
                 backoff.reset()
@@ -134,7 +136,7 @@ class Settlement:
                 self.health.trouble(error)
                 await asyncio.sleep(backoff.next())
             finally:
-                self._in_flight -= len(batch)
+                self._in_flight.remove(batch)
 
     async def _record(self, batch: list[Outcome]) -> None:
         """Record outcomes; one that breaks the statement is found by recording them one by
