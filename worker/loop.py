@@ -9,6 +9,8 @@ Tasks of one worker process, all on one asyncio loop (database calls run in thre
 - lease keeper and time-limit watchdog (`leases`);
 - sweeper and vacuum (`housekeeping`);
 - heartbeats in `tablequeue_workers` (`heartbeat`).
+After a lease that failed with a database error, the lease loop first gives back what that lease
+may have taken unheard (`recovery`).
 The handlers run as tasks of their own (`held`). On SIGTERM: stop leasing, give back unstarted
 messages, let running handlers finish within the grace period, record everything, exit 0.
 """
