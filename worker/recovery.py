@@ -5,9 +5,10 @@ onLeaseExpired) or count an attempt that never ran.
 
 So after such a failure, once the database answers again and before the next lease, the worker
 gives back (as a SIGTERM release does: Pending, the attempt not counted) every row Leased under
-its owner that it does not track: messages waiting or running (`held`) and outcomes not recorded
-yet (`settling`, waiting or being recorded: releasing those would run them twice). Nothing else
-of the worker holds a lease: only the lease loop leases, and it is the one recovering.
+its owner that it does not track: messages waiting or running (`held`), outcomes not recorded
+yet (`settling`, waiting or being recorded: releasing those would run them twice) and outcomes
+it could not record at all (left to their lease's expiry, their handlers ran). Nothing else of
+the worker holds a lease: only the lease loop leases, and it is the one recovering.
 
 Rows leased by an earlier process under the same (stable, `--owner`) name are never given back:
 only rows whose `started_at` (every lease sets it to the database's now) is not before this
@@ -62,7 +63,7 @@ class LostLeases:
         # Taken right before the statement: only the lease loop leases, and it waits for this,
         # so no row becomes Leased by us meanwhile; tracked rows settled meanwhile are no
         # longer Leased.
-        tracked = self.held.message_ids() + self.settlement.message_ids()
+        tracked = self.held.message_ids() + self.settlement.tracked_ids()
         released = await asyncio.to_thread(
             self.queue.release_untracked, self.owner, tracked, self.started
         )

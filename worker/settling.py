@@ -59,6 +59,7 @@ class Settlement:
         self._in_flight: list[list[Outcome]] = []  # taken by transactions not finished yet
         self._apart = False  # an outcome broke a settle-and-lease: settle on their own
         self._closed = False
+        self._unrecordable: set[int] = set()
         self._changed = asyncio.Event()
 
     def __len__(self) -> int:
@@ -70,6 +71,11 @@ class Settlement:
         way: their leases are still held."""
         taken = [outcome for batch in self._in_flight for outcome in batch]
         return [outcome.message.id for outcome in self._waiting + taken]
+
+    def tracked_ids(self) -> list[int]:
+        """`message_ids`, and the messages whose outcome could not be recorded (left to their
+        lease's expiry): their handlers ran, so a give-back must not put them back either."""
+        return self.message_ids() + sorted(self._unrecordable)
 
     def add(self, outcome: Outcome) -> None:
         self._waiting.append(outcome)
@@ -158,6 +164,7 @@ class Settlement:
                         "cannot record an outcome; the message waits for its lease to expire",
                         extra={"message_id": outcome.message.id},
                     )
+                    self._unrecordable.add(outcome.message.id)
                     if self.tracing is not None:
                         self.tracing.forget([outcome.message.id])
         self._apart = False
