@@ -1,0 +1,90 @@
+"""PostgreSQL: an enqueue outside the caller's transaction is one round trip (one autocommit
+statement, no BEGIN or COMMIT), counted from libpq's protocol trace of the pool's only
+connection. A batch that repeats a messageId still runs its statements in one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from tablequeue import Database, NewMessage, connect
+from tablequeue.spec import QueueResource
+
+
+@pytest.fixture
+def database(postgres_url: str) -> Iterator[Database]:
+    with connect(postgres_url, poolclass=sa.pool.StaticPool) as db:  # one connection to trace
+        yield db
+
+
+def _round_trips(trace: str) -> list[list[str]]:
+    """The frontend messages libpq sent, grouped by round trip (a simple Query, or the
+    extended protocol's messages up to their Sync); the pool's liveness ping left out."""
+    trips: list[list[str]] = []
+    current: list[str] = []
+    for line in trace.splitlines():
+        fields = line.split("\t")
+        if len(fields) < 3 or fields[0] != "F":
+            continue
+        current.append("\t".join(fields[2:]))
+        if fields[2] in ("Query", "Sync"):
+            trips.append(current)
+            current = []
+    return [trip for trip in trips if not any("SELECT 1" in message for message in trip)]
+
+
+@pytest.fixture
+def traced(database: Database, tmp_path: Path) -> Callable[[Callable[[], object]], list[list[str]]]:
+    def run(work: Callable[[], object]) -> list[list[str]]:
+        pooled = database.engine.raw_connection()
+        pgconn = pooled.dbapi_connection.pgconn  # type: ignore[union-attr]
+        pooled.close()
+        path = tmp_path / "trace"
+        with open(path, "w") as file:
+            pgconn.trace(os.dup(file.fileno()))  # libpq closes its own copy
+        pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            work()
+        finally:
+            pgconn.untrace()
+        return _round_trips(path.read_text())
+
+    return run
+
+
+def test_a_single_enqueue_is_one_statement_without_begin_or_commit(
+    database: Database, traced: Callable[[Callable[[], object]], list[list[str]]]
+) -> None:
+    database.apply(QueueResource.from_name("orders", idempotent=True))
+    queue = database.queue("orders")
+    queue.enqueue({"n": 0})
+    for work in (
+        lambda: queue.enqueue({"n": 1}),
+        lambda: queue.enqueue({"n": 2}, message_id="a", after=30),
+        lambda: queue.enqueue({"n": 2}, message_id="a"),  # discarded: same body
+        lambda: queue.enqueue_many([NewMessage(message={"n": n}) for n in range(50)]),
+    ):
+        trips = traced(work)
+        assert len(trips) == 1, trips
+        assert any("INSERT INTO orders" in message for message in trips[0]), trips
+    assert queue.count() == 53
+    assert queue.get_by_tracking_id(queue.enqueue({"n": 3}).tracking_id or "").version == 1
+
+
+def test_a_batch_repeating_a_message_id_is_one_transaction(
+    database: Database, traced: Callable[[Callable[[], object]], list[list[str]]]
+) -> None:
+    database.apply(QueueResource.from_name("orders"))
+    queue = database.queue("orders")
+    batch = [NewMessage(message={"n": n}, message_id="same") for n in range(3)]
+    trips = traced(lambda: queue.enqueue_many(batch))
+    texts = [" ".join(trip) for trip in trips]
+    assert "BEGIN" in texts[0] and "COMMIT" in texts[-1], texts
+    assert sum("INSERT INTO orders" in text for text in texts) == 3, texts
+    assert [m.version for m in queue.messages()] == [3]
