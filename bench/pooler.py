@@ -37,7 +37,7 @@ from typing import Any
 import psycopg
 
 from bench.cpu import Meter, postmaster_pid
-from bench.peers import import_path
+from bench.peers_workloads import import_path
 from bench.systems.tq import TableQueue
 from bench.worker import ROOT, tree_cpu_seconds
 from tablequeue import connect

@@ -3,17 +3,18 @@
 The table is built as the PostgreSQL one is, in the database: `TableQueue.fill` (one INSERT ...
 SELECT over a recursive CTE, every index in place), then one UPDATE turns 99% of the rows
 Processed. No ANALYZE: tablequeue leaves SQLite without statistics, and so does the drain
-workload. Then `Queue.stats()` is timed 20 times after 2 warm-ups, in-process.
+workload. Then `Queue.stats()` is timed 20 times after 2 warm-ups, in-process
+(`bench.peers_workloads.time_stats`, as on PostgreSQL).
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from pathlib import Path
 
 import sqlalchemy as sa
 
+from bench.peers_workloads import time_stats
 from bench.systems.common import Row
 from bench.systems.tq import TableQueue
 
@@ -30,18 +31,9 @@ def stats_cost_sqlite(tq: TableQueue, rows: int) -> Row:
     build_seconds = time.perf_counter() - built
     database = Path(sa.make_url(tq.url).database or "")
     size = sum(p.stat().st_size for p in database.parent.glob(database.name + "*"))
-    for _ in range(2):
-        q.stats()
-    times = []
-    for _ in range(20):
-        began = time.perf_counter()
-        stats = q.stats()
-        times.append((time.perf_counter() - began) * 1000)
-    assert stats.backlog == rows // 100, stats
-    tq.drop(queue)
     return {
         "rows": rows,
         "build_seconds": build_seconds,
         "total_size_mib": size / 2**20,  # the database file and its WAL: every queue in it
-        "ms": {"median": statistics.median(times), "min": min(times), "max": max(times)},
+        "ms": time_stats(tq, queue, rows),
     }

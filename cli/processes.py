@@ -20,7 +20,9 @@ from .options import db_option, fail, friendly_errors, validation_line
 
 
 @click.command()
-@model_options(WorkerSettings, env_name, metavars={"db": "URL"}, hidden={"vacuum_interval"})
+@model_options(
+    WorkerSettings, env_name, metavars={"db": "URL", "listen_db": "URL"}, hidden={"vacuum_interval"}
+)
 @friendly_errors
 def worker(**options: object) -> None:
     """Lease messages of QUEUE and hand them to a handler (options also from TABLEQUEUE_*)."""

@@ -77,6 +77,11 @@ class WorkerSettings(BaseSettings):
     listen: bool = Field(
         True, description="PostgreSQL: wake on NOTIFY instead of waiting for the next poll."
     )
+    listen_db: str | None = Field(
+        None,
+        description="PostgreSQL: a URL straight to the server for LISTEN when --db goes "
+        "through a transaction pooler (?pooler=transaction) [env TABLEQUEUE_LISTEN_DB]",
+    )
     host: str = "0.0.0.0"
     port: int = Field(9090, ge=0, le=65535, description="Port of /livez, /readyz and /metrics.")
     owner: str = Field(

@@ -26,6 +26,7 @@ from tablequeue import metrics
 from tablequeue.database import Database
 from tablequeue.errors import QueueNotFound
 from tablequeue.queue import Queue
+from tablequeue.storage.urls import listen_url
 
 from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler
@@ -197,10 +198,12 @@ class Worker:
 
     def _notifications(self, queue: Queue) -> Coroutine[Any, Any, None] | None:
         """Waking the lease loop on NOTIFY, where the engine has it and it is wanted."""
-        dialect = self.database.dialect
+        dialect, url = self.database.dialect, self.database.url
+        if self.config.listen_db:  # checked when the worker started (`main.run`)
+            dialect, url = listen_url(self.config.listen_db, dialect)
         if not (self.config.listen and dialect.capabilities.notifies):
             return None
-        return dialect.listen(self.database.url, queue.table.name, self._wake)
+        return dialect.listen(url, queue.table.name, self._wake)
 
     async def _lease_loop(self, settlement: Settlement, held: HeldMessages, rollup: Rollup) -> None:
         config = self.config

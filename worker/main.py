@@ -9,6 +9,7 @@ from aiohttp import web
 
 from tablequeue.database import Database, connect
 from tablequeue.errors import InvalidInput
+from tablequeue.storage.urls import listen_url
 
 from . import logs, otel, server
 from .config import WorkerConfig
@@ -28,6 +29,8 @@ def run(config: WorkerConfig) -> int:
         handler = load_handler(config.handler, config.handler_timeout)
         traced = otel.tracing_for(provider, config.queue)  # the handler's module may set one
         with connect(config.db) as database:
+            if config.listen_db:
+                listen_url(config.listen_db, database.dialect)  # InvalidInput: exit 1 now
             return asyncio.run(serve(config, database, handler, traced))
     finally:
         if provider is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -82,6 +82,14 @@ class Dialect(Protocol):
 
     def check_url(self, url: sa.URL) -> None:
         """Raise InvalidInput for a URL of this engine that tablequeue cannot use."""
+
+    def for_url(self, url: sa.URL) -> tuple[Dialect, sa.URL]:
+        """The dialect set up for a URL's tablequeue parameters (PostgreSQL's `?pooler=`),
+        and the URL without them, as the driver gets it; InvalidInput for a bad one."""
+
+    def transaction_setup(self, statement_seconds: float | None) -> Callable[[Any], None] | None:
+        """What to run on the driver connection at the start of each transaction, for
+        settings a connection cannot keep (behind a transaction pooler); None: nothing."""
 
     def id_column(self) -> sa.Column[int]:
         """The `id` primary key: a 64-bit number the database assigns, never reused."""

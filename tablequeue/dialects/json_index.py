@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ..errors import IndexBuildBusy
+from ..errors import IndexBuildBusy, InvalidInput
 from .base import JsonKind, JsonPath
 
 if TYPE_CHECKING:
@@ -165,9 +165,16 @@ class PostgresIndexes(ExpressionIndexes):
         """Outside a transaction, as CONCURRENTLY must be; indexing a big table may take longer
         than the statement timeout of ordinary statements. One apply at a time builds: a
         session lock, taken by polling, since a session waiting for it inside a statement
-        would hold a snapshot that CREATE INDEX CONCURRENTLY waits for."""
+        would hold a snapshot that CREATE INDEX CONCURRENTLY waits for.
+
+        Behind a transaction pooler (`?pooler=transaction`) the lock and the timeout would
+        land on other server connections: the indexes are only compared there, and an apply
+        that must build or drop one is refused (apply over a direct URL)."""
         with engine.connect() as connection:
             connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+            if getattr(self.dialect, "pooler", None) is not None:
+                yield connection.execution_options(tablequeue_no_ddl=True)
+                return
             lock = sa.text("SELECT pg_try_advisory_lock(:key)").bindparams(key=_DDL_LOCK)
             deadline = time.monotonic() + wait_seconds
             while not connection.execute(lock).scalar():
@@ -185,6 +192,14 @@ class PostgresIndexes(ExpressionIndexes):
                 connection.execute(
                     sa.text("SELECT pg_advisory_unlock(:key)").bindparams(key=_DDL_LOCK)
                 )
+
+    def create_statements(self, where: Any, table_name: str, index: JsonIndex) -> list[str]:
+        _refuse_behind_pooler(where)
+        return super().create_statements(where, table_name, index)
+
+    def drop_statements(self, where: Any, table_name: str, name: str) -> list[str]:
+        _refuse_behind_pooler(where)
+        return super().drop_statements(where, table_name, name)
 
     def existing(self, connection: Connection, table_name: str) -> dict[str, bool]:
         """A build that failed (or was interrupted) leaves an invalid index: it is rebuilt."""
@@ -205,6 +220,15 @@ class PostgresIndexes(ExpressionIndexes):
             # numeric = float8 compares as float8: no index on a numeric expression serves it.
             return None
         return super().key(index, op, value)
+
+
+def _refuse_behind_pooler(where: Any) -> None:
+    if isinstance(where, Connection) and where.get_execution_options().get("tablequeue_no_ddl"):
+        raise InvalidInput(
+            "building or dropping JSON indexes (spec.indexes) needs a direct connection to "
+            "PostgreSQL, not one through a transaction pooler (?pooler=transaction): apply "
+            "the queue with a direct URL"
+        )
 
 
 class ColumnIndexes(JsonIndexes):

@@ -3,10 +3,11 @@ per-row parameters as one JSON document, LISTEN/NOTIFY."""
 
 import asyncio
 import json
+import logging
 import math
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from .base import Capabilities, JsonKind, JsonPath, Rows, notify_channel
+from ..errors import InvalidInput
+from .base import Capabilities, Dialect, JsonKind, JsonPath, Rows, notify_channel
 from .json_index import PostgresIndexes
 from .queries import Queries
 from .sql import SqlDialect
@@ -85,6 +87,13 @@ TCP_BOUNDS = {
 QUERY_CANCELED = "57014"
 """The SQLSTATE of a statement the server cancelled (`statement_timeout`)."""
 
+POOLERS = ("transaction",)
+"""Values of the URL parameter `?pooler=`: the pooling mode of a pooler between tablequeue
+and PostgreSQL (PgBouncer's `pool_mode = transaction`), under which a server connection
+belongs to a client for one transaction only. README, "Behind PgBouncer"."""
+
+log = logging.getLogger("tablequeue.worker")
+
 
 class PostgresDialect(SqlDialect):
     name = "postgresql"
@@ -100,14 +109,49 @@ class PostgresDialect(SqlDialect):
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
     json_index_strategy = PostgresIndexes
 
+    def __init__(self, pooler: str | None = None) -> None:
+        self.pooler = pooler
+        """`transaction` behind a transaction pooler: no session state (startup options,
+        prepared statements, LISTEN, session locks), settings per transaction."""
+        self._said: set[str] = set()
+
+    def for_url(self, url: sa.URL) -> tuple[Dialect, sa.URL]:
+        """`?pooler=transaction` (validated, then removed: libpq does not know it) gives a
+        dialect for a transaction pooler."""
+        self.check_url(url)
+        if "pooler" not in url.query:
+            return self, url
+        value = url.query["pooler"]
+        if value not in POOLERS:
+            shown = value if isinstance(value, str) else "&pooler=".join(value)
+            raise InvalidInput(
+                f"unsupported pooler={shown!r} in the database URL: use pooler=transaction "
+                "(PgBouncer's pool_mode = transaction) or leave it out (a direct connection, "
+                "or a pooler in session mode)"
+            )
+        assert isinstance(value, str)
+        return type(self)(pooler=value), url.difference_update_query(["pooler"])
+
+    def _say_once(self, what: str) -> None:
+        if what not in self._said:
+            self._said.add(what)
+            log.info(what, extra={"pooler": self.pooler})
+
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
     ) -> dict[str, Any]:
         """libpq's `connect_timeout` (whole seconds, at least 2 as libpq requires), the
         server-side `statement_timeout` as a startup option, and TCP keepalives with
         `tcp_user_timeout`, so that a connection whose network went silent fails instead of
-        waiting for an answer for ever (the server cannot time out what it never received)."""
+        waiting for an answer for ever (the server cannot time out what it never received).
+
+        Behind a transaction pooler: no startup option (PgBouncer refuses `options`; the
+        timeout is set per transaction, `transaction_setup`) and no prepared statements
+        (psycopg's names would reach other clients' server connections)."""
         args: dict[str, Any] = {}
+        if self.pooler is not None:
+            statement_seconds = None
+            args["prepare_threshold"] = None
         if connect_seconds and "connect_timeout" not in url.query:
             args["connect_timeout"] = max(2, math.ceil(connect_seconds))
         for key, value in TCP_BOUNDS.items():
@@ -116,6 +160,19 @@ class PostgresDialect(SqlDialect):
         if statement_seconds and "options" not in url.query:
             args["options"] = f"-c statement_timeout={math.ceil(statement_seconds * 1000)}"
         return args
+
+    def transaction_setup(self, statement_seconds: float | None) -> Callable[[Any], None] | None:
+        """Behind a transaction pooler, `SET LOCAL statement_timeout` at the start of each
+        transaction (one more round trip per transaction; bench/SCALING.md section 2)."""
+        if self.pooler is None or not statement_seconds:
+            return None
+        statement = f"SET LOCAL statement_timeout = {math.ceil(statement_seconds * 1000)}"
+
+        def setup(dbapi_connection: Any) -> None:
+            if not dbapi_connection.autocommit:  # autocommit: no transaction to set it for
+                dbapi_connection.execute(statement)
+
+        return setup
 
     def statement_cancelled(self, error: BaseException) -> bool:
         return getattr(error, "sqlstate", None) == QUERY_CANCELED
@@ -234,7 +291,14 @@ class PostgresDialect(SqlDialect):
         default): at thousands of messages a second the table fills with dead rows meanwhile.
         Workers call this every few seconds; one of them (an advisory lock) vacuums when more
         than VACUUM_DEAD_ROWS rows and a quarter as many as live ones are dead. (A user that
-        does not own the table gets a warning from PostgreSQL and nothing happens.)"""
+        does not own the table gets a warning from PostgreSQL and nothing happens.)
+
+        Behind a transaction pooler: never (a session lock and VACUUM, which cannot run in a
+        transaction, would land on different server connections); autovacuum does it with
+        the table's settings from `tune_table`."""
+        if self.pooler is not None:
+            self._say_once("behind a transaction pooler: no vacuum checks, autovacuum does it")
+            return False
         quoted = engine.dialect.identifier_preparer.format_table(table)
         lock_id = zlib.crc32(f"tablequeue:vacuum:{table.name}".encode())
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
@@ -294,6 +358,9 @@ class PostgresDialect(SqlDialect):
         # Imported here: psycopg's libpq loads only for a process that listens.
         from .postgresql_listener import listen
 
+        if self.pooler is not None:  # a pooled server connection never gets the NOTIFY
+            self._say_once("behind a transaction pooler: no LISTEN, the worker polls")
+            await asyncio.Event().wait()  # runs until cancelled, as the listener does
         await listen(url, notify_channel(table_name), wake)
 
     def count_by_status(

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -18,7 +18,8 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from .. import names
-from .base import Capabilities, JsonKind, JsonPath, LeasedRows, Rows, SweptLease
+from ..errors import InvalidInput
+from .base import Capabilities, Dialect, JsonKind, JsonPath, LeasedRows, Rows, SweptLease
 from .json_index import ExpressionIndexes, JsonIndexes
 from .per_row import PerRow
 from .queries import FinishOutcome, LeaseExpiredPolicy, Queries
@@ -40,6 +41,18 @@ class SqlDialect(abc.ABC):
 
     def check_url(self, url: sa.URL) -> None:
         return None  # every URL of the engine's schemes
+
+    def for_url(self, url: sa.URL) -> tuple[Dialect, sa.URL]:
+        if "pooler" in url.query:
+            raise InvalidInput(
+                f"the URL parameter pooler= is for PostgreSQL behind PgBouncer; {self.name} "
+                "URLs take no pooler: leave it out"
+            )
+        self.check_url(url)
+        return cast("Dialect", self), url  # each engine's subclass is a whole Dialect
+
+    def transaction_setup(self, statement_seconds: float | None) -> Callable[[Any], None] | None:
+        return None  # connections keep their settings
 
     def id_column(self) -> sa.Column[int]:
         return sa.Column("id", sa.BigInteger(), sa.Identity(), primary_key=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -48,6 +48,12 @@ def _ping_when_idle(engine: Engine) -> None:
             raise sa.exc.DisconnectionError(str(error)) from error  # the pool reconnects
 
 
+def _set_up_each_transaction(engine: Engine, setup: Callable[[Any], None]) -> None:
+    @sa.event.listens_for(engine, "begin")
+    def _began(connection: Connection) -> None:
+        setup(connection.connection.dbapi_connection)
+
+
 def _first_line(error: BaseException) -> str:
     text = str(getattr(error, "orig", None) or error).strip()
     return text.splitlines()[0].strip() if text else type(error).__name__
@@ -72,6 +78,10 @@ class Storage:
         options.update(engine_options)
         self.engine: Engine = sa.create_engine(self.url, **options)
         _ping_when_idle(self.engine)
+        self._setup = self.dialect.transaction_setup(self.timeouts.statement_seconds)
+        """Run at the start of each transaction (behind a transaction pooler), else None."""
+        if self._setup is not None:
+            _set_up_each_transaction(self.engine, self._setup)
         self.dialect.configure_engine(self.engine)
         self.metadata = sa.MetaData()
         self.registry = registry_table(self.metadata)
@@ -181,6 +191,8 @@ class Storage:
                 f"cannot connect to {self.shown_url}: {_first_line(error)}"
             ) from None
         try:
+            if self._setup is not None:
+                self._setup(pooled.dbapi_connection)
             yield bare(self, pooled.dbapi_connection)
         finally:
             pooled.close()  # the pool's reset on return rolls back

@@ -27,9 +27,24 @@ def dialect_for_url(url: str) -> tuple[Dialect, sa.URL]:
             f"{shown_url(parsed)}: use {supported}"
         )
     dialect, scheme = found
-    parsed = parsed.set(drivername=scheme)
-    dialect.check_url(parsed)
-    return dialect, parsed
+    return dialect.for_url(parsed.set(drivername=scheme))
+
+
+def listen_url(url: str, dialect: Dialect) -> tuple[Dialect, sa.URL]:
+    """A worker's separate URL for LISTEN (`--listen-db`, behind a transaction pooler): the
+    same engine as its database, reaching the server directly (or a session-mode pool)."""
+    listener, parsed = dialect_for_url(url)
+    if listener.name != dialect.name:
+        raise InvalidInput(
+            f"the listen URL {shown_url(url)} is {listener.name}, the database {dialect.name}: "
+            "give a URL of the same server"
+        )
+    if getattr(listener, "pooler", None) is not None:
+        raise InvalidInput(
+            f"the listen URL {shown_url(url)} goes through a transaction pooler: LISTEN needs "
+            "a direct connection (leave out ?pooler=)"
+        )
+    return listener, parsed
 
 
 MASK = "***"

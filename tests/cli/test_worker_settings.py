@@ -34,6 +34,7 @@ SAMPLES = {
     "vacuum_interval": "4.0",
     "rollup_interval": "7.0",
     "listen": "false",
+    "listen_db": "postgresql://tq@db:5432/queues",
     "host": "127.0.0.1",
     "port": "9191",
     "owner": "from-env",

@@ -17,12 +17,9 @@ The fixtures are imported by the test modules that use them:
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -33,17 +30,10 @@ import pytest
 from tests.support.deploy_tools import SETUP_SCRIPT, DeployToolMissing, DeployTools
 from tests.support.kube import ControlPlane
 from tests.support.kube.control_plane import free_port
+from tests.support.processes import die_with_parent, stop_process
 from tests.support.waiting import wait_until
 
 _LOG_TAIL = 8000
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: be killed if pytest dies without tearing down (Linux)."""
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _status(url: str) -> int:
@@ -121,7 +111,7 @@ class KedaOperator:
                 stderr=subprocess.STDOUT,
                 env=self.env,
                 cwd=self.folder,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
         def ready() -> bool:
@@ -135,15 +125,8 @@ class KedaOperator:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_process(self.process)
 
     def log_tail(self) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

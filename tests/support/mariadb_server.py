@@ -19,6 +19,7 @@ from pathlib import Path
 import pymysql
 
 from .postgres_server import free_port
+from .processes import stop_process
 
 USER = "tablequeue"
 ODBC_DRIVER = "MariaDB Unicode"
@@ -134,14 +135,8 @@ class MariaDbServer:
         return self.url(name, driver)
 
     def stop(self) -> None:
-        if self.process is None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None:
+            stop_process(self.process, timeout=60)
 
 
 @contextlib.contextmanager

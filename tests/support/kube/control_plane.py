@@ -18,15 +18,12 @@ There is no scheduler and no kubelet: Pods stay Pending.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import json
 import os
 import shutil
-import signal
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -36,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..postgres_server import free_port
+from ..processes import die_with_parent, stop_process
 
 REPO = Path(__file__).resolve().parents[3]
 BUILD_SCRIPT = REPO / "scripts" / "build-control-plane"
@@ -43,8 +41,6 @@ GO_MOD = REPO / "tools" / "controlplane" / "go.mod"
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 _LOG_TAIL_CHARS = 6000
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
 class ControlPlaneError(RuntimeError):
@@ -367,7 +363,7 @@ class ControlPlane:
                 stderr=subprocess.STDOUT,
                 cwd=self.base,
                 start_new_session=True,  # a Ctrl-C reaches pytest, which tears down in order
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         except BaseException:
             log.close()
@@ -395,21 +391,9 @@ class ControlPlane:
     def _stop(self) -> None:
         # One at a time, last started first: an apiserver whose etcd is gone takes long to stop.
         for _, process, log in reversed(self._processes):
-            if process.poll() is None:
-                process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
             log.close()
         self._processes.clear()
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: be killed if the parent dies without tearing down (Linux)."""
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _http_get(url: str, context: ssl.SSLContext | None) -> tuple[int, bytes]:

@@ -13,10 +13,8 @@ tests/operator/conftest.py imports the fixtures for the operator's tests.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -27,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.processes import die_with_parent, stop_process
 from tests.support.waiting import wait_until
 
 from .control_plane import ControlPlane, free_port
@@ -38,15 +37,7 @@ OPERATOR_ACCOUNT = "tablequeue-operator"
 INTERVAL = 1.0
 """The operator's timer: seconds between status updates and scaling decisions."""
 
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 _OPERATOR_KEY = pytest.StashKey["Operator"]()
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: be killed if pytest dies without tearing down (Linux)."""
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 # --- the control plane ---------------------------------------------------------------------------
@@ -160,7 +151,7 @@ class Operator:
                 stderr=subprocess.STDOUT,
                 env=self.env,
                 cwd=self.log_path.parent,  # not the repository: its operator/ is no package
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         self.wait_live(timeout)
 
@@ -180,13 +171,7 @@ class Operator:
         """SIGTERM, as Kubernetes stops a Pod; SIGKILL if it does not exit in time."""
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self._note(f"=== operator stopped, exit code {self.process.returncode}")
 
     def kill(self) -> None:
