@@ -34,7 +34,7 @@ def enqueue_many(
     try:
         if connection is None:
             rounds = _rounds_of_unique_ids(messages)
-            if len(rounds) == 1 and queue.dialect.capabilities.enqueues_alone:
+            if len(rounds) == 1 and storage.enqueues_alone:
                 return _enqueue_alone(queue, messages, rounds[0])
             with storage.transaction() as own:
                 return enqueue_in(queue, own, messages, rounds)

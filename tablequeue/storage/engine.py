@@ -130,6 +130,13 @@ class Storage:
                 f"{self.shown_url} cancelled a statement: {_first_line(error)}"
             ) from error
 
+    @property
+    def enqueues_alone(self) -> bool:
+        """Whether an enqueue may be one autocommit statement (`autocommit`): the engine can
+        (`capabilities.enqueues_alone`) and nothing has to run at the start of each transaction
+        (behind a transaction pooler the statement timeout is set per transaction)."""
+        return self.dialect.capabilities.enqueues_alone and self._setup is None
+
     @contextlib.contextmanager
     def autocommit(self) -> Iterator[Any]:
         """A pooled DB-API connection in autocommit mode, for one statement that is its own
