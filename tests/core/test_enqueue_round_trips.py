@@ -1,6 +1,7 @@
 """PostgreSQL: an enqueue outside the caller's transaction is one round trip (one autocommit
 statement, no BEGIN or COMMIT), counted from libpq's protocol trace of the pool's only
-connection. A batch that repeats a messageId still runs its statements in one transaction.
+connection. A batch that repeats a messageId still runs its statements in one transaction, and
+so does an enqueue behind a transaction pooler with a statement timeout (set per transaction).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 
 from tablequeue import Database, NewMessage, connect
 from tablequeue.spec import QueueResource
+from tablequeue.storage.timeouts import DatabaseTimeouts
 
 
 @pytest.fixture
@@ -39,9 +41,12 @@ def _round_trips(trace: str) -> list[list[str]]:
     return [trip for trip in trips if not any("SELECT 1" in message for message in trip)]
 
 
+Traced = Callable[[Database, Callable[[], object]], list[list[str]]]
+
+
 @pytest.fixture
-def traced(database: Database, tmp_path: Path) -> Callable[[Callable[[], object]], list[list[str]]]:
-    def run(work: Callable[[], object]) -> list[list[str]]:
+def traced(tmp_path: Path) -> Traced:
+    def run(database: Database, work: Callable[[], object]) -> list[list[str]]:
         pooled = database.engine.raw_connection()
         pgconn = pooled.dbapi_connection.pgconn  # type: ignore[union-attr]
         pooled.close()
@@ -59,7 +64,7 @@ def traced(database: Database, tmp_path: Path) -> Callable[[Callable[[], object]
 
 
 def test_a_single_enqueue_is_one_statement_without_begin_or_commit(
-    database: Database, traced: Callable[[Callable[[], object]], list[list[str]]]
+    database: Database, traced: Traced
 ) -> None:
     database.apply(QueueResource.from_name("orders", idempotent=True))
     queue = database.queue("orders")
@@ -70,7 +75,7 @@ def test_a_single_enqueue_is_one_statement_without_begin_or_commit(
         lambda: queue.enqueue({"n": 2}, message_id="a"),  # discarded: same body
         lambda: queue.enqueue_many([NewMessage(message={"n": n}) for n in range(50)]),
     ):
-        trips = traced(work)
+        trips = traced(database, work)
         assert len(trips) == 1, trips
         assert any("INSERT INTO orders" in message for message in trips[0]), trips
     assert queue.count() == 53
@@ -78,13 +83,31 @@ def test_a_single_enqueue_is_one_statement_without_begin_or_commit(
 
 
 def test_a_batch_repeating_a_message_id_is_one_transaction(
-    database: Database, traced: Callable[[Callable[[], object]], list[list[str]]]
+    database: Database, traced: Traced
 ) -> None:
     database.apply(QueueResource.from_name("orders"))
     queue = database.queue("orders")
     batch = [NewMessage(message={"n": n}, message_id="same") for n in range(3)]
-    trips = traced(lambda: queue.enqueue_many(batch))
+    trips = traced(database, lambda: queue.enqueue_many(batch))
     texts = [" ".join(trip) for trip in trips]
     assert "BEGIN" in texts[0] and "COMMIT" in texts[-1], texts
     assert sum("INSERT INTO orders" in text for text in texts) == 3, texts
     assert [m.version for m in queue.messages()] == [3]
+
+
+def test_behind_a_transaction_pooler_the_statement_timeout_keeps_its_transaction(
+    database: Database, postgres_url: str, traced: Traced
+) -> None:
+    database.apply(QueueResource.from_name("orders"))
+    pooled_url = postgres_url + "?pooler=transaction"
+    timeouts = DatabaseTimeouts(statement_seconds=5.0)
+    with connect(pooled_url, timeouts=timeouts, poolclass=sa.pool.StaticPool) as behind:
+        queue = behind.queue("orders")
+        texts = [" ".join(trip) for trip in traced(behind, lambda: queue.enqueue({"n": 1}))]
+        assert "BEGIN" in texts[0] and "COMMIT" in texts[-1], texts
+        assert any("SET LOCAL statement_timeout = 5000" in text for text in texts), texts
+    no_timeout = DatabaseTimeouts(statement_seconds=None)
+    with connect(pooled_url, timeouts=no_timeout, poolclass=sa.pool.StaticPool) as behind:
+        queue = behind.queue("orders")
+        assert len(traced(behind, lambda: queue.enqueue({"n": 2}))) == 1
+    assert database.queue("orders").count() == 2
