@@ -304,5 +304,6 @@ class Worker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.metrics.flush()  # observations of handlers stopped without an outcome
         await rollup.write()  # what was counted since the last write, the last outcomes too
         await self.handler.close()

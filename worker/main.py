@@ -55,6 +55,7 @@ async def serve(
             worker.alive,
             lambda: worker.ready,
             routes,
+            worker.metrics.flush,
         )
     except OSError as error:  # port taken, address not ours: one clear line, exit 1
         raise InvalidInput(

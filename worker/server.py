@@ -15,6 +15,7 @@ async def start(
     alive: Callable[[], bool],
     ready: Callable[[], bool],
     routes: Sequence[web.RouteDef] = (),
+    before_scrape: Callable[[], None] = lambda: None,
 ) -> web.AppRunner:
     async def livez(_: web.Request) -> web.Response:
         return web.Response(
@@ -26,6 +27,7 @@ async def start(
         return web.Response(text="ok\n" if ok else "not ready\n", status=200 if ok else 503)
 
     async def metrics(_: web.Request) -> web.Response:
+        before_scrape()  # observations added in bulk (worker/metrics.py): every one so far
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app = web.Application()

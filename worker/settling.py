@@ -168,6 +168,7 @@ class Settlement:
             self.tracing.settled(outcomes, time.time_ns())
 
     def _take(self) -> list[Outcome]:
+        self.metrics.flush()  # the handlers' observations, before their outcomes are recorded
         batch, self._waiting = self._waiting[:SETTLE_BATCH], self._waiting[SETTLE_BATCH:]
         return batch
 
