@@ -147,12 +147,12 @@ class HeldMessages:
         with traced as span:
             try:
                 result = await self.handler(message, context)
-                outcome = Completion(
-                    message,
-                    process_again_at=result.process_again_at if result else None,
-                    result=result.result if result else None,
-                    progress=result.progress if result else None,
-                )
+                if result is None:
+                    outcome = Completion(message)
+                else:
+                    outcome = Completion(
+                        message, result.process_again_at, result.result, result.progress
+                    )
             except HandlerFailed as failed:
                 m.handler_errors.inc()
                 outcome = Failure(message, failed.error, permanent=failed.permanent)

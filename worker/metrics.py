@@ -19,6 +19,11 @@ class WorkerMetrics:
         self.handler_errors = metrics.worker_errors.labels(kind="handler", queue=queue)
         self.paused = metrics.worker_queue_paused.labels(queue=queue)
         self.throttled = metrics.worker_throttled.labels(queue=queue)
+        self._settled = {
+            outcome: metrics.worker_messages.labels(outcome=outcome, queue=queue)
+            for outcome in ("processed", "rescheduled", "retrying", "errored", "requeued")
+        }
+        self._settled["lost"] = self.lost
         self.processed = 0
         """Successes recorded since start (processed, deleted or rescheduled): heartbeats."""
         self.failed = 0
@@ -37,7 +42,7 @@ class WorkerMetrics:
             ("lost", settled.lease_lost),
         ):
             if count:
-                metrics.worker_messages.labels(outcome=outcome, queue=self.queue).inc(count)
+                self._settled[outcome].inc(count)
 
     def count_released(self, count: int) -> None:
         """Unstarted messages given back at shutdown."""

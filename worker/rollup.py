@@ -72,9 +72,13 @@ class Rollup:
         now, counts = self._current()
         counts.processed += settled.processed + settled.deleted + settled.rescheduled
         counts.failed += settled.retrying + settled.errored
-        for outcome in outcomes:
-            if isinstance(outcome, Completion):
-                counts.observe((now - outcome.message.process_after).total_seconds())
+        counts.observe_many(
+            [
+                (now - outcome.message.process_after).total_seconds()
+                for outcome in outcomes
+                if isinstance(outcome, Completion)
+            ]
+        )
 
     async def write_every(self, stopping: asyncio.Event) -> None:
         """Write every `interval` until stopping (the worker wrote its first samples before

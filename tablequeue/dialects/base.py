@@ -51,6 +51,9 @@ class Capabilities:
     one_writer: bool = False
     """One write transaction at a time in the whole database (SQLite): a lease waits while
     another connection's transaction that wrote is open."""
+    enqueues_alone: bool = False
+    """An enqueue of messages with distinct identities is one statement that needs no
+    transaction around it (`Dialect.enqueue_alone`): one round trip instead of three."""
     first_schema_version: int = 1
     """The oldest table layout (`storage.schema.SCHEMA_VERSION`) this engine ever had: tables
     of older versions, to migrate, exist only on engines supported back then."""
@@ -181,6 +184,20 @@ class Dialect(Protocol):
     ) -> Rows:
         """Insert (or upsert by messageId) messages with distinct identities, waking listeners;
         (id, message_id, tracking_id, version, status) of each row written."""
+
+    def enqueue_alone(
+        self,
+        dbapi_connection: Any,
+        queries: Queries,
+        *,
+        queue: str,
+        rows: Sequence[dict[str, Any]],
+        upsert: bool,
+        idempotent: bool,
+    ) -> Rows:
+        """`enqueue_round` as one statement of its own on a DB-API connection in autocommit
+        mode (engines with `capabilities.enqueues_alone`): the statement compiled once, run on
+        the driver directly; rows with the same attributes as `enqueue_round`'s."""
 
     def finish(
         self,

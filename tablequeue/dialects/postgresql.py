@@ -13,12 +13,13 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from ..errors import InvalidInput
-from .base import Capabilities, Dialect, JsonKind, JsonPath, notify_channel
+from .base import Capabilities, Dialect, JsonKind, JsonPath, Rows, notify_channel
 from .json_index import PostgresIndexes
 from .queries import Queries
 from .sql import SqlDialect
@@ -103,7 +104,7 @@ class PostgresDialect(SqlDialect):
     }
     url_hint = "postgresql://"
     capabilities = Capabilities(
-        notifies=True, estimates_counts=True, vacuums=True, folds_writes=True
+        notifies=True, estimates_counts=True, vacuums=True, folds_writes=True, enqueues_alone=True
     )
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
     json_index_strategy = PostgresIndexes
@@ -235,6 +236,35 @@ class PostgresDialect(SqlDialect):
         text = json.dumps(rows, default=_json_default, separators=(",", ":"), allow_nan=False)
         return {PER_ROW_PARAMETER: text}
 
+    def enqueue_alone(
+        self,
+        dbapi_connection: Any,
+        queries: Queries,
+        *,
+        queue: str,
+        rows: Sequence[dict[str, Any]],
+        upsert: bool,
+        idempotent: bool,
+    ) -> Rows:
+        """The enqueue statement (it reads the default status and notifies itself) in
+        autocommit: one round trip. Its SQL text is compiled once per table and run on psycopg
+        directly (which prepares it after a few executions), skipping SQLAlchemy's per-call
+        execution and result machinery; the text is the golden `insert_new`/`upsert_*`."""
+        sql, fixed = queries.once(
+            ("alone", upsert, idempotent),
+            lambda: _for_driver(
+                queries.upsert_by_message_id(idempotent)[0] if upsert else queries.insert_new()[0]
+            ),
+        )
+        from psycopg.rows import namedtuple_row  # psycopg loads only where PostgreSQL is used
+
+        parameters = fixed | self.per_row_parameters(rows)
+        parameters["b_queue"] = queue
+        with dbapi_connection.cursor(row_factory=namedtuple_row) as cursor:
+            cursor.execute(sql, parameters)
+            written: Rows = cursor.fetchall()
+            return written
+
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         return select.with_for_update(skip_locked=True)
 
@@ -363,6 +393,13 @@ class PostgresDialect(SqlDialect):
 
 
 EXACT_COUNT_LIMIT = 100_000
+_DRIVER_DIALECT = PGDialect_psycopg()  # type: ignore[no-untyped-call]
+
+
+def _for_driver(statement: sa.ClauseElement) -> tuple[str, dict[str, Any]]:
+    """A statement's text for psycopg (`%(name)s` parameters) and its fixed parameters."""
+    compiled = statement.compile(dialect=_DRIVER_DIALECT)
+    return compiled.string, dict(compiled.params)
 
 
 def _status_estimates(connection: Connection, table_name: str) -> dict[str, int]:

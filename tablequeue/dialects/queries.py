@@ -95,6 +95,11 @@ class Queries:
         )
         self.leased = t.c.status == literal_status(names.LEASED)
 
+    def once(self, key: tuple[Any, ...], build: Callable[[], S]) -> S:
+        """What `build` makes, made on first use and kept with the table's statements (e.g. a
+        dialect's statement compiled for its driver)."""
+        return self._once(key, build)
+
     def _once(self, key: tuple[Any, ...], build: Callable[[], S]) -> S:
         statement: S | None = self._built.get(key)
         if statement is None:

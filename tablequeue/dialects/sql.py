@@ -180,6 +180,18 @@ class SqlDialect(abc.ABC):
         )
         return connection.execute(statement, per_row.params(rows, {"b_queue": queue})).all()
 
+    def enqueue_alone(
+        self,
+        dbapi_connection: Any,
+        queries: Queries,
+        *,
+        queue: str,
+        rows: Sequence[dict[str, Any]],
+        upsert: bool,
+        idempotent: bool,
+    ) -> Rows:
+        raise NotImplementedError(f"{self.name} enqueues in a transaction")
+
     def finish(
         self,
         connection: Connection,

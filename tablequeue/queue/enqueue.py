@@ -33,8 +33,11 @@ def enqueue_many(
     storage = queue.storage
     try:
         if connection is None:
+            rounds = _rounds_of_unique_ids(messages)
+            if len(rounds) == 1 and storage.enqueues_alone:
+                return _enqueue_alone(queue, messages, rounds[0])
             with storage.transaction() as own:
-                return enqueue_in(queue, own, messages)
+                return enqueue_in(queue, own, messages, rounds)
         with storage.borrowed(connection) as theirs:
             return enqueue_in(queue, theirs, messages)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
@@ -44,43 +47,78 @@ def enqueue_many(
 
 
 def enqueue_in(
-    queue: QueueContext, connection: Connection, messages: Sequence[NewMessage]
+    queue: QueueContext,
+    connection: Connection,
+    messages: Sequence[NewMessage],
+    rounds: list[list[int]] | None = None,
 ) -> list[Enqueued]:
     """Enqueue a batch with statements on `connection`, in whatever transaction it is in (the
     caller's, a publish's, or the claim of a schedule's tick)."""
     now = datetime.now(UTC)
     trace_headers = trace_context.current_headers()  # the caller's span, if any
     results: list[Enqueued | None] = [None] * len(messages)
-    for round_indexes in _rounds_of_unique_ids(messages):
-        _enqueue_round(queue, connection, messages, round_indexes, results, now, trace_headers)
+    for round_indexes in rounds or _rounds_of_unique_ids(messages):
+        rows = _round_rows(messages, round_indexes, now, trace_headers)
+        returned = queue.dialect.enqueue_round(
+            connection,
+            queue.queries,
+            queue=queue.name,
+            rows=rows,
+            upsert=_upserts(messages, round_indexes),
+            idempotent=queue.spec.idempotent,
+        )
+        _round_results(messages, round_indexes, rows, returned, results)
     return [result for result in results if result is not None]
 
 
-def _enqueue_round(
-    queue: QueueContext,
-    connection: Connection,
+def _enqueue_alone(
+    queue: QueueContext, messages: Sequence[NewMessage], round_indexes: list[int]
+) -> list[Enqueued]:
+    """Messages with distinct identities in one statement that is its own transaction (engines
+    with `capabilities.enqueues_alone`): one round trip, no BEGIN or COMMIT."""
+    rows = _round_rows(messages, round_indexes, datetime.now(UTC), trace_context.current_headers())
+    with queue.storage.autocommit() as dbapi_connection:
+        returned = queue.dialect.enqueue_alone(
+            dbapi_connection,
+            queue.queries,
+            queue=queue.name,
+            rows=rows,
+            upsert=_upserts(messages, round_indexes),
+            idempotent=queue.spec.idempotent,
+        )
+    results: list[Enqueued | None] = [None] * len(messages)
+    _round_results(messages, round_indexes, rows, returned, results)
+    return [result for result in results if result is not None]
+
+
+def _upserts(messages: Sequence[NewMessage], round_indexes: list[int]) -> bool:
+    return any(messages[i].message_id for i in round_indexes)  # else no conflict possible
+
+
+def _round_rows(
     messages: Sequence[NewMessage],
     round_indexes: list[int],
-    results: list[Enqueued | None],
     now: datetime,
     trace_headers: dict[str, str] | None,
-) -> None:
-    """One statement for messages with distinct identities; wakes listening workers."""
+) -> list[dict[str, Any]]:
+    """The per-row parameters of one statement for messages with distinct identities."""
     # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
     round_indexes.sort(key=lambda i: messages[i].message_id or "")
     tracking_ids = _random_uuids(len(round_indexes))
-    rows = [
+    return [
         _row(messages[i], now, tracking_id, trace_headers)
         for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
     ]
-    returned = queue.dialect.enqueue_round(
-        connection,
-        queue.queries,
-        queue=queue.name,
-        rows=rows,
-        upsert=any(messages[i].message_id for i in round_indexes),  # else no conflict possible
-        idempotent=queue.spec.idempotent,
-    )
+
+
+def _round_results(
+    messages: Sequence[NewMessage],
+    round_indexes: list[int],
+    rows: list[dict[str, Any]],
+    returned: Sequence[Any],
+    results: list[Enqueued | None],
+) -> None:
+    """What became of each message of one statement (a discarded one returned no row)."""
     by_tracking = {row.tracking_id: row for row in returned}
     by_message_id = {row.message_id: row for row in returned if row.message_id}
     for index, row_params in zip(round_indexes, rows, strict=True):

@@ -3,6 +3,7 @@ for, with the samples (highest id, backlog) taken in the same transaction; and p
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,6 +14,7 @@ from ..sqltypes import UtcDateTime
 from ..storage.engine import Storage
 from .table import (
     ADDED_UP,
+    BUCKET_BOUNDS,
     BUCKET_COLUMNS,
     BUCKETS,
     HORIZON,
@@ -47,6 +49,17 @@ class MinuteCounts:
         self.latency_sum += latency
         if self.latency_max is None or latency > self.latency_max:
             self.latency_max = latency
+
+    def observe_many(self, latencies: list[float]) -> None:
+        """`observe` each latency (a batch of outcomes at once: one call, not one per message)."""
+        if not latencies:
+            return
+        latencies = [latency if latency > 0.0 else 0.0 for latency in latencies]
+        buckets, bounds = self.buckets, BUCKET_BOUNDS
+        for latency in latencies:
+            buckets[bisect_left(bounds, latency)] += 1
+        self.latency_sum += sum(latencies)
+        self.observe_max(max(latencies))
 
     def saw_id(self, message_id: int) -> None:
         """A message id seen (leased): the highest id was at least this."""

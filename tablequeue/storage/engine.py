@@ -114,17 +114,63 @@ class Storage:
             with connection.begin():
                 yield connection
         except sa.exc.DBAPIError as error:
-            if error.connection_invalidated:
-                raise DatabaseUnavailable(
-                    f"lost connection to {self.shown_url}: {_first_line(error)}"
-                ) from error
-            if self.dialect.statement_cancelled(error.orig or error):
-                raise DatabaseUnavailable(
-                    f"{self.shown_url} cancelled a statement: {_first_line(error)}"
-                ) from error
+            self._raise_unavailable(error)
             raise
         finally:
             connection.close()
+
+    def _raise_unavailable(self, error: sa.exc.DBAPIError) -> None:
+        """DatabaseUnavailable for a lost connection or a cancelled statement."""
+        if error.connection_invalidated:
+            raise DatabaseUnavailable(
+                f"lost connection to {self.shown_url}: {_first_line(error)}"
+            ) from error
+        if self.dialect.statement_cancelled(error.orig or error):
+            raise DatabaseUnavailable(
+                f"{self.shown_url} cancelled a statement: {_first_line(error)}"
+            ) from error
+
+    @property
+    def enqueues_alone(self) -> bool:
+        """Whether an enqueue may be one autocommit statement (`autocommit`): the engine can
+        (`capabilities.enqueues_alone`) and nothing has to run at the start of each transaction
+        (behind a transaction pooler the statement timeout is set per transaction)."""
+        return self.dialect.capabilities.enqueues_alone and self._setup is None
+
+    @contextlib.contextmanager
+    def autocommit(self) -> Iterator[Any]:
+        """A pooled DB-API connection in autocommit mode, for one statement that is its own
+        transaction (no BEGIN, no COMMIT: one round trip). The driver's errors become
+        SQLAlchemy's, as `transaction()` raises them (a lost connection is discarded from the
+        pool: DatabaseUnavailable)."""
+        try:
+            pooled = self.engine.raw_connection()
+        except sa.exc.DBAPIError as error:
+            raise DatabaseUnavailable(
+                f"cannot connect to {self.shown_url}: {_first_line(error)}"
+            ) from None
+        dbapi_connection: Any = pooled.dbapi_connection
+        driver = self.engine.dialect
+        try:
+            dbapi_connection.autocommit = True
+            yield dbapi_connection
+        except driver.loaded_dbapi.Error as error:
+            lost = bool(driver.is_disconnect(error, dbapi_connection, None))
+            if lost:
+                pooled.invalidate(error)
+            wrapped = sa.exc.DBAPIError.instance(
+                None, None, error, driver.loaded_dbapi.Error, connection_invalidated=lost
+            )
+            if isinstance(wrapped, sa.exc.DBAPIError):
+                self._raise_unavailable(wrapped)
+            raise wrapped from error
+        finally:
+            try:
+                if pooled.is_valid:  # never back into the pool in autocommit mode
+                    dbapi_connection.autocommit = False
+            except driver.loaded_dbapi.Error as error:
+                pooled.invalidate(error)
+            pooled.close()
 
     def has_subscriptions_table(self, connection: Connection) -> bool:
         """Whether `tablequeue_subscriptions` exists (asked until it does, then remembered)."""

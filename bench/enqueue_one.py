@@ -1,0 +1,110 @@
+"""One `Queue.enqueue` per message on a throwaway PostgreSQL: CPU per message and round trips.
+
+    .venv/bin/python -m bench.enqueue_one [--messages 3000] [--profile] [--connection]
+
+Prints the client's and the server's CPU per message (bench/cpu.py), the load average, and the
+statements (= round trips: psycopg sends one at a time) PostgreSQL logged per enqueue, counted
+from its statement log (`log_statement = all`, switched on after the CPU measurement) between
+two marker statements. `--profile` prints cProfile's top functions of the measured loop;
+`--connection` enqueues in the caller's transaction (a psycopg connection, one commit per
+message) instead. A benchmark, not a test: nothing asserts on its figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+from bench.cpu import Meter, postmaster_pid
+from bench.worker import body
+from tablequeue import connect
+from tablequeue.spec import QueueResource
+from tests.support.postgres_server import PostgresServer
+
+MARK = "tablequeue-bench-mark"
+
+
+def _statements_between_marks(log: Path) -> int:
+    lines = log.read_text().splitlines()
+    marks = [i for i, line in enumerate(lines) if MARK in line and "LOG:" in line]
+    between = lines[marks[-2] + 1 : marks[-1]]
+    return sum(1 for line in between if "LOG:  statement:" in line or "LOG:  execute" in line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=3000)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--connection", action="store_true", help="the caller's transaction")
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="tablequeue-bench-"))
+    server = PostgresServer(base)
+    try:
+        server.init()
+        server.start()
+        db = connect(server.url)
+        db.apply(QueueResource.from_name("orders"))
+        queue = db.queue("orders")
+        own = psycopg.connect(server.url) if args.connection else None
+
+        def enqueue(n: int) -> None:
+            for i in range(n):
+                if own is None:
+                    queue.enqueue(body(i))
+                else:
+                    with own.transaction():
+                        queue.enqueue(body(i), connection=own)
+
+        enqueue(200)  # warm: pool, prepared statements, compiled cache
+        load = os.getloadavg()
+        meter = Meter(postmaster_pid(server.data))
+        began = time.perf_counter()
+        if args.profile:
+            profile = cProfile.Profile(time.process_time)  # CPU, not waiting
+            profile.runcall(enqueue, args.messages)
+        else:
+            enqueue(args.messages)
+        elapsed = time.perf_counter() - began
+        cpu = meter.per_message(args.messages)
+        end_load = os.getloadavg()
+
+        with psycopg.connect(server.url, autocommit=True) as admin:
+            admin.execute("ALTER SYSTEM SET log_statement = 'all'")
+            admin.execute("SELECT pg_reload_conf()")
+            time.sleep(0.5)  # the reload reaches every backend before its next statement
+            enqueue(3)
+            admin.execute(f"SELECT '{MARK}'")
+            enqueue(10)
+            admin.execute(f"SELECT '{MARK}'")
+        round_trips = _statements_between_marks(base / "log") / 10
+        if os.environ.get("SHOW_LOG"):
+            print((base / "log").read_text()[-6000:])
+        print(
+            f"{args.messages} enqueues{' (caller transaction)' if own else ''}:"
+            f" {args.messages / elapsed:,.0f} msg/s, client {cpu['client_cpu_us']:.0f} µs/msg,"
+            f" server {cpu['server_cpu_us']:.0f} µs/msg, round trips per enqueue {round_trips:g},"
+            f" load {load[0]:.2f} -> {end_load[0]:.2f}"
+        )
+        if args.profile:
+            pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+            pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
+        if own is not None:
+            own.close()
+        db.close()
+    finally:
+        try:
+            server.stop("immediate")
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
