@@ -315,7 +315,8 @@ class Worker:
             await self.health.retrying(lambda: queue.release(self.config.owner, unstarted))
             self.metrics.count_released(len(unstarted))
             log.info("released unstarted messages", extra={"count": len(unstarted)})
-        if lease_loop.done():  # else a lease under way could still add what it gives back
+        # A lease still under way past the grace period: its rows are left to their expiry.
+        if lease_loop.done():
             await self._give_back_lost(lost)
         running = [entry.task for entry in held.running.values()]
         if running:
