@@ -107,9 +107,7 @@ class Storage:
         try:
             connection = self.engine.connect()
         except sa.exc.DBAPIError as error:
-            raise DatabaseUnavailable(
-                f"cannot connect to {self.shown_url}: {_first_line(error)}"
-            ) from None
+            raise self._cannot_connect(error) from None
         try:
             with connection.begin():
                 yield connection
@@ -118,6 +116,9 @@ class Storage:
             raise
         finally:
             connection.close()
+
+    def _cannot_connect(self, error: sa.exc.DBAPIError) -> DatabaseUnavailable:
+        return DatabaseUnavailable(f"cannot connect to {self.shown_url}: {_first_line(error)}")
 
     def _raise_unavailable(self, error: sa.exc.DBAPIError) -> None:
         """DatabaseUnavailable for a lost connection or a cancelled statement."""
@@ -146,9 +147,7 @@ class Storage:
         try:
             pooled = self.engine.raw_connection()
         except sa.exc.DBAPIError as error:
-            raise DatabaseUnavailable(
-                f"cannot connect to {self.shown_url}: {_first_line(error)}"
-            ) from None
+            raise self._cannot_connect(error) from None
         dbapi_connection: Any = pooled.dbapi_connection
         driver = self.engine.dialect
         try:
@@ -194,9 +193,7 @@ class Storage:
         try:
             pooled = self.engine.raw_connection()
         except sa.exc.DBAPIError as error:
-            raise DatabaseUnavailable(
-                f"cannot connect to {self.shown_url}: {_first_line(error)}"
-            ) from None
+            raise self._cannot_connect(error) from None
         try:
             if self._setup is not None:
                 self._setup(pooled.dbapi_connection)
