@@ -4,7 +4,8 @@ On PostgreSQL the rows travel as one JSON document read by `json_to_recordset(..
 one fixed statement text (prepared once by the driver), one round trip and one plan per batch,
 whatever its size. Engines without it (SQLite, in-process) run the same statement once per
 message (executemany), with the columns as scalar parameters. A JSON value of None is SQL
-NULL on both paths.
+NULL on both paths. A statement built for exactly one row (`one_row`) takes scalar parameters on
+every engine: the single enqueue on PostgreSQL, without a JSON document to encode and parse.
 """
 
 from __future__ import annotations
@@ -27,10 +28,15 @@ class PerRowSource(Protocol):
 
 
 class PerRow:
-    def __init__(self, dialect: PerRowSource, columns: Sequence[sa.ColumnClause[Any]]) -> None:
+    def __init__(
+        self,
+        dialect: PerRowSource,
+        columns: Sequence[sa.ColumnClause[Any]],
+        one_row: bool = False,
+    ) -> None:
         columns = [_none_as_null(c) for c in columns]
         self.dialect = dialect
-        self.source = dialect.per_row(columns)
+        self.source = None if one_row else dialect.per_row(columns)
         self.c: dict[str, sa.ColumnElement[Any]]
         if self.source is None:
             self.c = {c.name: sa.bindparam(c.name, type_=c.type) for c in columns}

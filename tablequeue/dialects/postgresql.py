@@ -9,7 +9,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
@@ -20,6 +20,7 @@ from sqlalchemy.sql.selectable import Select
 
 from ..errors import InvalidInput
 from .base import Capabilities, Dialect, JsonKind, JsonPath, Rows, notify_channel
+from .driver import DriverStatement
 from .json_index import PostgresIndexes
 from .queries import Queries
 from .sql import SqlDialect
@@ -93,6 +94,16 @@ and PostgreSQL (PgBouncer's `pool_mode = transaction`), under which a server con
 belongs to a client for one transaction only. README, "Behind PgBouncer"."""
 
 log = logging.getLogger("tablequeue.worker")
+
+
+class EnqueuedRow(NamedTuple):
+    """What an enqueue statement returns first (`Queries._enqueue`'s RETURNING)."""
+
+    id: int
+    message_id: str | None
+    tracking_id: uuid.UUID
+    version: int
+    status: str
 
 
 class PostgresDialect(SqlDialect):
@@ -247,9 +258,19 @@ class PostgresDialect(SqlDialect):
         idempotent: bool,
     ) -> Rows:
         """The enqueue statement (it reads the default status and notifies itself) in
-        autocommit: one round trip. Its SQL text is compiled once per table and run on psycopg
-        directly (which prepares it after a few executions), skipping SQLAlchemy's per-call
-        execution and result machinery; the text is the golden `insert_new`/`upsert_*`."""
+        autocommit: one round trip, run on psycopg directly (`driver.DriverStatement`: compiled
+        once per table, prepared on first use, rows as tuples). One message takes the golden
+        `insert_one`/`upsert_one*` (scalar parameters), several `insert_new`/`upsert_*` (one
+        JSON document of rows)."""
+        if len(rows) == 1:
+            one = queries.once(
+                ("alone", "one", upsert, idempotent),
+                lambda: DriverStatement(
+                    queries.upsert_one(idempotent) if upsert else queries.insert_one()
+                ),
+            )
+            written = one.run(dbapi_connection, rows[0] | {"b_queue": queue})
+            return [EnqueuedRow(*row[:5]) for row in written]  # type: ignore[misc]
         sql, fixed = queries.once(
             ("alone", upsert, idempotent),
             lambda: _for_driver(
@@ -262,8 +283,8 @@ class PostgresDialect(SqlDialect):
         parameters["b_queue"] = queue
         with dbapi_connection.cursor(row_factory=namedtuple_row) as cursor:
             cursor.execute(sql, parameters)
-            written: Rows = cursor.fetchall()
-            return written
+            written_many: Rows = cursor.fetchall()
+            return written_many
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         return select.with_for_update(skip_locked=True)

@@ -271,7 +271,19 @@ class Queries:
         queue discards a message whose body did not change."""
         return self._once(("upsert", idempotent), lambda: self._enqueue(True, idempotent))
 
-    def _enqueue(self, upsert: bool, idempotent: bool) -> tuple[sa.Insert, PerRow]:
+    def insert_one(self) -> sa.Insert:
+        """`insert_new` for exactly one message, with scalar parameters (no per-row source)."""
+        return self._once(("insert", "one"), lambda: self._enqueue(False, False, True)[0])
+
+    def upsert_one(self, idempotent: bool) -> sa.Insert:
+        """`upsert_by_message_id` for exactly one message, with scalar parameters."""
+        return self._once(
+            ("upsert", idempotent, "one"), lambda: self._enqueue(True, idempotent, True)[0]
+        )
+
+    def _enqueue(
+        self, upsert: bool, idempotent: bool, one_row: bool = False
+    ) -> tuple[sa.Insert, PerRow]:
         t, d = self.table, self.dialect
         now = d.now()
         per_row = PerRow(
@@ -289,6 +301,7 @@ class Queries:
                 sa.column("b_expires_after", sa.Float()),
                 sa.column("b_tracking_id", t.c.tracking_id.type),
             ],
+            one_row,
         )
         b = per_row.c
         registry = self.registry

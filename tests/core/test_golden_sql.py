@@ -168,6 +168,10 @@ def render(engine: str) -> dict[str, str]:
                 "history_trim_attempts": history.trim_attempts(),
             }
         )
+        if storage.dialect.capabilities.enqueues_alone:  # one message, scalar parameters
+            statements["insert_one"] = queries.insert_one()
+            statements["upsert_one"] = queries.upsert_one(idempotent=False)
+            statements["upsert_one_idempotent"] = queries.upsert_one(idempotent=True)
         if storage.dialect.capabilities.folds_writes:
             statements["history_delete_done_and_record"] = history.finish_and_record(True)[0]
             statements["history_mark_processed_and_record"] = history.finish_and_record(False)[0]
