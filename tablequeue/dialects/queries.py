@@ -315,15 +315,18 @@ class Queries:
             (default_status.is_(None), sa.null()),
             else_=sa.func.coalesce(b["b_status"], default_status),
         )
+        scheduled = sa.case(
+            (
+                sa.and_(b["b_scheduled"], status == literal_status(names.PENDING)),
+                literal_status(names.SLEEPING),
+            ),
+            else_=status,
+        )
+        if one_row:
+            scheduled = self._one_row_status(b)
         values: dict[str, Any] = {
             "message_id": b["b_message_id"],
-            "status": sa.case(
-                (
-                    sa.and_(b["b_scheduled"], status == literal_status(names.PENDING)),
-                    literal_status(names.SLEEPING),
-                ),
-                else_=status,
-            ),
+            "status": scheduled,
             "priority": b["b_priority"],
             "message": sa.func.coalesce(b["b_message"], self._json_null()),
             "headers": b["b_headers"],
@@ -376,6 +379,21 @@ class Queries:
             changed = sa.cast(t.c.message, sa.Text) != sa.cast(new.message, sa.Text)
         statement = d.on_conflict_message_id(insert, set_, changed)
         return statement.returning(*returning), per_row
+
+    def _one_row_status(self, b: dict[str, sa.ColumnElement[Any]]) -> sa.ColumnElement[Any]:
+        """The status of one new message, read in one lookup of the registry (no row, so NULL
+        and refused by the column, when the queue was deleted). One lookup whatever the
+        parameters, so PostgreSQL keeps the prepared statement's generic plan instead of
+        planning each execution (a plan for the parameters' values would fold the CASE of
+        `_enqueue`'s multi-row form and look cheaper)."""
+        g = self.registry
+        chosen = sa.func.coalesce(b["b_status"], g.c.default_status)
+        sleeping = sa.and_(b["b_scheduled"], chosen == literal_status(names.PENDING))
+        return (
+            sa.select(sa.case((sleeping, literal_status(names.SLEEPING)), else_=chosen))
+            .where(g.c.name == sa.bindparam("b_queue", type_=sa.String()))
+            .scalar_subquery()
+        )
 
     def _json_null(self) -> sa.ColumnElement[Any]:
         """A JSON null (a body may be JSON null; per-row parameters make None SQL NULL)."""
