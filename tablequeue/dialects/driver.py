@@ -75,7 +75,7 @@ class DriverStatement:
                     raise
                 dbapi_connection.execute("DEALLOCATE ALL")  # psycopg forgets its names too
                 cursor.execute(self.sql, parameters, prepare=True)
-            if cursor.description is None:
+            if not self.columns:  # (cursor.description would build column objects)
                 return []
             rows: list[tuple[Any, ...]] = cursor.fetchall()
             return rows
