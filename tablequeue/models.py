@@ -42,7 +42,7 @@ def check_json(value: Any) -> None:
     except (TypeError, ValueError) as error:
         raise InvalidInput(f"not JSON-serializable: {error}") from None
     check_text(text)  # surrogates; a NUL in any string is escaped in the text:
-    if _ESCAPED_NUL.search(text):
+    if "\\u0000" in text and _ESCAPED_NUL.search(text):  # the regex only where it may match
         raise InvalidInput("strings may not contain NUL (\\u0000)")
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
         raise InvalidInput(f"nested more than {MAX_JSON_DEPTH} levels deep")
