@@ -129,7 +129,8 @@ class NewMessage(BaseModel):
     @field_validator("message", "headers")
     @classmethod
     def _json(cls, value: Any) -> Any:
-        check_json(value)
+        if value is not None:  # JSON null (no headers) is always valid
+            check_json(value)
         return value
 
     @field_validator("message_id")
