@@ -36,7 +36,7 @@ def check_json(value: Any) -> None:
     """Raise InvalidInput (a ValueError) for JSON that some engine cannot store or the API
     cannot return: NaN/Infinity, NUL characters, unpaired surrogates, very deep nesting."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
+        text = _CHECKING.encode(value)
     except RecursionError:
         raise InvalidInput(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
     except (TypeError, ValueError) as error:
@@ -47,6 +47,9 @@ def check_json(value: Any) -> None:
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
         raise InvalidInput(f"nested more than {MAX_JSON_DEPTH} levels deep")
 
+
+_CHECKING = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True)
+"""`json.dumps` with these options, made once (json.dumps makes an encoder per call)."""
 
 _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 """`\\u0000` in JSON text, not preceded by an escaped backslash (which would make it text)."""

@@ -65,6 +65,10 @@ def parameters(
     return out
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+"""Made once: `json.dumps` with options makes an encoder per call (~0.6 µs)."""
+
+
 def encode_json(value: Any) -> str:
     """A JSON value's text for a jsonb array element (jsonb keeps no formatting)."""
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
