@@ -26,17 +26,32 @@ class PerRowSource(Protocol):
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """The parameter(s) `per_row`'s source reads: one dict of column values per message."""
 
+    def per_row_arrays(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias | None:
+        """`per_row` for a statement the dialect runs itself (its `enqueue_round`), which may
+        read one array per column instead (PostgreSQL); by default `per_row`'s source."""
+
 
 class PerRow:
     def __init__(
         self,
         dialect: PerRowSource,
         columns: Sequence[sa.ColumnClause[Any]],
+        arrays: bool = False,
         one_row: bool = False,
     ) -> None:
+        """`arrays`: the source of `dialect.per_row_arrays` (only for statements the dialect
+        executes itself, with its own parameters); `params` is then the default source's.
+        `one_row`: no source, scalar parameters (a statement for exactly one row)."""
         columns = [_none_as_null(c) for c in columns]
         self.dialect = dialect
-        self.source = None if one_row else dialect.per_row(columns)
+        self.columns = columns
+        self.source = (
+            None
+            if one_row
+            else dialect.per_row_arrays(columns)
+            if arrays
+            else dialect.per_row(columns)
+        )
         self.c: dict[str, sa.ColumnElement[Any]]
         if self.source is None:
             self.c = {c.name: sa.bindparam(c.name, type_=c.type) for c in columns}

@@ -301,7 +301,8 @@ class Queries:
                 sa.column("b_expires_after", sa.Float()),
                 sa.column("b_tracking_id", t.c.tracking_id.type),
             ],
-            one_row,
+            arrays=True,  # the dialect's enqueue_round/enqueue_alone run it
+            one_row=one_row,
         )
         b = per_row.c
         registry = self.registry
@@ -315,7 +316,7 @@ class Queries:
             (default_status.is_(None), sa.null()),
             else_=sa.func.coalesce(b["b_status"], default_status),
         )
-        scheduled = sa.case(
+        scheduled: sa.ColumnElement[Any] = sa.case(
             (
                 sa.and_(b["b_scheduled"], status == literal_status(names.PENDING)),
                 literal_status(names.SLEEPING),
