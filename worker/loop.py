@@ -318,7 +318,7 @@ class Worker:
         # A lease still under way past the grace period: its rows are left to their expiry.
         if lease_loop.done():
             await self._give_back_lost(lost)
-        running = [entry.task for entry in held.running.values()]
+        running = [entry.task for entry in held.running.values() if entry.task is not None]
         if running:
             log.info("waiting for running handlers", extra={"count": len(running)})
             _, late = await asyncio.wait(running, timeout=grace)
