@@ -22,7 +22,7 @@ from tablequeue.database import Database
 from tablequeue.models import Completion, Failure, Message
 from tablequeue.queue import Queue
 
-from . import logs
+from . import batches, logs
 from .handlers import MAX_ERROR_TEXT, HandlerContext, HandlerFailed, HttpHandler, PythonHandler
 from .metrics import WorkerMetrics
 from .settling import Settlement
@@ -46,13 +46,19 @@ class Running:
     """Why the worker cancelled the handler, if it did."""
     stop_fails: bool = False
     """The stop is the message's failure (time limit, grace period), not a lost lease."""
+    shared: bool = False
+    """A batch handler's call runs the message with others: a lost lease does not stop it."""
 
     def stop(self, reason: str, *, fails: bool) -> None:
         """Cancel the handler; `fails`: record the reason as the message's failure. The first
-        stop decides (a time limit that fired is the failure even if the lease is lost next)."""
+        stop decides (a time limit that fired is the failure even if the lease is lost next).
+        A batch call is cancelled only by a failure (all its messages fail); a message whose
+        lease is lost meanwhile only loses its outcome, the others' go on."""
         if self.stop_reason is None:
             self.stop_reason = reason
             self.stop_fails = fails
+        if self.shared and not fails:
+            return
         if self.task is not None:  # None only while it runs, in the same thread: never here
             self.task.cancel()
 
@@ -84,7 +90,8 @@ class HeldMessages:
         """The running handlers by their message's tracking id (progress reports)."""
         self._slot_freed = asyncio.Event()
         self.handler_started = asyncio.Event()
-        self.eager = isinstance(handler, PythonHandler) and handler.is_async
+        self.batch = isinstance(handler, PythonHandler) and handler.batch
+        self.eager = isinstance(handler, PythonHandler) and handler.is_async and not self.batch
         """Start each handler in the lease loop itself, a task only once it waits for something
         (`start_eagerly`): a coroutine handler that finishes without waiting costs no task."""
 
@@ -96,7 +103,10 @@ class HeldMessages:
 
     def start_waiting(self, concurrency: int, stopping: asyncio.Event) -> None:
         """Start handlers for waiting messages while slots are free (none once stopping: a
-        batch leased meanwhile is released)."""
+        batch leased meanwhile is released). A batch handler gets them in one call."""
+        if self.batch:
+            self._start_batch(concurrency, stopping)
+            return
         while self.waiting and len(self.running) < concurrency and not stopping.is_set():
             message = self.waiting.popleft()
             entry = Running(message, time.monotonic())
@@ -113,6 +123,38 @@ class HeldMessages:
                     self.by_tracking_id.pop(message.tracking_id, None)
             else:
                 entry.task = asyncio.create_task(self._handle(message))
+
+    def _start_batch(self, concurrency: int, stopping: asyncio.Event) -> None:
+        """One call of the batch handler for as many waiting messages as slots are free."""
+        free = min(len(self.waiting), concurrency - len(self.running))
+        if free < 1 or stopping.is_set():
+            return
+        started = time.monotonic()
+        entries = []
+        for _ in range(free):
+            message = self.waiting.popleft()
+            entry = Running(message, started, shared=True)
+            self.running[message.id] = entry
+            self.by_tracking_id[message.tracking_id] = entry
+            entries.append(entry)
+        task = asyncio.create_task(batches.handle(self, entries))
+        for entry in entries:
+            entry.task = task
+        self.handler_started.set()
+
+    def finish(self, entry: Running, outcome: Completion | Failure | None) -> None:
+        """A handler's end: its outcome to the settlement, its slot free."""
+        message = entry.message
+        if self.tracing is not None:
+            if outcome is None:
+                self.tracing.forget([message.id])
+            else:
+                self.tracing.finished(message.id)
+        if outcome is not None:
+            self.settlement.add(outcome)
+        self.running.pop(message.id, None)
+        self.by_tracking_id.pop(message.tracking_id, None)
+        self._slot_freed.set()
 
     async def wait_for_slot(self, concurrency: int, stopping: asyncio.Event) -> None:
         """Return once fewer than `concurrency` handlers run, or the worker stops."""
@@ -200,16 +242,7 @@ class HeldMessages:
                     "error": outcome.error[:500],
                 },
             )
-        if tracing is not None:
-            if outcome is None:
-                tracing.forget([message.id])
-            else:
-                tracing.finished(message.id)
-        if outcome is not None:
-            self.settlement.add(outcome)
-        self.running.pop(message.id, None)
-        self.by_tracking_id.pop(message.tracking_id, None)
-        self._slot_freed.set()
+        self.finish(running, outcome)
 
 
 def start_eagerly(coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
