@@ -133,7 +133,12 @@ def plan(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
-    parser.add_argument("--only", help=f"one of {', '.join(WORKLOADS)}, or a system's label")
+    parser.add_argument(
+        "--only",
+        type=lambda text: text.split(","),
+        default=[],
+        help=f"comma-separated: of {', '.join(WORKLOADS)}, or systems' labels",
+    )
     parser.add_argument("--repeats", type=int, help="default 3 (1 with --quick)")
     parser.add_argument(
         "--wait-for-load", type=float, default=0.0, help="wait up to this many seconds for load"
@@ -202,7 +207,7 @@ def main() -> None:
         items = [
             (k, m)
             for k, m in plan(pg, lite, size, tmp, maria_systems)
-            if not args.only or args.only in (k["group"], k["system"])
+            if not args.only or {k["group"], k["system"]} & set(args.only)
         ]
         runs: list[list[Row]] = [[] for _ in items]
         for repeat in range(repeats):
@@ -213,7 +218,7 @@ def main() -> None:
                     done.append({"error": f"{type(error).__name__}: {str(error)[:300]}"})
                 print(f"[{repeat + 1}/{repeats}] {key} {done[-1]}", flush=True)
         results = [summarize(key, done) for (key, _), done in zip(items, runs, strict=True)]
-        if not args.only or args.only == "stats":
+        if not args.only or "stats" in args.only:
             tq = pg["tq"]
             assert isinstance(tq, TableQueue)
             for rows in size.stats_rows:
@@ -223,7 +228,7 @@ def main() -> None:
                 except Exception as error:
                     results.append(row | {"rows": rows, "errors": [repr(error)[:300]]})
                 print(results[-1], flush=True)
-        if not args.only or args.only in ("stats", "sqlite"):
+        if not args.only or {"stats", "sqlite"} & set(args.only):
             lite_tq = lite["tq"]
             assert isinstance(lite_tq, TableQueue)
             for rows in (r for r in size.stats_rows if r <= SQLITE_STATS_MAX_ROWS):
@@ -233,7 +238,7 @@ def main() -> None:
                 except Exception as error:
                     results.append(row | {"rows": rows, "errors": [repr(error)[:300]]})
                 print(results[-1], flush=True)
-        if not args.only or args.only == "bloat":
+        if not args.only or "bloat" in args.only:
             for name in ("worker", "pgmq", "pgqueuer"):
                 s = pg[name]
                 key = {"workload": "bloat", "engine": "postgresql", "system": s.label}
@@ -248,7 +253,7 @@ def main() -> None:
         about["sizes"] = vars(size)
     goals = targets(results)
     day = datetime.now(UTC).strftime("%Y-%m-%d")
-    suffix = ("-quick" if args.quick else "") + (f"-{args.only}" if args.only else "")
+    suffix = ("-quick" if args.quick else "") + ("-" + "-".join(args.only) if args.only else "")
     stem = ROOT / "bench" / "results" / f"peers-{day}{suffix}"
     document = {"command": command, "machine": about, "targets": goals, "results": results}
     stem.with_suffix(".json").write_text(json.dumps(document, indent=1, default=str) + "\n")
