@@ -38,6 +38,7 @@ async def handle(held: HeldMessages, entries: list[Running]) -> None:
         m.queue_latency.observe(max((now - message.process_after).total_seconds(), 0.0))
     spans = held.tracing.batch_spans(messages) if held.tracing is not None else []
     results: list[BatchOutcome]
+    stopped_for: str | None = None  # the worker stopped the call: not the handler's error
     try:
         results = await handler.call_batch(messages)
     except HandlerFailed as failed:
@@ -52,7 +53,8 @@ async def handle(held: HeldMessages, entries: list[Running]) -> None:
             for opened in spans:
                 opened.end()
             raise  # not stopped by the worker: the task itself is being cancelled
-        results = [HandlerFailed(stopped.stop_reason)] * len(messages)
+        stopped_for = stopped.stop_reason
+        results = [HandlerFailed(stopped_for)] * len(messages)
     finally:
         elapsed = time.monotonic() - entries[0].started
         for _ in entries:
@@ -69,7 +71,8 @@ async def handle(held: HeldMessages, entries: list[Running]) -> None:
                 extra={"correlation_id": message.correlation_id, "message_id": message.id},
             )
         elif isinstance(result, HandlerFailed):
-            m.handler_errors.inc()
+            if stopped_for is None:
+                m.handler_errors.inc()
             outcome = Failure(message, result.error, permanent=result.permanent)
             log.warning(
                 "handler failed",

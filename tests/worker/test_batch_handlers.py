@@ -85,7 +85,7 @@ def test_time_limit_stops_the_call_and_fails_each_of_its_messages(
 ) -> None:
     queue = make_queue("orders", keep_processed_for="1h", max_attempts=1)
     ids = enqueue(queue, [{"sleep": 60}, {"sleep": 0}])
-    start_worker("orders", db_url, BATCH_ASYNC, "--execution-timeout", "1", *ONE_CALL)
+    worker = start_worker("orders", db_url, BATCH_ASYNC, "--execution-timeout", "1", *ONE_CALL)
     wait_until(lambda: _settled(queue), timeout=30)
     for message_id in ids:
         message = queue.get(message_id)
@@ -95,6 +95,9 @@ def test_time_limit_stops_the_call_and_fails_each_of_its_messages(
         )
     assert sorted(events(records, "cancelled")) == sorted(ids)
     assert events(records, "done") == []
+    errors = "tablequeue_worker_errors_total"
+    assert counter(worker, errors, kind="timeout", queue="orders") == 2  # one per message
+    assert counter(worker, errors, kind="handler", queue="orders") == 0
 
 
 def test_a_cancelled_message_loses_its_outcome_the_others_of_the_call_keep_theirs(
