@@ -41,7 +41,8 @@ from importlib import metadata
 from pathlib import Path
 
 from bench.cpu import postmaster_pid
-from bench.peers_report import machine, markdown, summarize, targets
+from bench.machine import machine
+from bench.peers_report import markdown, summarize, targets
 from bench.peers_workloads import bloat, drain, enqueue, latency, stats_cost
 from bench.sqlite_stats import stats_cost_sqlite
 from bench.systems.common import Row, System

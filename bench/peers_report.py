@@ -5,24 +5,14 @@ Markdown beside the results' .json in bench/results/.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import platform
-import sqlite3
 import statistics
-import subprocess
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
-
-import psycopg
 
 from bench.systems.common import Row
 from bench.systems.pgbench_bound import BATCH1_MESSAGES, Pgbench
 from bench.systems.pgmq_peer import Pgmq
 from bench.systems.pgqueuer_peer import Pgqueuer
 from bench.systems.tq import TableQueue, TableQueueWorker
-from bench.worker import ROOT
 
 # --- reporting ------------------------------------------------------------------------------
 
@@ -292,43 +282,3 @@ def markdown(
     out += ["", "## Machine", ""]
     out += [f"- {k}: {v}" for k, v in about.items() if k not in ("sizes", "load warning")]
     return "\n".join(out) + "\n"
-
-
-def machine(pg_url: str, sqlite_url: str) -> Row:
-    """CPU, memory, OS, Python, PostgreSQL version and settings, SQLite, tablequeue commit."""
-    info = Path("/proc/cpuinfo").read_text().splitlines()
-    cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    mem = next(x for x in Path("/proc/meminfo").read_text().splitlines() if "MemTotal" in x)
-    os_name = platform.platform()
-    with contextlib.suppress(OSError, IndexError):
-        release = Path("/etc/os-release").read_text()
-        os_name = release.split('PRETTY_NAME="')[1].split('"')[0] + f", Linux {platform.release()}"
-    names = ["fsync", "synchronous_commit", "full_page_writes", "shared_buffers", "work_mem"]
-    names += ["max_connections", "autovacuum", "wal_level"]
-    with psycopg.connect(pg_url) as conn:
-        version = conn.execute("SHOW server_version").fetchone()
-        rows = conn.execute(
-            "SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s) ORDER BY name",
-            [names],
-        ).fetchall()
-    git = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(
-        [*git, "status", "--porcelain", "--", "tablequeue", "worker"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "cpu": f"{cpu}, {os.cpu_count()} cores",
-        "memory": f"{int(mem.split()[1]) / 2**20:.1f} GiB",
-        "os": os_name,
-        "python": platform.python_version(),
-        "postgresql": f"{version[0] if version else '?'}, "
-        + ", ".join(f"{n}={v}{u or ''}" for n, v, u in rows)
-        + " (throwaway server from tests/support/postgres_server.py, same machine)",
-        "sqlite": f"{sqlite3.sqlite_version} ({sqlite_url}), tablequeue's own pragmas",
-        "tablequeue": f"commit {commit.stdout.strip()}"
-        + (" with uncommitted changes" if dirty else ""),
-        "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-    }

@@ -23,6 +23,7 @@ from bench.peers_report import spread
 from bench.systems.common import BODY_SQL_PG_PARAMS, Row, System, bodies
 from bench.systems.pgbench_bound import Pgbench
 from bench.systems.tq import TableQueue
+from bench.tables import sizes
 from bench.worker import ROOT, processes
 
 PRODUCERS = 4  # latency workload: threads, each with its own connection
@@ -238,30 +239,6 @@ def time_stats(tq: TableQueue, queue: str, rows: int) -> Row:
     assert stats.backlog == rows // 100, stats
     tq.drop(queue)
     return spread(times)
-
-
-SIZES_SQL = """
-SELECT pg_relation_size(c.oid), pg_indexes_size(c.oid), s.n_live_tup, s.n_dead_tup,
-       s.autovacuum_count + s.vacuum_count
-FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = %s::regclass
-"""
-
-
-def sizes(url: str, relations: list[str]) -> Row:
-    out: Row = {}
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SELECT pg_stat_clear_snapshot()")
-        for rel in relations:
-            row = conn.execute(SIZES_SQL, [rel]).fetchone()
-            assert row is not None, rel
-            out[rel] = {
-                "table_mib": row[0] / 2**20,
-                "indexes_mib": row[1] / 2**20,
-                "live": row[2],
-                "dead": row[3],
-                "vacuums": row[4],
-            }
-    return out
 
 
 def bloat(system: System, n: int, tmp: Path, chunk: int = 10_000) -> Row:

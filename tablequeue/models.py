@@ -36,17 +36,20 @@ def check_json(value: Any) -> None:
     """Raise InvalidInput (a ValueError) for JSON that some engine cannot store or the API
     cannot return: NaN/Infinity, NUL characters, unpaired surrogates, very deep nesting."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
+        text = _CHECKING.encode(value)
     except RecursionError:
         raise InvalidInput(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
     except (TypeError, ValueError) as error:
         raise InvalidInput(f"not JSON-serializable: {error}") from None
     check_text(text)  # surrogates; a NUL in any string is escaped in the text:
-    if _ESCAPED_NUL.search(text):
+    if "\\u0000" in text and _ESCAPED_NUL.search(text):  # the regex only where it may match
         raise InvalidInput("strings may not contain NUL (\\u0000)")
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
         raise InvalidInput(f"nested more than {MAX_JSON_DEPTH} levels deep")
 
+
+_CHECKING = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True)
+"""`json.dumps` with these options, made once (json.dumps makes an encoder per call)."""
 
 _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 """`\\u0000` in JSON text, not preceded by an escaped backslash (which would make it text)."""
@@ -129,7 +132,8 @@ class NewMessage(BaseModel):
     @field_validator("message", "headers")
     @classmethod
     def _json(cls, value: Any) -> Any:
-        check_json(value)
+        if value is not None:  # JSON null (no headers) is always valid
+            check_json(value)
         return value
 
     @field_validator("message_id")

@@ -25,12 +25,21 @@ class PerRowSource(Protocol):
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """The parameter(s) `per_row`'s source reads: one dict of column values per message."""
 
+    def per_row_arrays(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias | None:
+        """`per_row` for a statement the dialect runs itself (its `enqueue_round`), which may
+        read one array per column instead (PostgreSQL); by default `per_row`'s source."""
+
 
 class PerRow:
-    def __init__(self, dialect: PerRowSource, columns: Sequence[sa.ColumnClause[Any]]) -> None:
+    def __init__(
+        self, dialect: PerRowSource, columns: Sequence[sa.ColumnClause[Any]], arrays: bool = False
+    ) -> None:
+        """`arrays`: the source of `dialect.per_row_arrays` (only for statements the dialect
+        executes itself, with its own parameters); `params` is then the default source's."""
         columns = [_none_as_null(c) for c in columns]
         self.dialect = dialect
-        self.source = dialect.per_row(columns)
+        self.columns = columns
+        self.source = dialect.per_row_arrays(columns) if arrays else dialect.per_row(columns)
         self.c: dict[str, sa.ColumnElement[Any]]
         if self.source is None:
             self.c = {c.name: sa.bindparam(c.name, type_=c.type) for c in columns}

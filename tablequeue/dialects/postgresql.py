@@ -1,5 +1,6 @@
 """PostgreSQL through psycopg 3: jsonb, FOR UPDATE SKIP LOCKED, ON CONFLICT, advisory locks,
-per-row parameters as one JSON document, LISTEN/NOTIFY."""
+per-row parameters as one JSON document (the enqueue: one binary array per column),
+LISTEN/NOTIFY."""
 
 import asyncio
 import json
@@ -19,6 +20,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from ..errors import InvalidInput
+from . import postgresql_arrays
 from .base import Capabilities, Dialect, JsonKind, JsonPath, Rows, notify_channel
 from .json_index import PostgresIndexes
 from .queries import Queries
@@ -236,6 +238,24 @@ class PostgresDialect(SqlDialect):
         text = json.dumps(rows, default=_json_default, separators=(",", ":"), allow_nan=False)
         return {PER_ROW_PARAMETER: text}
 
+    def per_row_arrays(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
+        return postgresql_arrays.unnest(columns)
+
+    def enqueue_round(
+        self,
+        connection: Connection,
+        queries: Queries,
+        *,
+        queue: str,
+        rows: Sequence[dict[str, Any]],
+        upsert: bool,
+        idempotent: bool,
+    ) -> Rows:
+        """The enqueue statement with one binary array per column (`postgresql_arrays`), run
+        on the driver through SQLAlchemy's connection: in its transaction, with its errors."""
+        sql, parameters = self._enqueue_statement(queries, queue, rows, upsert, idempotent)
+        return connection.exec_driver_sql(sql, parameters).all()
+
     def enqueue_alone(
         self,
         dbapi_connection: Any,
@@ -249,21 +269,43 @@ class PostgresDialect(SqlDialect):
         """The enqueue statement (it reads the default status and notifies itself) in
         autocommit: one round trip. Its SQL text is compiled once per table and run on psycopg
         directly (which prepares it after a few executions), skipping SQLAlchemy's per-call
-        execution and result machinery; the text is the golden `insert_new`/`upsert_*`."""
-        sql, fixed = queries.once(
-            ("alone", upsert, idempotent),
-            lambda: _for_driver(
-                queries.upsert_by_message_id(idempotent)[0] if upsert else queries.insert_new()[0]
-            ),
-        )
+        execution and result machinery; the text is the golden `insert_new`/`upsert_*` with
+        binary placeholders for the arrays."""
+        sql, parameters = self._enqueue_statement(queries, queue, rows, upsert, idempotent)
         from psycopg.rows import namedtuple_row  # psycopg loads only where PostgreSQL is used
 
-        parameters = fixed | self.per_row_parameters(rows)
-        parameters["b_queue"] = queue
         with dbapi_connection.cursor(row_factory=namedtuple_row) as cursor:
             cursor.execute(sql, parameters)
             written: Rows = cursor.fetchall()
             return written
+
+    def _enqueue_statement(
+        self,
+        queries: Queries,
+        queue: str,
+        rows: Sequence[dict[str, Any]],
+        upsert: bool,
+        idempotent: bool,
+    ) -> tuple[str, dict[str, Any]]:
+        """The driver's text of the enqueue statement (made once per table) and the
+        parameters of one execution."""
+
+        def make() -> tuple[str, dict[str, Any], frozenset[str]]:
+            statement, per_row = (
+                queries.upsert_by_message_id(idempotent) if upsert else queries.insert_new()
+            )
+            sql, fixed = _for_driver(statement)
+            names = [c.name for c in per_row.columns]
+            sql = postgresql_arrays.binary_placeholders(sql, names)
+            fixed = {k: v for k, v in fixed.items() if k not in names}
+            return sql, fixed, postgresql_arrays.json_columns(per_row.columns)
+
+        sql, fixed, json_names = queries.once(("driver", upsert, idempotent), make)
+        parameters = fixed | postgresql_arrays.parameters(
+            rows, json_names, postgresql_arrays.encode_json
+        )
+        parameters["b_queue"] = queue
+        return sql, parameters
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         return select.with_for_update(skip_locked=True)

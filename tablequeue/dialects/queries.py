@@ -289,6 +289,7 @@ class Queries:
                 sa.column("b_expires_after", sa.Float()),
                 sa.column("b_tracking_id", t.c.tracking_id.type),
             ],
+            arrays=True,  # the dialect's enqueue_round/enqueue_alone run it
         )
         b = per_row.c
         registry = self.registry

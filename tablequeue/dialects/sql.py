@@ -136,6 +136,9 @@ class SqlDialect(abc.ABC):
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         raise NotImplementedError  # only called when per_row gives a source
 
+    def per_row_arrays(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias | None:
+        return self.per_row(columns)
+
     def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
         return []
 

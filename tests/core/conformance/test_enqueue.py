@@ -43,6 +43,51 @@ def test_batch_enqueue_keeps_fifo_order(make_queue: MakeQueue) -> None:
     assert [m.message["n"] for m in leased] == list(range(10))
 
 
+def test_batch_mixing_every_option_stores_each_message_as_given(make_queue: MakeQueue) -> None:
+    """One batch where each option is set on some messages only (PostgreSQL sends a column
+    that is absent from every message as one NULL array): each message keeps its own."""
+    queue = make_queue()
+    hour_later = datetime.now(UTC) + timedelta(hours=1)
+    batch = [
+        NewMessage(message={"n": 0}),
+        NewMessage(message="a JSON string", headers={"h": "1"}, priority=3),
+        NewMessage(message=None, message_id="m-2", status="Held"),
+        NewMessage(message=[1, "x", None], at=hour_later, expires_after=7200),
+        NewMessage(message=5, after=3600, priority=-2, message_id="m-4"),
+        NewMessage(message={"n": 5}, expires_at=hour_later + timedelta(hours=1)),
+    ]
+    results = queue.enqueue_many(batch)
+    assert [r.outcome for r in results] == ["inserted"] * 6
+    assert [r.message_id for r in results] == [None, None, "m-2", None, "m-4", None]
+    assert len({r.tracking_id for r in results}) == 6
+    stored = [queue.get(r.id or 0) for r in results]
+    assert [m.message for m in stored] == [
+        {"n": 0},
+        "a JSON string",
+        None,
+        [1, "x", None],
+        5,
+        {"n": 5},
+    ]
+    assert [m.tracking_id for m in stored] == [r.tracking_id for r in results]
+    assert [m.headers for m in stored] == [None, {"h": "1"}, None, None, None, None]
+    assert [m.priority for m in stored] == [0, 3, 0, 0, -2, 0]
+    assert [m.status for m in stored] == [
+        "Pending",
+        "Pending",
+        "Held",
+        "Sleeping",
+        "Sleeping",
+        "Pending",
+    ]
+    assert [r.status for r in results] == [m.status for m in stored]
+    soon = datetime.now(UTC) + timedelta(minutes=30)
+    assert [m.process_after > soon for m in stored] == [False, False, False, True, True, False]
+    assert [m.expires_at is not None for m in stored] == [False, False, False, True, False, True]
+    assert stored[3].expires_at is not None and stored[3].expires_at > hour_later
+    assert stored[5].expires_at == hour_later + timedelta(hours=1)
+
+
 def test_priority_first_then_fifo(make_queue: MakeQueue) -> None:
     queue = make_queue()
     queue.enqueue({"n": "low-1"})
