@@ -2,13 +2,21 @@
 
 Python handlers are `pkg.module:function`, sync or async, taking the message (and optionally a
 `HandlerContext`). Returning is success (optionally an `Outcome`); raising is failure, and
-raising `PermanentFailure` sends the message straight to Error.
+raising `PermanentFailure` sends the message straight to Error. `@batch_handler` marks a handler
+that takes the messages of a lease in one call and returns one outcome per message.
 """
 
 from tablequeue.errors import PermanentFailure
 
 from .config import WorkerConfig
-from .handlers import HandlerContext, Outcome
+from .handlers import HandlerContext, Outcome, batch_handler
 from .loop import Worker
 
-__all__ = ["HandlerContext", "Outcome", "PermanentFailure", "Worker", "WorkerConfig"]
+__all__ = [
+    "HandlerContext",
+    "Outcome",
+    "PermanentFailure",
+    "Worker",
+    "WorkerConfig",
+    "batch_handler",
+]

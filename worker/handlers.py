@@ -182,11 +182,54 @@ def _json_or_none(text: str, content_type: str) -> Any:
         raise HandlerFailed(_trim(f"handler answered invalid JSON: {text}")) from None
 
 
+BATCH_MARK = "__tablequeue_batch__"
+
+
+def batch_handler(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a Python handler as taking a batch: `handler(messages) -> outcomes`, one call for
+    the messages of a lease (at most `concurrency` of them), one outcome per message, in order
+    (README "Batch handlers")."""
+    setattr(function, BATCH_MARK, True)
+    return function
+
+
+BatchOutcome = Outcome | HandlerFailed | None
+"""What a batch handler's call gives each message: success (an outcome or None), or a failure."""
+
+
 class PythonHandler:
     def __init__(self, function: Callable[..., Any]) -> None:
         self.function = function
         self.wants_context = len(inspect.signature(function).parameters) >= 2
         self.is_async = inspect.iscoroutinefunction(function)
+        self.batch = bool(getattr(function, BATCH_MARK, False))
+
+    async def call_batch(self, messages: list[Message]) -> list[BatchOutcome]:
+        """Call a batch handler: one outcome per message. Raises `HandlerFailed` for the whole
+        batch when the call raises or returns something else than one outcome per message."""
+        try:
+            if self.is_async:
+                returned = await self.function(list(messages))
+            else:
+                returned = await _in_own_thread(self.function, list(messages))
+        except Exception as error:
+            raise _failure(error) from None
+        if not isinstance(returned, list | tuple) or len(returned) != len(messages):
+            got = f"{len(returned)} items" if isinstance(returned, list | tuple) else "not a list"
+            raise HandlerFailed(
+                f"batch handler returned {type(returned).__name__} ({got}); expected a list of "
+                f"{len(messages)} outcomes, one per message"
+            )
+        outcomes: list[BatchOutcome] = []
+        for item in returned:
+            if isinstance(item, Exception):
+                outcomes.append(_failure(item, traced=False))
+                continue
+            try:
+                outcomes.append(outcome_from(item))
+            except HandlerFailed as failed:
+                outcomes.append(failed)
+        return outcomes
 
     async def __call__(self, message: Message, context: HandlerContext) -> Outcome | None:
         args = (message, context) if self.wants_context else (message,)
@@ -205,6 +248,18 @@ class PythonHandler:
 
     async def close(self) -> None:
         pass
+
+
+def _failure(error: Exception, traced: bool = True) -> HandlerFailed:
+    """A handler's exception as the message's failure (`PermanentFailure`: to Error at once);
+    `traced`: with the traceback (it was raised), else its type and text (it was returned)."""
+    if isinstance(error, HandlerFailed):
+        return error
+    if isinstance(error, PermanentFailure):
+        return HandlerFailed(_trim(f"{type(error).__name__}: {error}"), permanent=True)
+    if traced:
+        return HandlerFailed(_trim("".join(traceback.format_exception(error))))
+    return HandlerFailed(_trim(f"{type(error).__name__}: {error}"))
 
 
 async def _in_own_thread(function: Callable[..., Any], *args: Any) -> Any:

@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 import traceback
+import types
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Coroutine, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tablequeue import trace_context
 from tablequeue.database import Database
 from tablequeue.models import Completion, Failure, Message
 from tablequeue.queue import Queue
 
-from . import logs
+from . import batches, logs
 from .handlers import MAX_ERROR_TEXT, HandlerContext, HandlerFailed, HttpHandler, PythonHandler
 from .metrics import WorkerMetrics
 from .settling import Settlement
@@ -37,20 +39,28 @@ log = logging.getLogger("tablequeue.worker")
 @dataclass
 class Running:
     message: Message
-    task: asyncio.Task[None]
     started: float
+    task: asyncio.Task[None] | None = None
+    """The task that runs the handler once it waits for something; None before (`eager`)."""
     stop_reason: str | None = None
     """Why the worker cancelled the handler, if it did."""
     stop_fails: bool = False
     """The stop is the message's failure (time limit, grace period), not a lost lease."""
+    shared: bool = False
+    """A batch handler's call runs the message with others: a lost lease does not stop it."""
 
     def stop(self, reason: str, *, fails: bool) -> None:
         """Cancel the handler; `fails`: record the reason as the message's failure. The first
-        stop decides (a time limit that fired is the failure even if the lease is lost next)."""
+        stop decides (a time limit that fired is the failure even if the lease is lost next).
+        A batch call is cancelled only by a failure (all its messages fail); a message whose
+        lease is lost meanwhile only loses its outcome, the others' go on."""
         if self.stop_reason is None:
             self.stop_reason = reason
             self.stop_fails = fails
-        self.task.cancel()
+        if self.shared and not fails:
+            return
+        if self.task is not None:  # None only while it runs, in the same thread: never here
+            self.task.cancel()
 
 
 class HeldMessages:
@@ -80,6 +90,10 @@ class HeldMessages:
         """The running handlers by their message's tracking id (progress reports)."""
         self._slot_freed = asyncio.Event()
         self.handler_started = asyncio.Event()
+        self.batch = isinstance(handler, PythonHandler) and handler.batch
+        self.eager = isinstance(handler, PythonHandler) and handler.is_async and not self.batch
+        """Start each handler in the lease loop itself, a task only once it waits for something
+        (`start_eagerly`): a coroutine handler that finishes without waiting costs no task."""
 
     def message_ids(self) -> list[int]:
         return [message.id for message in self.waiting] + list(self.running)
@@ -89,14 +103,58 @@ class HeldMessages:
 
     def start_waiting(self, concurrency: int, stopping: asyncio.Event) -> None:
         """Start handlers for waiting messages while slots are free (none once stopping: a
-        batch leased meanwhile is released)."""
+        batch leased meanwhile is released). A batch handler gets them in one call."""
+        if self.batch:
+            self._start_batch(concurrency, stopping)
+            return
         while self.waiting and len(self.running) < concurrency and not stopping.is_set():
             message = self.waiting.popleft()
-            task = asyncio.create_task(self._handle(message))
-            entry = Running(message, task, time.monotonic())
+            entry = Running(message, time.monotonic())
             self.running[message.id] = entry
             self.by_tracking_id[message.tracking_id] = entry
             self.handler_started.set()
+            if self.eager:
+                try:
+                    entry.task = start_eagerly(self._handle(message))
+                except Exception:  # a bug in `_handle` (it records every handler's failure):
+                    # as a task's exception, logged; the message is left to its lease's expiry
+                    log.exception("handler task failed", extra={"message_id": message.id})
+                    self.running.pop(message.id, None)
+                    self.by_tracking_id.pop(message.tracking_id, None)
+            else:
+                entry.task = asyncio.create_task(self._handle(message))
+
+    def _start_batch(self, concurrency: int, stopping: asyncio.Event) -> None:
+        """One call of the batch handler for as many waiting messages as slots are free."""
+        free = min(len(self.waiting), concurrency - len(self.running))
+        if free < 1 or stopping.is_set():
+            return
+        started = time.monotonic()
+        entries = []
+        for _ in range(free):
+            message = self.waiting.popleft()
+            entry = Running(message, started, shared=True)
+            self.running[message.id] = entry
+            self.by_tracking_id[message.tracking_id] = entry
+            entries.append(entry)
+        task = asyncio.create_task(batches.handle(self, entries))
+        for entry in entries:
+            entry.task = task
+        self.handler_started.set()
+
+    def finish(self, entry: Running, outcome: Completion | Failure | None) -> None:
+        """A handler's end: its outcome to the settlement, its slot free."""
+        message = entry.message
+        if self.tracing is not None:
+            if outcome is None:
+                self.tracing.forget([message.id])
+            else:
+                self.tracing.finished(message.id)
+        if outcome is not None:
+            self.settlement.add(outcome)
+        self.running.pop(message.id, None)
+        self.by_tracking_id.pop(message.tracking_id, None)
+        self._slot_freed.set()
 
     async def wait_for_slot(self, concurrency: int, stopping: asyncio.Event) -> None:
         """Return once fewer than `concurrency` handlers run, or the worker stops."""
@@ -184,16 +242,47 @@ class HeldMessages:
                     "error": outcome.error[:500],
                 },
             )
-        if tracing is not None:
-            if outcome is None:
-                tracing.forget([message.id])
-            else:
-                tracing.finished(message.id)
-        if outcome is not None:
-            self.settlement.add(outcome)
-        self.running.pop(message.id, None)
-        self.by_tracking_id.pop(message.tracking_id, None)
-        self._slot_freed.set()
+        self.finish(running, outcome)
+
+
+def start_eagerly(coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+    """Run `coroutine` now, up to its first wait, in a context of its own (as a task's); then
+    a task takes it on from there. None: it finished without waiting (no task needed).
+
+    What Python 3.12's eager tasks do, for 3.11: a task costs its creation and a turn of the
+    event loop, more than a handler that does nothing. Until it waits, a coroutine cannot be
+    cancelled anyway, so its time limit and lease keeping hold as with a task from the start.
+    """
+    context = contextvars.copy_context()
+    try:
+        waits_for = context.run(coroutine.send, None)
+    except StopIteration:
+        return None
+    return asyncio.get_running_loop().create_task(_carry_on(coroutine, waits_for), context=context)
+
+
+async def _carry_on(coroutine: Coroutine[Any, Any, None], waits_for: Any) -> None:
+    await _continued(coroutine, waits_for)
+
+
+@types.coroutine
+def _continued(coroutine: Coroutine[Any, Any, None], waits_for: Any) -> Generator[Any, Any, None]:
+    """Drive a started coroutine on from what it waits for (a future, or None for a bare turn
+    of the loop), as `await` would: what comes back or is thrown in (a cancellation) goes on
+    to it."""
+    while True:
+        try:
+            sent = yield waits_for
+        except BaseException as error:  # thrown in (a cancellation): passed on, as await does
+            try:
+                waits_for = coroutine.throw(error)
+            except StopIteration:
+                return
+        else:
+            try:
+                waits_for = coroutine.send(sent)
+            except StopIteration:
+                return
 
 
 @contextlib.contextmanager

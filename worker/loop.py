@@ -11,8 +11,10 @@ Tasks of one worker process, all on one asyncio loop (database calls run in thre
 - heartbeats in `tablequeue_workers` (`heartbeat`).
 After a lease that failed with a database error, the lease loop first gives back what that lease
 may have taken unheard (`recovery`).
-The handlers run as tasks of their own (`held`). On SIGTERM: stop leasing, give back unstarted
-messages, let running handlers finish within the grace period, record everything, exit 0.
+The handlers run as tasks of their own (`held`; a coroutine handler gets its task only once it
+waits for something; a batch handler's call is one task for its messages, `batches`).
+On SIGTERM: stop leasing, give back unstarted messages, let running handlers finish within the
+grace period, record everything, exit 0.
 """
 
 from __future__ import annotations
@@ -318,7 +320,7 @@ class Worker:
         # A lease still under way past the grace period: its rows are left to their expiry.
         if lease_loop.done():
             await self._give_back_lost(lost)
-        running = [entry.task for entry in held.running.values()]
+        running = [entry.task for entry in held.running.values() if entry.task is not None]
         if running:
             log.info("waiting for running handlers", extra={"count": len(running)})
             _, late = await asyncio.wait(running, timeout=grace)

@@ -94,6 +94,19 @@ class Tracing:
             otel_context.detach(token)
             span.end()
 
+    def batch_spans(self, messages: Sequence[Message]) -> list[Span]:
+        """A handle span per message of a batch handler's call (the caller ends them). None is
+        the current context during the call: the messages may belong to as many traces."""
+        return [
+            self.tracer.start_span(
+                f"handle {self.queue}",
+                context=self._parents.get(message.id),
+                kind=SpanKind.CONSUMER,
+                attributes=self._attributes(message, "handle"),
+            )
+            for message in messages
+        ]
+
     @staticmethod
     def failed(span: Span, error: str) -> None:
         """The handler failed: the handle span says so."""

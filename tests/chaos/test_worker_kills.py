@@ -1,6 +1,7 @@
 """Repeated SIGKILL of workers in the middle of their batches, under both lease policies, with
 every message accounted for exactly: none lost; under `Abandon` none run twice; under `Retry`
-only messages whose handler had started in a killed worker run twice."""
+only messages whose handler had started in a killed worker run twice. With a handler per message
+and with a batch handler (one call for the messages of a lease)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tablequeue import connect
 from tablequeue.spec import QueueResource
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_records
-from tests.worker.helpers import FAST_POLL, SYNC, StartWorker, WorkerProcess, enqueue
+from tests.worker.helpers import BATCH, FAST_POLL, SYNC, StartWorker, WorkerProcess, enqueue
 
 MESSAGES = 400
 KILLS = 6
@@ -30,12 +31,14 @@ def starts_of(records: Path) -> list[tuple[int, str]]:
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.parametrize("handler", [SYNC, BATCH], ids=["handler", "batch-handler"])
 @pytest.mark.parametrize("policy", ["Abandon", "Retry"])
 def test_workers_killed_mid_batch_lose_nothing(
     postgres_url: str,
     start_worker: StartWorker,
     records: Path,
     policy: str,
+    handler: str,
 ) -> None:
     database = connect(postgres_url)
     spec = {"lease_seconds": 2, "on_lease_expired": policy, "keep_processed_for": "1h"}
@@ -43,7 +46,7 @@ def test_workers_killed_mid_batch_lose_nothing(
     queue = database.queue("orders")
     ids = set(enqueue(queue, [{"sleep": 0.02, "n": n} for n in range(MESSAGES)]))
     options = ("--batch-size", "10", "--concurrency", "4", "--sweep-interval", "0.5", *FAST_POLL)
-    running = [start_worker("orders", postgres_url, SYNC, *options) for _ in range(WORKERS)]
+    running = [start_worker("orders", postgres_url, handler, *options) for _ in range(WORKERS)]
     killed: list[WorkerProcess] = []
     chooser = random.Random(17)
     for _ in range(KILLS):
@@ -54,7 +57,7 @@ def test_workers_killed_mid_batch_lose_nothing(
         victim.signal(signal.SIGKILL)
         assert victim.wait_exit() == -signal.SIGKILL
         killed.append(victim)
-        running.append(start_worker("orders", postgres_url, SYNC, *options))
+        running.append(start_worker("orders", postgres_url, handler, *options))
 
     def settled() -> bool:
         counts = queue.stats().counts
@@ -62,6 +65,9 @@ def test_workers_killed_mid_batch_lose_nothing(
 
     wait_until(settled, timeout=120, interval=0.25)
     for worker in running:
+        # A worker started last may not have set up its SIGTERM handling yet on a loaded machine
+        # (the others drained the queue meanwhile): SIGTERM would end it as the default does.
+        worker.wait_ready(timeout=60)
         worker.signal(signal.SIGTERM)
         assert worker.wait_exit() == 0
 

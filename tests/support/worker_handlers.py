@@ -21,7 +21,7 @@ from typing import Any
 from opentelemetry import trace
 
 from tablequeue.models import Message
-from tablequeue.worker import HandlerContext, Outcome, PermanentFailure
+from tablequeue.worker import HandlerContext, Outcome, PermanentFailure, batch_handler
 
 HANG_LIMIT_SECONDS = 120.0
 
@@ -90,6 +90,50 @@ async def handle_async(message: Message) -> Outcome | None:
     if "result" in body:
         return Outcome(result=body["result"], progress=body.get("progress"))
     return None
+
+
+@batch_handler
+def handle_batch(messages: list[Message]) -> list[Any]:
+    """Sync batch handler scripted by the bodies: records `start` for each message and `batch`
+    with the call's size (under its first message's id); sleeps the longest `sleep`; a body
+    `{"raise_all": ...}` fails the call, `{"wrong_count": true}` returns one outcome too many;
+    otherwise each message's `raise` (returned as its exception), `permanent` or `result`."""
+    bodies = [_body(message) for message in messages]
+    for message in messages:
+        record("start", message.id)
+    record(f"batch{len(messages)}", messages[0].id)
+    time.sleep(max((float(body.get("sleep", 0)) for body in bodies), default=0))
+    if any(body.get("raise_all") for body in bodies):
+        raise RuntimeError("the whole call failed")
+    outcomes: list[Any] = []
+    for message, body in zip(messages, bodies, strict=True):
+        if body.get("raise"):
+            outcomes.append(RuntimeError(str(body["raise"])))
+        elif body.get("permanent"):
+            outcomes.append(PermanentFailure(str(body["permanent"])))
+        else:
+            record("done", message.id)
+            outcomes.append({"result": body["result"]} if "result" in body else None)
+    if any(body.get("wrong_count") for body in bodies):
+        outcomes.append(None)
+    return outcomes
+
+
+@batch_handler
+async def handle_batch_async(messages: list[Message]) -> list[Outcome | None]:
+    """Async batch handler: records `start` for each message, sleeps the longest `sleep`
+    (records `cancelled` for each when the worker stops the call), then `done` for each."""
+    for message in messages:
+        record("start", message.id)
+    try:
+        await asyncio.sleep(max(float(_body(message).get("sleep", 0)) for message in messages))
+    except asyncio.CancelledError:
+        for message in messages:
+            record("cancelled", message.id)
+        raise
+    for message in messages:
+        record("done", message.id)
+    return [None] * len(messages)
 
 
 def follow_up(message: Message, context: HandlerContext) -> None:

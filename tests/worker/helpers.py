@@ -29,6 +29,8 @@ from tests.support.worker_handlers import read_records
 ROOT = Path(__file__).resolve().parents[2]
 SYNC = "python:tests.support.worker_handlers:handle"
 ASYNC = "python:tests.support.worker_handlers:handle_async"
+BATCH = "python:tests.support.worker_handlers:handle_batch"
+BATCH_ASYNC = "python:tests.support.worker_handlers:handle_batch_async"
 FAST_POLL = ("--poll-min", "0.05", "--poll-max", "0.5")
 MakeQueue = Callable[..., Queue]
 

@@ -1,0 +1,93 @@
+"""Batch handlers (`@batch_handler`): one call for the messages of a lease, one outcome each.
+
+The messages of a call are held as any others (one slot of `concurrency` each, their leases
+kept); the call is one task. A time limit or the end of the grace period cancels the call: every
+message of it fails with that reason. A message whose lease is lost meanwhile (cancelled,
+swept) does not stop the call: its outcome is dropped, the others' are recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import traceback
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from tablequeue.models import Completion, Failure
+
+from .handlers import MAX_ERROR_TEXT, BatchOutcome, HandlerFailed, PythonHandler
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from .held import HeldMessages, Running
+
+log = logging.getLogger("tablequeue.worker")
+
+
+async def handle(held: HeldMessages, entries: list[Running]) -> None:
+    """Run one call of the batch handler and hand each message's outcome to the settlement."""
+    handler = held.handler
+    assert isinstance(handler, PythonHandler)
+    m = held.metrics
+    messages = [entry.message for entry in entries]
+    now = datetime.now(UTC)
+    for message in messages:
+        m.queue_latency.observe(max((now - message.process_after).total_seconds(), 0.0))
+    spans = held.tracing.batch_spans(messages) if held.tracing is not None else []
+    results: list[BatchOutcome]
+    stopped_for: str | None = None  # the worker stopped the call: not the handler's error
+    try:
+        results = await handler.call_batch(messages)
+    except HandlerFailed as failed:
+        results = [failed] * len(messages)
+    except Exception as error:  # a bug outside the handler: never strand the messages
+        trace = traceback.format_exc()
+        results = [HandlerFailed(f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")]
+        results *= len(messages)
+    except asyncio.CancelledError:
+        stopped = next((entry for entry in entries if entry.stop_fails), None)
+        if stopped is None or stopped.stop_reason is None:
+            for opened in spans:
+                opened.end()
+            raise  # not stopped by the worker: the task itself is being cancelled
+        stopped_for = stopped.stop_reason
+        results = [HandlerFailed(stopped_for)] * len(messages)
+    finally:
+        elapsed = time.monotonic() - entries[0].started
+        for _ in entries:
+            m.processing_seconds.observe(elapsed)
+    each_span: list[Span | None] = [*spans] if spans else [None] * len(entries)
+    for entry, result, span in zip(entries, results, each_span, strict=True):
+        message = entry.message
+        outcome: Completion | Failure | None
+        if entry.stop_reason is not None and not entry.stop_fails:
+            outcome = None  # its lease was lost while the call ran
+            m.lost.inc()
+            log.info(
+                "handler stopped: " + entry.stop_reason,
+                extra={"correlation_id": message.correlation_id, "message_id": message.id},
+            )
+        elif isinstance(result, HandlerFailed):
+            if stopped_for is None:
+                m.handler_errors.inc()
+            outcome = Failure(message, result.error, permanent=result.permanent)
+            log.warning(
+                "handler failed",
+                extra={
+                    "correlation_id": message.correlation_id,
+                    "message_id": message.id,
+                    "error": result.error[:500],
+                },
+            )
+        elif result is None:
+            outcome = Completion(message)
+        else:
+            outcome = Completion(message, result.process_again_at, result.result, result.progress)
+        if span is not None and held.tracing is not None:
+            if isinstance(outcome, Failure):
+                held.tracing.failed(span, outcome.error)
+            span.end()
+        held.finish(entry, outcome)
