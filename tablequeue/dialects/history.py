@@ -21,7 +21,8 @@ from .. import names
 from ..limits import ATTEMPTS_KEPT
 from .base import Dialect
 from .per_row import PerRow
-from .queries import HELD_COLUMNS, Queries, literal_status
+from .queries import HELD_COLUMNS, Queries
+from .statuses import literal_status
 
 S = TypeVar("S")
 

@@ -16,7 +16,9 @@ from sqlalchemy.sql.selectable import CompoundSelect, Select
 
 from .. import names
 from ..sqltypes import UtcDateTime
-from .queries import LeaseExpiredPolicy, Queries, literal_status, swept_columns
+from .enqueue_statement import enqueue_statement
+from .queries import LeaseExpiredPolicy, Queries, swept_columns
+from .statuses import literal_status
 
 NOW_LABEL = "b_now"
 """The database clock, selected with the lease candidates."""
@@ -111,7 +113,7 @@ class MariaDbQueries(Queries):
         return self._once(("upsert", idempotent), lambda: self._upsert(idempotent))
 
     def _upsert(self, idempotent: bool) -> tuple[sa.Insert, Any]:
-        statement, per_row = self._enqueue(True, idempotent)
+        statement, per_row = enqueue_statement(self, True, idempotent)
         if idempotent:
             written = self.table.c.updated_at == self.dialect.now()
             statement = statement.returning(written.label("written"))

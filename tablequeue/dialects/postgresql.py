@@ -99,7 +99,7 @@ log = logging.getLogger("tablequeue.worker")
 
 
 class EnqueuedRow(NamedTuple):
-    """What an enqueue statement returns first (`Queries._enqueue`'s RETURNING)."""
+    """What an enqueue statement returns first (`enqueue_statement`'s RETURNING)."""
 
     id: int
     message_id: str | None

@@ -21,7 +21,9 @@ from sqlalchemy.sql.selectable import Select
 
 from .. import names
 from ..sqltypes import UtcDateTime
+from .enqueue_statement import enqueue_statement
 from .per_row import PerRow, PerRowSource
+from .statuses import literal_status
 
 S = TypeVar("S")
 LeaseExpiredPolicy = Literal["Abandon", "Retry"]
@@ -66,12 +68,6 @@ class SqlParts(PerRowSource, Protocol):
 def swept_columns(t: sa.Table) -> list[sa.ColumnElement[Any]]:
     """What a sweep tells of each lease it settled (`base.SweptLease`), new status first."""
     return [t.c.status, t.c.id, t.c.tracking_id, t.c.lease_owner, t.c.correlation_id, t.c.attempts]
-
-
-def literal_status(status: str) -> sa.ColumnElement[str]:
-    """A built-in status as SQL text, never a user value: partial indexes match it."""
-    assert status in names.BUILT_IN
-    return sa.literal_column(f"'{status}'", sa.String)
 
 
 def _bind(name: str, type_: Any = None) -> sa.BindParameter[Any]:
@@ -264,141 +260,25 @@ class Queries:
 
     def insert_new(self) -> tuple[sa.Insert, PerRow]:
         """Insert messages without identity (no conflict is possible)."""
-        return self._once(("insert",), lambda: self._enqueue(upsert=False, idempotent=False))
+        return self._once(
+            ("insert",), lambda: enqueue_statement(self, upsert=False, idempotent=False)
+        )
 
     def upsert_by_message_id(self, idempotent: bool) -> tuple[sa.Insert, PerRow]:
         """Insert, or make a new version of the message with the same messageId; an idempotent
         queue discards a message whose body did not change."""
-        return self._once(("upsert", idempotent), lambda: self._enqueue(True, idempotent))
+        return self._once(("upsert", idempotent), lambda: enqueue_statement(self, True, idempotent))
 
     def insert_one(self) -> sa.Insert:
         """`insert_new` for exactly one message, with scalar parameters (no per-row source)."""
-        return self._once(("insert", "one"), lambda: self._enqueue(False, False, True)[0])
+        return self._once(("insert", "one"), lambda: enqueue_statement(self, False, False, True)[0])
 
     def upsert_one(self, idempotent: bool) -> sa.Insert:
         """`upsert_by_message_id` for exactly one message, with scalar parameters."""
         return self._once(
-            ("upsert", idempotent, "one"), lambda: self._enqueue(True, idempotent, True)[0]
+            ("upsert", idempotent, "one"),
+            lambda: enqueue_statement(self, True, idempotent, True)[0],
         )
-
-    def _enqueue(
-        self, upsert: bool, idempotent: bool, one_row: bool = False
-    ) -> tuple[sa.Insert, PerRow]:
-        t, d = self.table, self.dialect
-        now = d.now()
-        per_row = PerRow(
-            d,
-            [
-                sa.column("b_message_id", t.c.message_id.type),
-                sa.column("b_status", t.c.status.type),
-                sa.column("b_scheduled", sa.Boolean()),
-                sa.column("b_priority", t.c.priority.type),
-                sa.column("b_message", t.c.message.type),
-                sa.column("b_headers", t.c.headers.type),
-                sa.column("b_at", t.c.process_after.type),
-                sa.column("b_after", sa.Float()),
-                sa.column("b_expires_at", t.c.expires_at.type),
-                sa.column("b_expires_after", sa.Float()),
-                sa.column("b_tracking_id", t.c.tracking_id.type),
-            ],
-            arrays=True,  # the dialect's enqueue_round/enqueue_alone run it
-            one_row=one_row,
-        )
-        b = per_row.c
-        registry = self.registry
-        default_status = (
-            sa.select(registry.c.default_status)
-            .where(registry.c.name == sa.bindparam("b_queue", type_=sa.String()))
-            .scalar_subquery()
-        )
-        # NULL (refused by the column) when the queue was deleted, even with an explicit status.
-        status = sa.case(
-            (default_status.is_(None), sa.null()),
-            else_=sa.func.coalesce(b["b_status"], default_status),
-        )
-        scheduled: sa.ColumnElement[Any] = sa.case(
-            (
-                sa.and_(b["b_scheduled"], status == literal_status(names.PENDING)),
-                literal_status(names.SLEEPING),
-            ),
-            else_=status,
-        )
-        if one_row:
-            scheduled = self._one_row_status(b)
-        values: dict[str, Any] = {
-            "message_id": b["b_message_id"],
-            "status": scheduled,
-            "priority": b["b_priority"],
-            "message": sa.func.coalesce(b["b_message"], self._json_null()),
-            "headers": b["b_headers"],
-            "version": sa.literal_column("1"),
-            "attempts": sa.literal_column("0"),
-            "process_after": sa.func.coalesce(b["b_at"], d.seconds_from_now(b["b_after"])),
-            "expires_at": sa.func.coalesce(
-                b["b_expires_at"], d.seconds_from_now(b["b_expires_after"])
-            ),
-            "tracking_id": b["b_tracking_id"],
-            "created_at": now,
-            "updated_at": now,
-        }
-        if per_row.source is None:
-            insert = d.insert(t).values(**values)
-        else:
-            insert = d.insert(t).from_select(list(values), sa.select(*values.values()))
-        returning: list[sa.ColumnElement[Any]] = [
-            t.c.id,
-            t.c.message_id,
-            t.c.tracking_id,
-            t.c.version,
-            t.c.status,
-            *d.notify_when_returning(t.name),
-        ]
-        if not upsert:
-            return insert.returning(*returning), per_row
-        new = d.excluded(insert)
-        # A new version never takes a lease away: completing the old one requeues the new one.
-        # A status that keeps messages from workers (OnHold, Paused) applies at once, though:
-        # the old version's outcome then finds its lease gone and changes nothing.
-        keeps_lease = sa.and_(
-            self.leased,
-            new.status.in_([literal_status(names.PENDING), literal_status(names.SLEEPING)]),
-        )
-        set_ = {
-            "message": new.message,
-            "headers": new.headers,
-            "priority": new.priority,
-            "process_after": new.process_after,
-            "expires_at": new.expires_at,
-            "version": t.c.version + 1,
-            "status": sa.case((keeps_lease, t.c.status), else_=new.status),
-            # 0 also marks a Leased row whose new version was never tried (see sweep).
-            "attempts": 0,
-            "updated_at": now,
-        }
-        changed = None
-        if idempotent:
-            changed = sa.cast(t.c.message, sa.Text) != sa.cast(new.message, sa.Text)
-        statement = d.on_conflict_message_id(insert, set_, changed)
-        return statement.returning(*returning), per_row
-
-    def _one_row_status(self, b: dict[str, sa.ColumnElement[Any]]) -> sa.ColumnElement[Any]:
-        """The status of one new message, read in one lookup of the registry (no row, so NULL
-        and refused by the column, when the queue was deleted). One lookup whatever the
-        parameters, so PostgreSQL keeps the prepared statement's generic plan instead of
-        planning each execution (a plan for the parameters' values would fold the CASE of
-        `_enqueue`'s multi-row form and look cheaper)."""
-        g = self.registry
-        chosen = sa.func.coalesce(b["b_status"], g.c.default_status)
-        sleeping = sa.and_(b["b_scheduled"], chosen == literal_status(names.PENDING))
-        return (
-            sa.select(sa.case((sleeping, literal_status(names.SLEEPING)), else_=chosen))
-            .where(g.c.name == sa.bindparam("b_queue", type_=sa.String()))
-            .scalar_subquery()
-        )
-
-    def _json_null(self) -> sa.ColumnElement[Any]:
-        """A JSON null (a body may be JSON null; per-row parameters make None SQL NULL)."""
-        return sa.type_coerce(sa.literal_column("'null'"), self.table.c.message.type)
 
     # --- outcomes ---------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .. import names
-from ..dialects.queries import literal_status
+from ..dialects.statuses import literal_status
 from ..errors import Conflict, InvalidInput, MessageNotFound
 from ..limits import MAX_PRIORITY, PURGE_BATCH
 from ..models import Message, Swept, check_json
