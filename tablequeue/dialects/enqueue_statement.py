@@ -102,9 +102,7 @@ def enqueue_statement(
     return statement.returning(*returning), per_row
 
 
-def _status_of_source(
-    g: sa.Table, b: dict[str, sa.ColumnElement[Any]]
-) -> sa.ColumnElement[Any]:
+def _status_of_source(g: sa.Table, b: dict[str, sa.ColumnElement[Any]]) -> sa.ColumnElement[Any]:
     """The status of each row of a per-row source, from uncorrelated lookups of the registry
     (the database reads them once per statement): NULL, refused by the column, when the queue
     was deleted, even with an explicit status."""

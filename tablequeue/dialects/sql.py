@@ -32,6 +32,9 @@ class SqlDialect(abc.ABC):
     capabilities: Capabilities
     json_type: sa.types.TypeEngine[Any]
     json_index_strategy: type[JsonIndexes] = ExpressionIndexes
+    # Messages per INSERT when a batch enqueue runs as executemany (no per-row source): the
+    # page of SQLAlchemy's insertmanyvalues; None keeps its default (1,000).
+    enqueue_page_rows: int | None = None
 
     @property
     def json_indexes(self) -> JsonIndexes:
@@ -181,7 +184,11 @@ class SqlDialect(abc.ABC):
         statement, per_row = (
             queries.upsert_by_message_id(idempotent) if upsert else queries.insert_new()
         )
-        return connection.execute(statement, per_row.params(rows, {"b_queue": queue})).all()
+        options: dict[str, Any] = {}
+        if self.enqueue_page_rows is not None:
+            options["insertmanyvalues_page_size"] = self.enqueue_page_rows
+        params = per_row.params(rows, {"b_queue": queue})
+        return connection.execute(statement, params, execution_options=options).all()
 
     def enqueue_alone(
         self,

@@ -72,6 +72,10 @@ class SqliteDialect(SqlDialect):
     )
     json_type: sa.types.TypeEngine[Any] = sqlite.JSON()
     json_index_strategy = SqliteIndexes
+    # A multi-row VALUES costs SQLite more per row the more rows it has (its registry lookup
+    # per row): 1,000 messages enqueued ~58 µs/msg of CPU in pages of 1,000, ~39 in pages of
+    # 100 (all pages in the batch's one transaction; results are matched by tracking id).
+    enqueue_page_rows = 100
 
     def check_url(self, url: sa.URL) -> None:
         if url.database in (None, "", ":memory:"):
