@@ -141,6 +141,33 @@ def test_same_identity_twice_in_one_batch_applies_in_order(make_queue: MakeQueue
     assert stored.message == {"v": 3} and stored.version == 3
 
 
+def test_a_batch_of_several_statements_keeps_each_outcome_in_order(make_queue: MakeQueue) -> None:
+    """A batch longer than one statement (SQLite sends 100 messages per INSERT) with repeated
+    messageIds: each message gets its own outcome, repeats apply in order, the rest is FIFO."""
+    queue = make_queue(idempotent=True)
+    queue.enqueue_many(
+        [NewMessage(message={"v": 0}, message_id=f"k-{i}") for i in range(0, 300, 2)]
+    )
+    batch = [
+        NewMessage(message={"v": 0 if i % 4 == 0 else 1}, message_id=f"k-{i}") for i in range(300)
+    ]
+    batch += [NewMessage(message={"v": 2}, message_id=f"k-{i}") for i in range(0, 300, 3)]
+    batch += [NewMessage(message={"n": n}) for n in range(250)]
+    results = queue.enqueue_many(batch)
+    first = [
+        "discarded" if i % 4 == 0 else "updated" if i % 2 == 0 else "inserted" for i in range(300)
+    ]
+    assert [r.outcome for r in results] == first + ["updated"] * 100 + ["inserted"] * 250
+    stored = {m.message_id: m for m in queue.messages(limit=1000) if m.message_id}
+    assert len(stored) == 300 and queue.count() == 300 + 250
+    for i in range(300):
+        message = stored[f"k-{i}"]
+        assert message.message == ({"v": 2} if i % 3 == 0 else {"v": 0 if i % 4 == 0 else 1})
+        assert message.version == 1 + (i % 4 == 2) + (i % 3 == 0)
+    plain = [r.id or 0 for r in results[400:]]
+    assert plain == sorted(plain) and len(set(plain)) == 250
+
+
 def test_idempotent_identical_json_is_discarded_changed_is_processed(
     make_queue: MakeQueue,
 ) -> None:
