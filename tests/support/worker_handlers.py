@@ -136,6 +136,11 @@ async def handle_batch_async(messages: list[Message]) -> list[Outcome | None]:
     return [None] * len(messages)
 
 
+@batch_handler
+def batch_with_context(messages: list[Message], context: HandlerContext) -> None:
+    """A batch handler that asks for a context it cannot get: refused when the worker starts."""
+
+
 def follow_up(message: Message, context: HandlerContext) -> None:
     """Enqueue a follow-up message into the queue `other`, through the handler's context."""
     context.database.queue("other").enqueue(
