@@ -75,6 +75,12 @@ async def handle_async(message: Message) -> Outcome | None:
     """Async handler scripted by the body; records `cancelled` when the worker stops it."""
     body = _body(message)
     record("start", message.id)
+    if "time_box" in body:  # asyncio.timeout needs the handler to run as a task of its own
+        try:
+            async with asyncio.timeout(float(body["time_box"])):
+                await asyncio.sleep(3600)
+        except TimeoutError:
+            return Outcome(result="timed out")
     try:
         await asyncio.sleep(float(body.get("sleep", 0)))
     except asyncio.CancelledError:
