@@ -3,7 +3,8 @@
 The messages of a call are held as any others (one slot of `concurrency` each, their leases
 kept); the call is one task. A time limit or the end of the grace period cancels the call: every
 message of it fails with that reason. A message whose lease is lost meanwhile (cancelled,
-swept) does not stop the call: its outcome is dropped, the others' are recorded.
+swept) does not stop the call: its outcome is dropped, the others' are recorded; once all of
+its messages have lost their leases, the call is cancelled.
 """
 
 from __future__ import annotations
@@ -49,12 +50,15 @@ async def handle(held: HeldMessages, entries: list[Running]) -> None:
         results *= len(messages)
     except asyncio.CancelledError:
         stopped = next((entry for entry in entries if entry.stop_fails), None)
-        if stopped is None or stopped.stop_reason is None:
+        if stopped is not None and stopped.stop_reason is not None:
+            stopped_for = stopped.stop_reason
+            results = [HandlerFailed(stopped_for)] * len(messages)
+        elif all(entry.stop_reason is not None for entry in entries):
+            results = [HandlerFailed("lease lost")] * len(messages)  # each outcome dropped below
+        else:
             for opened in spans:
                 opened.end()
             raise  # not stopped by the worker: the task itself is being cancelled
-        stopped_for = stopped.stop_reason
-        results = [HandlerFailed(stopped_for)] * len(messages)
     finally:
         elapsed = time.monotonic() - entries[0].started
         for _ in entries:

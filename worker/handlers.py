@@ -203,6 +203,11 @@ class PythonHandler:
         self.wants_context = len(inspect.signature(function).parameters) >= 2
         self.is_async = inspect.iscoroutinefunction(function)
         self.batch = bool(getattr(function, BATCH_MARK, False))
+        if self.batch and self.wants_context:
+            raise InvalidInput(
+                f"batch handler {getattr(function, '__name__', function)!r} takes one argument "
+                "(the list of messages); a batch handler gets no HandlerContext"
+            )
 
     async def call_batch(self, messages: list[Message]) -> list[BatchOutcome]:
         """Call a batch handler: one outcome per message. Raises `HandlerFailed` for the whole

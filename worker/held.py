@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
 import traceback
-import types
 import uuid
 from collections import deque
-from collections.abc import Coroutine, Generator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tablequeue import trace_context
 from tablequeue.database import Database
@@ -41,13 +39,14 @@ class Running:
     message: Message
     started: float
     task: asyncio.Task[None] | None = None
-    """The task that runs the handler once it waits for something; None before (`eager`)."""
+    """The task that runs the handler (a batch call's one task for all its messages)."""
     stop_reason: str | None = None
     """Why the worker cancelled the handler, if it did."""
     stop_fails: bool = False
     """The stop is the message's failure (time limit, grace period), not a lost lease."""
-    shared: bool = False
-    """A batch handler's call runs the message with others: a lost lease does not stop it."""
+    call: list[Running] | None = None
+    """A batch handler's call runs the message with these others: a lost lease stops the call
+    only once every message of it has lost its lease."""
 
     def stop(self, reason: str, *, fails: bool) -> None:
         """Cancel the handler; `fails`: record the reason as the message's failure. The first
@@ -57,9 +56,9 @@ class Running:
         if self.stop_reason is None:
             self.stop_reason = reason
             self.stop_fails = fails
-        if self.shared and not fails:
+        if self.call is not None and not fails and any(o.stop_reason is None for o in self.call):
             return
-        if self.task is not None:  # None only while it runs, in the same thread: never here
+        if self.task is not None:  # None only before its task is made, in the same step
             self.task.cancel()
 
 
@@ -91,9 +90,6 @@ class HeldMessages:
         self._slot_freed = asyncio.Event()
         self.handler_started = asyncio.Event()
         self.batch = isinstance(handler, PythonHandler) and handler.batch
-        self.eager = isinstance(handler, PythonHandler) and handler.is_async and not self.batch
-        """Start each handler in the lease loop itself, a task only once it waits for something
-        (`start_eagerly`): a coroutine handler that finishes without waiting costs no task."""
 
     def message_ids(self) -> list[int]:
         return [message.id for message in self.waiting] + list(self.running)
@@ -113,16 +109,9 @@ class HeldMessages:
             self.running[message.id] = entry
             self.by_tracking_id[message.tracking_id] = entry
             self.handler_started.set()
-            if self.eager:
-                try:
-                    entry.task = start_eagerly(self._handle(message))
-                except Exception:  # a bug in `_handle` (it records every handler's failure):
-                    # as a task's exception, logged; the message is left to its lease's expiry
-                    log.exception("handler task failed", extra={"message_id": message.id})
-                    self.running.pop(message.id, None)
-                    self.by_tracking_id.pop(message.tracking_id, None)
-            else:
-                entry.task = asyncio.create_task(self._handle(message))
+            # A task from the start: asyncio.timeout, TaskGroup and anyio (httpx) inside the
+            # handler need it to be the current task (Python 3.12's eager tasks could save it).
+            entry.task = asyncio.create_task(self._handle(message))
 
     def _start_batch(self, concurrency: int, stopping: asyncio.Event) -> None:
         """One call of the batch handler for as many waiting messages as slots are free."""
@@ -130,10 +119,10 @@ class HeldMessages:
         if free < 1 or stopping.is_set():
             return
         started = time.monotonic()
-        entries = []
+        entries: list[Running] = []
         for _ in range(free):
             message = self.waiting.popleft()
-            entry = Running(message, started, shared=True)
+            entry = Running(message, started, call=entries)
             self.running[message.id] = entry
             self.by_tracking_id[message.tracking_id] = entry
             entries.append(entry)
@@ -243,46 +232,6 @@ class HeldMessages:
                 },
             )
         self.finish(running, outcome)
-
-
-def start_eagerly(coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
-    """Run `coroutine` now, up to its first wait, in a context of its own (as a task's); then
-    a task takes it on from there. None: it finished without waiting (no task needed).
-
-    What Python 3.12's eager tasks do, for 3.11: a task costs its creation and a turn of the
-    event loop, more than a handler that does nothing. Until it waits, a coroutine cannot be
-    cancelled anyway, so its time limit and lease keeping hold as with a task from the start.
-    """
-    context = contextvars.copy_context()
-    try:
-        waits_for = context.run(coroutine.send, None)
-    except StopIteration:
-        return None
-    return asyncio.get_running_loop().create_task(_carry_on(coroutine, waits_for), context=context)
-
-
-async def _carry_on(coroutine: Coroutine[Any, Any, None], waits_for: Any) -> None:
-    await _continued(coroutine, waits_for)
-
-
-@types.coroutine
-def _continued(coroutine: Coroutine[Any, Any, None], waits_for: Any) -> Generator[Any, Any, None]:
-    """Drive a started coroutine on from what it waits for (a future, or None for a bare turn
-    of the loop), as `await` would: what comes back or is thrown in (a cancellation) goes on
-    to it."""
-    while True:
-        try:
-            sent = yield waits_for
-        except BaseException as error:  # thrown in (a cancellation): passed on, as await does
-            try:
-                waits_for = coroutine.throw(error)
-            except StopIteration:
-                return
-        else:
-            try:
-                waits_for = coroutine.send(sent)
-            except StopIteration:
-                return
 
 
 @contextlib.contextmanager

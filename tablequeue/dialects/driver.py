@@ -15,7 +15,9 @@ table dropped and created again under the same name), and psycopg forgets its pr
 statements after a DROP/ALTER on the same connection. A migration elsewhere that changes the
 type of a column the statement returns makes PostgreSQL refuse the old plan ("cached plan must
 not change result type", before anything ran): in autocommit the connection's prepared
-statements are then deallocated and the statement runs once more.
+statements are then deallocated and the statement runs once more (psycopg 3.3.6 and later
+forget their names on DEALLOCATE ALL: the project's floor). The error is known by its SQLSTATE
+alone, whatever language the server writes its messages in.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class DriverStatement:
                 cursor.execute(self.sql, parameters, prepare=True)
             except Exception as error:  # psycopg's, without importing psycopg everywhere
                 stale = getattr(error, "sqlstate", None) == FEATURE_NOT_SUPPORTED
-                if not (stale and _STALE_PLAN in str(error) and dbapi_connection.autocommit):
+                if not (stale and dbapi_connection.autocommit):
                     raise
                 dbapi_connection.execute("DEALLOCATE ALL")  # psycopg forgets its names too
                 cursor.execute(self.sql, parameters, prepare=True)
@@ -82,4 +84,5 @@ class DriverStatement:
 
 
 FEATURE_NOT_SUPPORTED = "0A000"
-_STALE_PLAN = "cached plan must not change result type"
+"""SQLSTATE of "cached plan must not change result type" (other refusals of this class fail
+again on the second run and are raised then)."""

@@ -7,7 +7,9 @@ in psycopg's C dumpers) and PostgreSQL reads the values without parsing a JSON d
 row, as `json_to_recordset` did (~4 µs of the server's CPU per message less). A JSON value
 travels as its text and is read as jsonb. A column that is NULL in every row of a batch is sent
 as one NULL (unnest pads a missing array with NULLs), so the usual batch sends the body, the
-tracking id and three small scalars per message.
+tracking id and three small scalars per message. The casts to `VARCHAR(n)[]` would truncate
+(an explicit cast) where a column refuses: safe because `NewMessage` caps each such value at
+the column's length first.
 
 psycopg would send a list in text format for a `%s` placeholder (an array literal it builds
 with a regular expression per value: ~25 µs for a 150-byte body), so the statement runs with

@@ -75,6 +75,12 @@ async def handle_async(message: Message) -> Outcome | None:
     """Async handler scripted by the body; records `cancelled` when the worker stops it."""
     body = _body(message)
     record("start", message.id)
+    if "time_box" in body:  # asyncio.timeout needs the handler to run as a task of its own
+        try:
+            async with asyncio.timeout(float(body["time_box"])):
+                await asyncio.sleep(3600)
+        except TimeoutError:
+            return Outcome(result="timed out")
     try:
         await asyncio.sleep(float(body.get("sleep", 0)))
     except asyncio.CancelledError:
@@ -134,6 +140,11 @@ async def handle_batch_async(messages: list[Message]) -> list[Outcome | None]:
     for message in messages:
         record("done", message.id)
     return [None] * len(messages)
+
+
+@batch_handler
+def batch_with_context(messages: list[Message], context: HandlerContext) -> None:
+    """A batch handler that asks for a context it cannot get: refused when the worker starts."""
 
 
 def follow_up(message: Message, context: HandlerContext) -> None:

@@ -104,7 +104,7 @@ def test_a_cancelled_message_loses_its_outcome_the_others_of_the_call_keep_their
     make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
 ) -> None:
     queue = make_queue("orders", keep_processed_for="1h")
-    cancelled, other = enqueue(queue, [{"sleep": 5}, {"n": 1}])
+    cancelled, other = enqueue(queue, [{"sleep": 20}, {"n": 1}])
     worker = start_worker("orders", db_url, BATCH_ASYNC, *ONE_CALL)
     wait_until(lambda: cancelled in events(records, "start"), timeout=30)
     queue.cancel(queue.get(cancelled).tracking_id)
@@ -113,3 +113,20 @@ def test_a_cancelled_message_loses_its_outcome_the_others_of_the_call_keep_their
     lost = ("tablequeue_worker_messages_total", "lost")
     wait_until(lambda: counter(worker, lost[0], outcome=lost[1], queue="orders") == 1, 30)
     assert events(records, "cancelled") == []  # the call was not stopped for it
+
+
+def test_a_call_whose_every_message_lost_its_lease_is_stopped_and_frees_its_slot(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    queue = make_queue("orders", keep_processed_for="1h")
+    (stuck,) = enqueue(queue, [{"sleep": 3600}])
+    one_slot = ("--batch-size", "1", "--concurrency", "1", *FAST_POLL)
+    worker = start_worker("orders", db_url, BATCH_ASYNC, *one_slot)
+    wait_until(lambda: stuck in events(records, "start"), timeout=30)
+    queue.cancel(queue.get(stuck).tracking_id)
+    wait_until(lambda: stuck in events(records, "cancelled"), timeout=60)
+    (after,) = enqueue(queue, [{"n": 1}])  # the only slot is free again
+    wait_until(lambda: queue.get(after).status == "Processed", timeout=60)
+    assert queue.get(stuck).status == "Cancelled"
+    lost = ("tablequeue_worker_messages_total", "lost")
+    assert counter(worker, lost[0], outcome=lost[1], queue="orders") == 1

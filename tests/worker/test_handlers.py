@@ -93,6 +93,7 @@ def test_python_handlers_sync_and_async(
     [returning] = enqueue(sync_queue, [{"outcome": {"result": "sent", "progress": 1}}])
     [async_ok] = enqueue(async_queue, [{"sleep": 0.1, "result": {"ok": True}, "progress": 50}])
     [async_raising] = enqueue(async_queue, [{"raise": "async kaboom"}])
+    [async_timed] = enqueue(async_queue, [{"time_box": 0.05}])
     start_worker("sync-orders", db_url, SYNC, *FAST_POLL)
     start_worker("async-orders", db_url, ASYNC, *FAST_POLL)
 
@@ -118,6 +119,8 @@ def test_python_handlers_sync_and_async(
     failed = async_queue.get(async_raising)
     assert failed.status == "Error"
     assert failed.last_error and failed.last_error.rstrip().endswith("RuntimeError: async kaboom")
+    timed = async_queue.get(async_timed)  # its own asyncio.timeout stopped it, nothing else
+    assert (timed.status, timed.result) == ("Processed", "timed out")
 
 
 # --- handler context --------------------------------------------------------------------------

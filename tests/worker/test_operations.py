@@ -151,6 +151,7 @@ def test_unknown_queue_waits_until_the_queue_exists(
         ("ftp://somewhere/process", "invalid handler 'ftp://somewhere/process'"),
         ("python:tests.no_such_module:handle", "handler module 'tests.no_such_module'"),
         ("python:tests.support.worker_handlers:no_such_function", "is not a function"),
+        ("python:tests.support.worker_handlers:batch_with_context", "gets no HandlerContext"),
     ],
 )
 def test_invalid_handler_is_one_clear_error(tmp_path: Path, handler: str, problem: str) -> None:

@@ -44,8 +44,8 @@ def test_batch_enqueue_keeps_fifo_order(make_queue: MakeQueue) -> None:
 
 
 def test_batch_mixing_every_option_stores_each_message_as_given(make_queue: MakeQueue) -> None:
-    """One batch where each option is set on some messages only (PostgreSQL sends a column
-    that is absent from every message as one NULL array): each message keeps its own."""
+    """One batch where each option is set on some messages only (PostgreSQL sends each column
+    as one typed array, NULL where a message lacks it): each message keeps its own."""
     queue = make_queue()
     hour_later = datetime.now(UTC) + timedelta(hours=1)
     batch = [
