@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Database
+from tablequeue import Database, NewMessage
 from tablequeue.dialects import Capabilities
 from tablequeue.errors import Conflict, InvalidInput, QueueNotFound
 from tablequeue.spec import QueueResource
@@ -88,6 +88,9 @@ def test_enqueue_through_a_handle_of_a_deleted_queue_is_a_clear_error(
     database.delete_queue("gone", drop_table=False)
     with pytest.raises(QueueNotFound, match="queue 'gone' was deleted"):
         queue.enqueue({"n": 1})
+    batch = [NewMessage(message={"n": 2}, status="Held"), NewMessage(message={"n": 3})]
+    with pytest.raises(QueueNotFound, match="queue 'gone' was deleted"):
+        queue.enqueue_many(batch)  # an explicit status too
     with database.transaction() as connection:
         assert connection.exec_driver_sql("SELECT count(*) FROM gone").scalar() == 0
 
