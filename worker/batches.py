@@ -10,7 +10,6 @@ its messages have lost their leases, the call is cancelled.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 import traceback
 from datetime import UTC, datetime
@@ -18,14 +17,13 @@ from typing import TYPE_CHECKING
 
 from tablequeue.models import Completion, Failure
 
+from . import outcomes
 from .handlers import MAX_ERROR_TEXT, BatchOutcome, HandlerFailed, PythonHandler
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from .held import HeldMessages, Running
-
-log = logging.getLogger("tablequeue.worker")
 
 
 async def handle(held: HeldMessages, entries: list[Running]) -> None:
@@ -70,26 +68,14 @@ async def handle(held: HeldMessages, entries: list[Running]) -> None:
         if entry.stop_reason is not None and not entry.stop_fails:
             outcome = None  # its lease was lost while the call ran
             m.lost.inc()
-            log.info(
-                "handler stopped: " + entry.stop_reason,
-                extra={"correlation_id": message.correlation_id, "message_id": message.id},
-            )
+            outcomes.log_stopped(message, entry.stop_reason)
         elif isinstance(result, HandlerFailed):
             if stopped_for is None:
                 m.handler_errors.inc()
             outcome = Failure(message, result.error, permanent=result.permanent)
-            log.warning(
-                "handler failed",
-                extra={
-                    "correlation_id": message.correlation_id,
-                    "message_id": message.id,
-                    "error": result.error[:500],
-                },
-            )
-        elif result is None:
-            outcome = Completion(message)
+            outcomes.log_failed(message, result.error)
         else:
-            outcome = Completion(message, result.process_again_at, result.result, result.progress)
+            outcome = outcomes.completion(message, result)
         if span is not None and held.tracing is not None:
             if isinstance(outcome, Failure):
                 held.tracing.failed(span, outcome.error)

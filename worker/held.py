@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 import traceback
 import uuid
@@ -20,7 +19,7 @@ from tablequeue.database import Database
 from tablequeue.models import Completion, Failure, Message
 from tablequeue.queue import Queue
 
-from . import batches, logs
+from . import batches, logs, outcomes
 from .handlers import MAX_ERROR_TEXT, HandlerContext, HandlerFailed, HttpHandler, PythonHandler
 from .metrics import WorkerMetrics
 from .settling import Settlement
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
 
     from .tracing import Tracing
 from .waiting import wait_any
-
-log = logging.getLogger("tablequeue.worker")
 
 
 @dataclass
@@ -194,12 +191,7 @@ class HeldMessages:
         with traced as span:
             try:
                 result = await self.handler(message, context)
-                if result is None:
-                    outcome = Completion(message)
-                else:
-                    outcome = Completion(
-                        message, result.process_again_at, result.result, result.progress
-                    )
+                outcome = outcomes.completion(message, result)
             except HandlerFailed as failed:
                 m.handler_errors.inc()
                 outcome = Failure(message, failed.error, permanent=failed.permanent)
@@ -214,23 +206,13 @@ class HeldMessages:
                 outcome = Failure(message, reason) if running.stop_fails else None
                 if outcome is None:
                     m.lost.inc()
-                    log.info(
-                        "handler stopped: " + reason,
-                        extra={"correlation_id": message.correlation_id, "message_id": message.id},
-                    )
+                    outcomes.log_stopped(message, reason)
             finally:
                 m.processing_seconds.observe(time.monotonic() - running.started)
             if span is not None and tracing is not None and isinstance(outcome, Failure):
                 tracing.failed(span, outcome.error)
         if isinstance(outcome, Failure):
-            log.warning(
-                "handler failed",
-                extra={
-                    "correlation_id": message.correlation_id,
-                    "message_id": message.id,
-                    "error": outcome.error[:500],
-                },
-            )
+            outcomes.log_failed(message, outcome.error)
         self.finish(running, outcome)
 
 
