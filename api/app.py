@@ -8,6 +8,8 @@ synchronous core belongs. Every user mistake maps to a 4xx JSON body
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -18,10 +20,13 @@ from tablequeue import Database, errors
 
 from . import ui
 from .auth import Auth
+from .csrf import CrossOriginGuard
 from .dependencies import auth_refusal
 from .http_errors import ERROR_RESPONSES, core_error_response, error_response, invalid_request
 from .limits import MAX_BODY_BYTES, BodySizeLimit
 from .routes import ROUTERS
+
+log = logging.getLogger("tablequeue.api")
 
 
 def create_app(
@@ -36,6 +41,7 @@ def create_app(
     app.state.database = database
     app.state.auth = auth or Auth()
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.add_middleware(CrossOriginGuard)  # added last: runs first, before the body is read
     app.exception_handler(errors.TableQueueError)(core_error)
     app.exception_handler(RequestValidationError)(invalid_request_after_auth)
     app.exception_handler(HTTPException)(http_error)
@@ -47,6 +53,8 @@ def create_app(
 
 async def core_error(request: Request, error: errors.TableQueueError) -> Response:
     """A core error: the error page for a UI page, else the JSON error body."""
+    if isinstance(error, errors.DatabaseUnavailable):
+        log.warning("%s", error)  # clients are told only "database unavailable"
     if ui.is_page(request):
         return ui.error_page(request, error)
     return core_error_response(error)
