@@ -48,8 +48,8 @@ def error_response(status: int, message: str, detail: list[str] | None = None) -
 
 
 def public_message(error: errors.TableQueueError) -> str:
-    """The error's message as clients see it: a missing queue without the database's location."""
-    return error.public if isinstance(error, errors.QueueNotFound) else str(error)
+    """The error's message as clients see it: never where the database lives."""
+    return error.public
 
 
 def core_error_response(error: errors.TableQueueError) -> JSONResponse:

@@ -4,6 +4,11 @@
 class TableQueueError(Exception):
     """Base class: the CLI prints these as one line, the API maps them to 4xx."""
 
+    @property
+    def public(self) -> str:
+        """The message as API clients see it (`str()` unless a subclass must hide something)."""
+        return str(self)
+
 
 class InvalidInput(TableQueueError, ValueError):
     """Bad names, statuses, JSON bodies, options."""
@@ -26,7 +31,11 @@ class QueueNotFound(TableQueueError, LookupError):
 
     def __init__(self, public: str, where: str = "", hint: str = "") -> None:
         super().__init__(public + (f" in {where}" if where else "") + (f": {hint}" if hint else ""))
-        self.public = public
+        self._public = public
+
+    @property
+    def public(self) -> str:
+        return self._public
 
 
 class MessageNotFound(TableQueueError, LookupError):
@@ -54,7 +63,16 @@ class IndexBuildBusy(Conflict):
 
 
 class DatabaseUnavailable(TableQueueError, ConnectionError):
-    """The database could not be reached (the URL is shown without its password)."""
+    """The database could not be reached.
+
+    `str()` names the database (without its password) and the driver's words, for logs and the
+    CLI's user; `public` does not (the driver's words name the host and port too), for API
+    clients.
+    """
+
+    @property
+    def public(self) -> str:
+        return "database unavailable"
 
 
 class SchemaTooNew(TableQueueError):

@@ -135,14 +135,14 @@ class HttpHandler:
         self.url = url
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
-        self.progress_url: str | None = None
-        """Where the app reports progress (the worker's port), `.../progress/` + tracking id."""
+        self.progress_url: Callable[[Message], str] | None = None
+        """Where the app reports progress on a message (the worker's port, with a key)."""
 
     def headers(self, message: Message) -> dict[str, str]:
         """The request's headers: the progress URL, the current trace context (if any)."""
         headers: dict[str, str] = {}
         if self.progress_url is not None:
-            headers[PROGRESS_URL_HEADER] = f"{self.progress_url}{message.tracking_id}"
+            headers[PROGRESS_URL_HEADER] = self.progress_url(message)
         context = trace_context.current_headers()
         if context is not None:
             headers.update(context)

@@ -61,7 +61,8 @@ async def serve(
             f"cannot serve /livez, /readyz, /metrics, /progress: {error.strerror}"
         ) from None
     if isinstance(handler, HttpHandler):
-        handler.progress_url = _progress_url(config.host, runner)
+        worker.progress.base_url = _progress_url(config.host, runner)
+        handler.progress_url = worker.progress.url_for
     try:
         return await worker.run()
     finally:

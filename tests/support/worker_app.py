@@ -83,7 +83,10 @@ def _handler_class(app: App) -> type[BaseHTTPRequestHandler]:
 
 def report(url: str, value: Any) -> tuple[int, str]:
     """POST progress to the worker: (status, text)."""
-    data = value.encode() if isinstance(value, str) else json.dumps({"progress": value}).encode()
+    if isinstance(value, bytes | str):
+        data = value if isinstance(value, bytes) else value.encode()
+    else:
+        data = json.dumps({"progress": value}).encode()
     request = urllib.request.Request(
         url, data=data, headers={"Content-Type": "application/json"}, method="POST"
     )
