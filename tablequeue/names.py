@@ -15,6 +15,9 @@ TOPIC_NAME = re.compile(r"^[a-z]([-.a-z0-9]{0,61}[a-z0-9])?$")
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 STATUS = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 RESERVED_TABLE_PREFIX = "tablequeue_"
+SYSTEM_TABLE_PREFIXES = {"pg_": "PostgreSQL's system catalogs", "sqlite_": "SQLite's own tables"}
+"""Prefixes engines keep for themselves: `pg_class` would name PostgreSQL's catalog (pg_catalog is
+searched first), and SQLite refuses `sqlite_` names. Refused on every engine, so a Queue moves."""
 
 PENDING = "Pending"
 SLEEPING = "Sleeping"
@@ -62,6 +65,12 @@ def table_name(name: str) -> str:
         raise InvalidInput(
             f"invalid table name {_shown(name)}: the prefix {RESERVED_TABLE_PREFIX!r} is reserved"
         )
+    for prefix, owner in SYSTEM_TABLE_PREFIXES.items():
+        if name.startswith(prefix):
+            raise InvalidInput(
+                f"invalid table name {_shown(name)}: the prefix {prefix!r} is reserved for "
+                f"{owner} (set spec.table to another name)"
+            )
     return name
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tablequeue import Database, Queue, names
+from tablequeue import Database, Queue, connect, names
 from tablequeue.cli import main
 from tablequeue.errors import InvalidInput
 from tablequeue.storage.urls import shown_url
@@ -155,3 +155,34 @@ def test_the_cli_never_prints_a_password_of_a_url(url: str) -> None:
     one_error_line(code, output)
     assert output.startswith("error: cannot connect to postgresql://ann")
     assert SECRET not in output
+
+
+@pytest.mark.parametrize(
+    ("name", "owner"),
+    [
+        ("pg_class", "PostgreSQL"),
+        ("pg_authid", "PostgreSQL"),
+        ("pg_settings", "PostgreSQL"),
+        ("pg_roles", "PostgreSQL"),
+        ("sqlite_master", "SQLite"),
+    ],
+)
+def test_a_table_named_like_an_engine_catalog_is_refused_with_the_reason(
+    postgres_url: str, tmp_path: Path, name: str, owner: str
+) -> None:
+    """Issue 29: `spec.table: pg_class` (or a queue named `pg-class`) was not refused."""
+    with connect(postgres_url) as database:
+        before = snapshot(database)
+        for queue, spec in (
+            ("orders", f"table: {name}"),
+            (name.replace("_", "-"), "category: Ops"),
+        ):
+            resource = tmp_path / "queue.yaml"
+            resource.write_text(
+                "apiVersion: tablequeue.dev/v1\nkind: Queue\nmetadata:\n"
+                f"  name: {queue}\nspec: {{{spec}}}\n"
+            )
+            code, output = invoke(postgres_url, "queue", "apply", "-f", str(resource))
+            one_error_line(code, output)
+            assert f"invalid table name '{name}'" in output and owner in output, output
+        assert snapshot(database) == before
