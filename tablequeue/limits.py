@@ -9,6 +9,9 @@ MAX_ID = 2**63 - 1
 """Ids are BIGINT: a larger number is no message (and would fail in the driver)."""
 MAX_JSON_DEPTH = 100
 """Deeper JSON is refused: it could be stored but not returned (pydantic stops at 255)."""
+MAX_SCHEDULE_TEMPLATE_BYTES = 64 << 10
+"""A schedule's message and headers together, as JSON text: templates stay small, and checking
+them (on every apply and every read of the queue's settings) stays cheap."""
 MAX_LEASE_BATCH = 10_000
 """Most messages one lease may take."""
 PURGE_BATCH = 5_000

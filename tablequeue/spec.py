@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_serializer,
+    field_validator,
     model_validator,
 )
 from pydantic.config import JsonDict
@@ -28,7 +29,7 @@ from pydantic.config import JsonDict
 from . import cron, names
 from .durations import Duration, format_duration
 from .errors import SpecError
-from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY
+from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY, MAX_SCHEDULE_TEMPLATE_BYTES
 from .spec_base import RateLimit as RateLimit
 from .spec_base import SpecModel
 
@@ -259,6 +260,9 @@ CronExpression = Annotated[
 TimeZone = Annotated[str, AfterValidator(_time_zone), Field(min_length=1, max_length=64)]
 
 
+RESERVED_HEADER_PREFIX: Final = "tablequeue-"
+
+
 class Schedule(SpecModel):
     """A message enqueued on every tick of a cron expression (see tablequeue/cron.py)."""
 
@@ -301,6 +305,12 @@ class Schedule(SpecModel):
     def _renders(self) -> Schedule:
         sample = cron.TickContext("queue", self.name, cron.SAMPLE_TICK)
         try:
+            template = json.dumps([self.message, self.headers], ensure_ascii=False)
+            if len(template.encode()) > MAX_SCHEDULE_TEMPLATE_BYTES:
+                raise ValueError(
+                    f"message and headers are {len(template.encode())} bytes of JSON: at most "
+                    f"{MAX_SCHEDULE_TEMPLATE_BYTES}"
+                )
             body = cron.render(self.message, sample)
             cron.render(self.headers, sample)
             text = json.dumps(body, allow_nan=False)  # what the enqueue checks further
@@ -313,9 +323,20 @@ class Schedule(SpecModel):
                         f"messageId {self.message_id!r} renders to {len(rendered)} characters: "
                         f"it needs 1 to {MAX_MESSAGE_ID_LENGTH}"
                     )
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             raise ValueError(f"schedule {self.name!r}: {error}") from None
         return self
+
+    @field_validator("headers")
+    @classmethod
+    def _own_headers(cls, headers: dict[str, Any] | None) -> dict[str, Any] | None:
+        for name in headers or {}:
+            if name.lower().startswith(RESERVED_HEADER_PREFIX):
+                raise ValueError(
+                    f"header {name[:100]!r}: names starting with {RESERVED_HEADER_PREFIX!r} are "
+                    "written by tablequeue (tablequeue-schedule, tablequeue-tick)"
+                )
+        return headers
 
 
 class Subscription(SpecModel):

@@ -234,9 +234,6 @@ def new_message(queue: str, schedule: Schedule, tick: datetime) -> NewMessage:
         message=cron.render(schedule.message, context),
         message_id=message_id,
         priority=schedule.priority,
-        headers={
-            "tablequeue-schedule": schedule.name,
-            "tablequeue-tick": context.value("tickUtc", None),
-        }
-        | (headers or {}),
+        headers=(headers or {})
+        | {"tablequeue-schedule": schedule.name, "tablequeue-tick": context.value("tickUtc", None)},
     )
