@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 
+import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from tablequeue import Database, errors
@@ -43,6 +45,7 @@ def create_app(
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
     app.add_middleware(CrossOriginGuard)  # added last: runs first, before the body is read
     app.exception_handler(errors.TableQueueError)(core_error)
+    app.exception_handler(sa.exc.DBAPIError)(statement_error)
     app.exception_handler(RequestValidationError)(invalid_request_after_auth)
     app.exception_handler(HTTPException)(http_error)
     for router in ROUTERS:
@@ -58,6 +61,26 @@ async def core_error(request: Request, error: errors.TableQueueError) -> Respons
     if ui.is_page(request):
         return ui.error_page(request, error)
     return core_error_response(error)
+
+
+async def statement_error(request: Request, error: sa.exc.DBAPIError) -> Response:
+    """A statement the database refused: when the queue named in the path has lost its table
+    (dropped outside tablequeue), a 409 that says so; anything else is a 500, logged."""
+    name = request.path_params.get("name")
+    if isinstance(name, str):
+        database: Database = request.app.state.database
+        try:
+            gone = not await run_in_threadpool(lambda: database.queue(name).table_exists())
+        except errors.TableQueueError:
+            gone = False
+        if gone:
+            missing = errors.QueueTableMissing(
+                f"the table of queue {name!r} is missing (dropped outside tablequeue?): apply "
+                "the queue again"
+            )
+            return await core_error(request, missing)
+    log.error("statement failed: %s", error)
+    return error_response(500, "internal error: the database refused a statement")
 
 
 async def http_error(request: Request, error: HTTPException) -> Response:

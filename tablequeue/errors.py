@@ -58,6 +58,10 @@ class NotAQueueTable(Conflict):
     """A table to adopt exists but is not a queue table."""
 
 
+class QueueTableMissing(Conflict):
+    """The queue is registered but its table is gone (dropped outside tablequeue)."""
+
+
 class IndexBuildBusy(Conflict):
     """Another apply is building the JSON indexes of this database (PostgreSQL); try later."""
 

@@ -8,6 +8,7 @@ and its backlog, never a message, a worker's host or the database's address.
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
@@ -52,7 +53,14 @@ def queue_health(database: DatabaseArg, name: str) -> JSONResponse:
     uptime monitors); a few bounded queries."""
     try:
         queue = database.queue(name)
-        stats = queue.stats()
+        try:
+            stats = queue.stats()
+        except sa.exc.DBAPIError:
+            if queue.table_exists():
+                raise
+            missing = f"the table of queue {name!r} is missing: apply the queue again"
+            body = QueueHealth(queue=name, health="Unknown", reasons=[missing])
+            return JSONResponse(body.model_dump(by_alias=True), 503)
         present = database.worker_presence(name)
     except errors.DatabaseUnavailable:
         body = QueueHealth(queue=name, health="Unknown", reasons=["database unavailable"])

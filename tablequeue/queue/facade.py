@@ -317,3 +317,8 @@ class Queue:
         estimate, listed in `approximate`.
         """
         return read.stats(self._queue)
+
+    def table_exists(self) -> bool:
+        """Whether the queue's table is still there (it can be dropped outside tablequeue)."""
+        with self.database.reading() as connection:
+            return sa.inspect(connection).has_table(self.table.name)

@@ -12,6 +12,7 @@ enqueued nothing are counted in `skipped`.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -21,7 +22,7 @@ from sqlalchemy.engine import Connection
 from .. import cron
 from ..errors import Conflict, InvalidInput, ScheduleNotFound
 from ..models import Enqueued, NewMessage
-from ..spec import QueueSpec, Schedule
+from ..spec import SCHEDULE_NAME_PATTERN, QueueSpec, Schedule
 from ..storage import Storage, registry
 from ..storage import schedules as store
 from ..storage.schedules import ScheduleState
@@ -94,10 +95,15 @@ def overview(queue: QueueContext) -> list[ScheduleView]:
     return views
 
 
+_SCHEDULE_NAME = re.compile(SCHEDULE_NAME_PATTERN)
+
+
 def set_next_tick(queue: QueueContext, schedule: str, when: datetime | None) -> None:
     """Move a schedule's next tick to `when` (None: the database's now)."""
     if when is not None and when.tzinfo is None:
         raise InvalidInput(f"naive time {when.isoformat()}: give a time zone")
+    if not _SCHEDULE_NAME.fullmatch(schedule):  # e.g. NUL, which PostgreSQL cannot even compare
+        raise ScheduleNotFound(f"queue {queue.name!r} has no schedule {schedule[:100]!r}")
     storage = queue.storage
     with storage.transaction() as connection:
         if when is None:

@@ -4,9 +4,6 @@ batch), and a restarted API serves at once."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +13,7 @@ import pytest
 
 from tablequeue import connect
 from tablequeue.spec import QueueResource
-from tests.support.postgres_server import free_port
+from tests.support.api_server import ApiProcess
 from tests.support.waiting import wait_until
 
 KILLS = 4
@@ -24,42 +21,9 @@ BATCH = 20
 CLIENTS = 4
 
 
-class Api:
-    def __init__(self, url: str, tmp_path: Path) -> None:
-        self.url, self.log = url, tmp_path / "api.log"
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "tablequeue", "api", "--port", str(self.port)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.log.parent,
-                env={"PATH": "/usr/bin:/bin", "TABLEQUEUE_DB": self.url},
-            )
-        wait_until(self.answers, timeout=60)
-
-    def answers(self) -> bool:
-        try:
-            return httpx.get(f"{self.base}/livez", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-
 @pytest.fixture
-def api(postgres_url: str, tmp_path: Path) -> Iterator[Api]:
-    running = Api(postgres_url, tmp_path)
+def api(postgres_url: str, tmp_path: Path) -> Iterator[ApiProcess]:
+    running = ApiProcess(postgres_url, tmp_path)
     yield running
     if running.process is not None and running.process.poll() is None:
         running.kill()
@@ -68,7 +32,7 @@ def api(postgres_url: str, tmp_path: Path) -> Iterator[Api]:
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_api_killed_mid_request_stores_each_batch_whole_or_not_at_all(
-    postgres_url: str, api: Api
+    postgres_url: str, api: ApiProcess
 ) -> None:
     database = connect(postgres_url)
     database.apply(QueueResource.from_name("orders"))

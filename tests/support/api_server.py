@@ -1,10 +1,15 @@
-"""Serve the API over real HTTP from a thread for tests: uvicorn on a free loopback port."""
+"""Serve the API over real HTTP for tests: uvicorn on a free loopback port, from a thread or as
+`tablequeue api` in a process of its own."""
 
 from __future__ import annotations
 
 import contextlib
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import uvicorn
@@ -42,3 +47,54 @@ def api_client(
         httpx.Client(base_url=url, timeout=30) as client,
     ):
         yield client
+
+
+class ApiProcess:
+    """`tablequeue api` as users run it: its own process, so a request it hangs on does not hold
+    the test's interpreter."""
+
+    def __init__(self, url: str, tmp_path: Path, environment: dict[str, str] | None = None) -> None:
+        self.url, self.log = url, tmp_path / "api.log"
+        self.environment = environment or {}
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tablequeue", "api", "--port", str(self.port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.log.parent,
+                env={"PATH": "/usr/bin:/bin", "TABLEQUEUE_DB": self.url} | self.environment,
+            )
+        wait_until(self.answers, timeout=60)
+
+    def answers(self) -> bool:
+        try:
+            return httpx.get(f"{self.base}/livez", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+
+@contextlib.contextmanager
+def api_process(
+    url: str, tmp_path: Path, environment: dict[str, str] | None = None
+) -> Iterator[ApiProcess]:
+    """A started `tablequeue api` on `url` (`environment`: e.g. its tokens), killed at the end."""
+    running = ApiProcess(url, tmp_path, environment)
+    running.start()
+    try:
+        yield running
+    finally:
+        if running.process is not None and running.process.poll() is None:
+            running.kill()
