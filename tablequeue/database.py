@@ -16,8 +16,8 @@ from .errors import InvalidInput, MessageNotFound, QueueNotFound
 from .health import WorkerPresence
 from .models import Delivery, Message, NewMessage
 from .queue import Queue, history, publish
+from .queue.context import spec_of
 from .queue.history import Job
-from .spec import QueueSpec
 from .storage import Storage, flow_control, registry
 from .storage import workers as worker_rows
 from .storage.flow_control import FlowState
@@ -63,7 +63,7 @@ class Database(Storage):
                 self.shown_url,
                 "create it with `tablequeue queue apply -f FILE`",
             )
-        spec = QueueSpec.model_validate(row.settings)
+        spec = spec_of(self, name, row.settings)
         return Queue(self, name, self.table(row.table_name), spec)
 
     def publish(

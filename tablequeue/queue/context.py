@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -10,6 +11,19 @@ from ..dialects import Dialect
 from ..dialects.queries import Queries
 from ..spec import QueueSpec
 from ..storage import Storage
+
+
+def spec_of(storage: Storage, name: str, settings: Any) -> QueueSpec:
+    """The validated spec of a queue's registry settings, validated again only when they change:
+    a spec may hold megabytes of schedules, and it is read on every request (the open health
+    route too). The stored settings are compared whole, so a changed spec is never missed."""
+    cached = storage.specs.get(name)
+    if cached is not None and cached[0] == settings:
+        spec: QueueSpec = cached[1]
+        return spec
+    spec = QueueSpec.model_validate(settings)
+    storage.specs[name] = (settings, spec)
+    return spec
 
 
 @dataclass

@@ -16,9 +16,8 @@ from sqlalchemy.engine import Connection
 from .. import names
 from ..models import Delivery, NewMessage
 from ..predicate import Predicate, as_stored, holds, parse
-from ..spec import QueueSpec
 from ..storage import Storage, subscriptions
-from .context import QueueContext
+from .context import QueueContext, spec_of
 from .enqueue import enqueue_in
 
 
@@ -44,7 +43,7 @@ def _publish(
         if row.where_text is not None and not holds(_parsed(row.where_text), body):
             deliveries.append(Delivery(row.name, "filtered", None, None, None, None, None))
             continue
-        spec = QueueSpec.model_validate(row.settings)
+        spec = spec_of(storage, row.name, row.settings)
         queue = QueueContext(storage, row.name, storage.table(row.table_name), spec)
         [enqueued] = enqueue_in(queue, connection, [message])
         deliveries.append(Delivery.of(row.name, enqueued))

@@ -22,11 +22,11 @@ from sqlalchemy.engine import Connection
 from .. import cron
 from ..errors import Conflict, InvalidInput, ScheduleNotFound
 from ..models import Enqueued, NewMessage
-from ..spec import SCHEDULE_NAME_PATTERN, QueueSpec, Schedule
+from ..spec import SCHEDULE_NAME_PATTERN, Schedule
 from ..storage import Storage, registry
 from ..storage import schedules as store
 from ..storage.schedules import ScheduleState
-from .context import QueueContext
+from .context import QueueContext, spec_of
 from .enqueue import enqueue_in
 
 log = logging.getLogger("tablequeue.schedules")
@@ -120,7 +120,7 @@ def run_now(queue: QueueContext, schedule: str) -> Fired | None:
     storage = queue.storage
     with storage.transaction() as connection:
         row = registry.registry_row(storage, connection, queue.name)
-    declared = QueueSpec.model_validate(row.settings).schedules if row is not None else []
+    declared = spec_of(storage, queue.name, row.settings).schedules if row is not None else []
     if any(one.name == schedule and one.suspend for one in declared):
         raise Conflict(
             f"schedule {schedule!r} of queue {queue.name!r} is suspended: resume it first"
@@ -219,7 +219,7 @@ def _declared(
     row = registry.registry_row(storage, connection, name)
     if row is None:
         return None
-    for schedule in QueueSpec.model_validate(row.settings).schedules:
+    for schedule in spec_of(storage, name, row.settings).schedules:
         if schedule.name == state.schedule:
             same = (schedule.cron, schedule.time_zone) == (state.cron, state.time_zone)
             return schedule if same else None

@@ -95,6 +95,8 @@ class Storage:
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
+        self.specs: dict[str, tuple[Any, Any]] = {}
+        """Each queue's registry settings and their validated spec (`queue.context.spec_of`)."""
         """The hot statements of each queue table, by table name."""
         self._identity: tuple[Any, ...] | None = None
 

@@ -229,3 +229,17 @@ def test_the_health_of_a_queue_whose_table_was_dropped_is_a_clear_503(
     assert any("table" in reason for reason in answer.json()["reasons"]), answer.text
     listing = client.get("/queues/orders/messages")
     assert listing.status_code == 409 and "table" in listing.json()["error"], listing.text
+
+
+def test_a_queues_spec_is_checked_again_only_when_another_process_changes_it(
+    tmp_path: Path,
+) -> None:
+    """A spec can hold megabytes of schedules: reading a queue (every API request, the open
+    health route) validates it once per change, and a change made elsewhere is never missed."""
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    with connect(url) as reader, connect(url) as writer:
+        writer.apply(QueueResource.model_validate(FULL))
+        first = reader.queue("orders").spec
+        assert reader.queue("orders").spec is first
+        writer.apply(QueueResource.model_validate(with_value(FULL, ("spec", "category"), "Ops")))
+        assert reader.queue("orders").spec.category == "Ops"
