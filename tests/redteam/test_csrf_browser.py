@@ -19,11 +19,9 @@ import pytest
 from tablequeue import Database, NewMessage, connect
 from tablequeue.api.auth import Auth
 from tablequeue.spec import QueueResource
-from tests.api.test_ui_browser import browser, needs_browser, page
+from tests.api.test_ui_browser import needs_browser
 from tests.support.api_server import serve_api
 from tests.support.snapshot import snapshot
-
-__all__ = ["browser", "page"]  # fixtures of the browser tests, used here too
 
 ADMIN_TOKEN = "admin-secret"
 
