@@ -69,7 +69,7 @@ def queues_page(render: RenderArg, database: DatabaseArg) -> Response:
         try:
             stats = database.queue(row["name"]).stats()
         except errors.TableQueueError as error:
-            entry["problem"] = str(error)
+            entry["problem"] = error.public
         else:
             entry["stats"] = stats
             entry["others"] = {s: n for s, n in stats.counts.items() if s not in COUNT_COLUMNS}
@@ -113,7 +113,7 @@ def queue_page(
             before=page_position(before),
         )
     except errors.TableQueueError as error:
-        filter_error = str(error)
+        filter_error = error.public
     filters = _filters(status, where)
     if direction == "asc":
         filters["order"] = direction
@@ -160,7 +160,7 @@ def bulk_page(
     try:
         count = queue.set_status(to, from_status=status or None, where=where or None, dry_run=True)
     except errors.TableQueueError as error:
-        problem = str(error)
+        problem = error.public
     return render(
         "bulk.html",
         title=f"Change status: {name}",
