@@ -431,7 +431,15 @@ class MariaDbDialect(SqlDialect):
         if swept:
             settle = queries.settle_lapsed_leases(on_lease_expired, max_attempts)
             connection.execute(settle, {"b_ids": [row.id for row in swept]})
-        expired = int(connection.execute(queries.expire()).rowcount)
+        expired = 0
+        while True:
+            found = connection.execute(queries.expiring(), {"b_n": EXPIRE_BATCH}).scalars().all()
+            if not found:
+                break
+            changed = int(connection.execute(queries.expire(), {"b_ids": found}).rowcount)
+            expired += changed
+            if len(found) < EXPIRE_BATCH or not changed:
+                break
         return list(swept), expired
 
     def extend(
@@ -497,6 +505,8 @@ class MariaDbDialect(SqlDialect):
 
 
 EXACT_COUNT_LIMIT = 100_000
+EXPIRE_BATCH = 1000
+"""Messages a sweep expires per statement (by id, after a read without locks)."""
 
 
 def _statuses_present(connection: Connection, table: sa.Table) -> list[str]:
