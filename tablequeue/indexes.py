@@ -9,6 +9,7 @@ names (never an index it did not make). Each engine's way is in `dialects/json_i
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +31,7 @@ EXPRESSION_VERSION = 1
 replaces the indexes built the old way."""
 _QUOTED_KEY = re.compile(r"[A-Za-z0-9_ .:@/$+-]{1,64}")
 NAME = re.compile(r"^tqx_[a-z0-9_]{1,59}$")
+log = logging.getLogger("tablequeue")
 
 
 def check_path(text: str) -> str:
@@ -70,6 +72,18 @@ def resolve(table_name: str, specs: Sequence[Any]) -> list[JsonIndex]:
         name = index_name(table_name, path, kind)
         resolved[name] = JsonIndex(name, path, kind)
     return list(resolved.values())
+
+
+def check(dialect: Dialect, specs: Sequence[Any]) -> None:
+    """Refuse, before apply's first DDL, a path longer than the engine reads."""
+    most = dialect.json_indexes.max_path_steps
+    for spec in specs:
+        steps = len(predicate.parse_path(spec.path))
+        if most is not None and steps > most:
+            raise InvalidInput(
+                f"invalid index path {spec.path[:80]!r}: {steps} steps, and {dialect.name}"
+                f" reads JSON paths of at most {most}"
+            )
 
 
 def create_before_registry(
@@ -113,12 +127,29 @@ def _sync(
                 connection.exec_driver_sql(statement)
             if name not in wanted:
                 dropped.append(name)
-    for name, index in sorted(wanted.items()):
-        if existing.get(name) is not True:
-            for statement in strategy.create_statements(connection, table_name, index):
-                connection.exec_driver_sql(statement)
-            created.append(name)
+    try:
+        for name, index in sorted(wanted.items()):
+            if existing.get(name) is not True:
+                created.append(name)
+                for statement in strategy.create_statements(connection, table_name, index):
+                    connection.exec_driver_sql(statement)
+    except Exception:
+        if strategy.undone_on_failure:
+            _undo(connection, dialect, table_name, created)
+        raise
     return {"created": created, "dropped": dropped}
+
+
+def _undo(connection: Connection, dialect: Dialect, table_name: str, created: list[str]) -> None:
+    """Drop the indexes a failed `_sync` made (the last one perhaps in part). Should that fail
+    too, the error that stopped the apply is the one raised: the next apply drops them."""
+    strategy = dialect.json_indexes
+    for name in created:
+        try:
+            for statement in strategy.drop_statements(connection, table_name, name):
+                connection.exec_driver_sql(statement)
+        except sa.exc.DBAPIError:
+            log.warning("could not drop the JSON index %s of a failed apply", name, exc_info=True)
 
 
 def lookup(

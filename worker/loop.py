@@ -130,7 +130,7 @@ class Worker:
         heartbeats.start()
         assert config.lease_seconds
         lease_loop = asyncio.create_task(
-            self._lease_loop(settlement, held, rollup, lost), name="lease"
+            self._lease_loop(queue, settlement, held, rollup, lost), name="lease"
         )
         settler = asyncio.create_task(settlement.flush_on_time(self.stopping), name="settle")
         self._tasks = [
@@ -218,7 +218,12 @@ class Worker:
         return dialect.listen(url, queue.table.name, self._wake)
 
     async def _lease_loop(
-        self, settlement: Settlement, held: HeldMessages, rollup: Rollup, lost: LostLeases
+        self,
+        queue: Queue,
+        settlement: Settlement,
+        held: HeldMessages,
+        rollup: Rollup,
+        lost: LostLeases,
     ) -> None:
         config = self.config
         assert config.batch_size and config.concurrency
@@ -266,7 +271,8 @@ class Worker:
                 elif batch.messages:
                     delay = poll_min
                 elif batch.throttled_for is None:
-                    if config.exit_when_idle and not held.running and not settlement:
+                    idle = config.exit_when_idle and not held.running and not settlement
+                    if idle and await self._nothing_due(queue):
                         log.info("queue idle: exiting as asked")
                         self.stop()
                         return
@@ -282,6 +288,19 @@ class Worker:
             held.start_waiting(config.concurrency, self.stopping)
             if delay and not held.waiting:
                 await sleep_unless(delay, self.stopping, self._wake)
+
+    async def _nothing_due(self, queue: Queue) -> bool:
+        """After a lease that took nothing: whether nothing is due either. The lease skips the
+        due messages other transactions hold locked (on MariaDB, a sweep's UPDATE locks each
+        message it reads for a moment); a read without locks sees them."""
+        try:
+            due = await asyncio.to_thread(queue.has_due)
+        except DATABASE_ERRORS as error:
+            self.health.trouble(error)
+            return False
+        if due:
+            log.debug("a due message is locked by another transaction: not idle")
+        return not due
 
     async def _give_back_lost(self, lost: LostLeases) -> None:
         """Stopping after a failed lease: its rows too go back, retrying as the release does."""

@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..errors import IndexBuildBusy, InvalidInput
 from .base import JsonKind, JsonPath
+from .mysql_json import typed_value
 
 if TYPE_CHECKING:
     from .sql import SqlDialect
@@ -77,6 +78,11 @@ class JsonIndexes:
 
     concurrently = False
     """Built outside apply's transaction, while writers go on (PostgreSQL)."""
+    max_path_steps: int | None = None
+    """The most steps of a path this engine reads (apply refuses longer ones first)."""
+    undone_on_failure = False
+    """DDL that commits at once (MariaDB): when one index cannot be made, apply drops those it
+    made before it, which no rollback undoes and no registry names."""
 
     def __init__(self, dialect: SqlDialect) -> None:
         self.dialect = dialect
@@ -244,22 +250,36 @@ class ColumnIndexes(JsonIndexes):
 
 MARIADB_KEY_BYTES = 3072
 """InnoDB's longest index key: text values are indexed by their first 3,072 bytes."""
-_MARIADB_TYPES = {"string": f"VARBINARY({MARIADB_KEY_BYTES})", "number": "DOUBLE"}
+MARIADB_PATH_STEPS = 31
+"""MariaDB's JSON path depth limit is 32, `$` included: a longer path reads NULL with a
+warning, which an INSERT computing the generated column turns into an error."""
+_MARIADB_TYPES = {"string": "BLOB", "number": "DOUBLE"}
 
 
 class MariaDbIndexes(ColumnIndexes):
-    """A VIRTUAL column computed like the predicate's own typed value (`json_scalar`): text as
-    its first 3,072 bytes (a prefix sorts at or before the whole value)."""
+    """A VIRTUAL column holding the typed value at the path, as predicates read it but along
+    MariaDB's lax path (`mysql_json`): a superset key, and the path is written twice, not once
+    per index step, as the strict value would. Text is held as its first 3,072 bytes (a prefix
+    sorts at or before the whole value), in a BLOB indexed whole.
+
+    What fits: MariaDB keeps a table's definition, column expressions included, in 64 KiB, and
+    counts every column but a BLOB (virtual ones too) in a row's 65,535 bytes. Apply adds the
+    new columns before it drops the old: 32 of the longest paths may be there at once."""
+
+    undone_on_failure = True
+    max_path_steps = MARIADB_PATH_STEPS
 
     def create_statements(self, where: Any, table_name: str, index: JsonIndex) -> list[str]:
-        value = self.dialect.json_scalar(sa.column("message"), index.path, index.kind)
+        value = typed_value(sa.column("message"), index.path, index.kind, strict=False)
+        table, name = _quote(where, table_name), _quote(where, index.name)
+        key = name
         if index.kind == "string":
             value = sa.func.left(value, sa.literal_column(str(MARIADB_KEY_BYTES)))
-        table, name = _quote(where, table_name), _quote(where, index.name)
+            key = f"{name}({MARIADB_KEY_BYTES})"
         return [
             f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name}"
             f" {_MARIADB_TYPES.get(index.kind, 'BOOLEAN')} AS ({compiled(value, where)}) VIRTUAL,"
-            f" ADD INDEX IF NOT EXISTS {name} ({name})"
+            f" ADD INDEX IF NOT EXISTS {name} ({key})"
         ]
 
     def drop_statements(self, where: Any, table_name: str, name: str) -> list[str]:

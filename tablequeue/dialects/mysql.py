@@ -35,17 +35,13 @@ from sqlalchemy.sql.selectable import Select
 from ..sqltypes import UtcDateTime
 from .base import Capabilities, JsonKind, JsonPath, LeasedRows, SweptLease
 from .json_index import MariaDbIndexes
+from .mysql_json import arrays_on_the_way, extract, typed_value
 from .mysql_queries import NOW_LABEL, MariaDbQueries
 from .queries import LeaseExpiredPolicy, Queries
 from .sql import SqlDialect
 
 COLLATION = "utf8mb4_nopad_bin"
 PER_ROW_PARAMETER = "b_rows"
-_JSON_TYPES: dict[JsonKind, tuple[str, ...]] = {
-    "string": ("STRING",),
-    "number": ("INTEGER", "DOUBLE"),
-    "boolean": ("BOOLEAN",),
-}
 _DDL_LOCK_TIMEOUT_SECONDS = 60
 _ODBC_SERVER_PORT = re.compile(r"\bServer=([^;,]+),(\d+)", re.IGNORECASE)
 _STATEMENT_TIMEOUT = 1969
@@ -54,54 +50,6 @@ _READ_BOUND = "tablequeue_read_bound"
 """A connect argument of ours, taken out before PyMySQL sees it: the read timeout a
 connection keeps once connected (PyMySQL's `read_timeout` also bounds the server's greeting,
 which `connect_timeout` does not)."""
-
-
-def _path_text(path: JsonPath) -> str:
-    return "$" + "".join(
-        f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment)
-        for segment in path
-    )
-
-
-def _extract(column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[Any]:
-    value, steps = column, list[str | int]()
-    for segment in path:
-        if isinstance(segment, str) and segment.startswith("-"):
-            value = _member(_extract_path(value, steps), segment)
-            steps = []
-        else:
-            steps.append(segment)
-    return _extract_path(value, steps)
-
-
-def _extract_path(value: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[Any]:
-    if not path:
-        return value
-    return sa.func.json_extract(value, sa.bindparam(None, _path_text(path), type_=sa.Text))
-
-
-def _member(value: sa.ColumnElement[Any], key: str) -> sa.ColumnElement[Any]:
-    """`value[key]` without a path: MariaDB's path parser never matches a key that begins
-    with '-' (`$."-1"`). The key's position among JSON_KEYS picks the member from `$.*`."""
-    pattern = key.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-    position = sa.func.json_search(
-        sa.func.json_keys(value),
-        sa.literal_column("'one'"),
-        sa.bindparam(None, pattern, type_=sa.Text),
-        sa.literal_column("'!'"),
-    )
-    members = sa.func.json_extract(value, sa.literal_column("'$.*'"))
-    return sa.func.json_extract(members, sa.func.json_unquote(position))
-
-
-def _arrays_on_the_way(column: sa.ColumnElement[Any], path: JsonPath) -> list[Any]:
-    """MariaDB reads `$.a[0]` of an object as the object itself: an index step must find an
-    array (as in SQLite's and PostgreSQL's strict paths)."""
-    return [
-        sa.func.coalesce(sa.func.json_type(_extract(column, path[:i])), "") == "ARRAY"
-        for i, segment in enumerate(path)
-        if isinstance(segment, int)
-    ]
 
 
 def _datetimes_as_text(parameters: Any) -> Any:
@@ -334,23 +282,11 @@ class MariaDbDialect(SqlDialect):
     def json_scalar(
         self, column: sa.ColumnElement[Any], path: JsonPath, kind: JsonKind
     ) -> sa.ColumnElement[Any]:
-        value = _extract(column, path)
-        found = sa.and_(
-            sa.func.json_type(value).in_(_JSON_TYPES[kind]), *_arrays_on_the_way(column, path)
-        )
-        scalar: sa.ColumnElement[Any]
-        if kind == "string":
-            # Bytes compare as code points, with no padding and no case folding.
-            scalar = sa.cast(sa.func.json_unquote(value), sa.LargeBinary)
-        elif kind == "number":
-            scalar = value + sa.literal_column("0e0")  # DOUBLE
-        else:
-            scalar = value == sa.literal_column("'true'")
-        return sa.case((found, scalar), else_=sa.null())
+        return typed_value(column, path, kind)
 
     def json_is_null(self, column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[bool]:
-        value_type = sa.func.coalesce(sa.func.json_type(_extract(column, path)), "NULL")
-        arrays = _arrays_on_the_way(column, path)
+        value_type = sa.func.coalesce(sa.func.json_type(extract(column, path)), "NULL")
+        arrays = arrays_on_the_way(column, path)
         if not arrays:
             return value_type == "NULL"
         return sa.or_(value_type == "NULL", sa.not_(sa.and_(*arrays)))
@@ -495,7 +431,15 @@ class MariaDbDialect(SqlDialect):
         if swept:
             settle = queries.settle_lapsed_leases(on_lease_expired, max_attempts)
             connection.execute(settle, {"b_ids": [row.id for row in swept]})
-        expired = int(connection.execute(queries.expire()).rowcount)
+        expired = 0
+        while True:
+            found = connection.execute(queries.expiring(), {"b_n": EXPIRE_BATCH}).scalars().all()
+            if not found:
+                break
+            changed = int(connection.execute(queries.expire(), {"b_ids": found}).rowcount)
+            expired += changed
+            if len(found) < EXPIRE_BATCH or not changed:
+                break
         return list(swept), expired
 
     def extend(
@@ -561,6 +505,8 @@ class MariaDbDialect(SqlDialect):
 
 
 EXACT_COUNT_LIMIT = 100_000
+EXPIRE_BATCH = 1000
+"""Messages a sweep expires per statement (by id, after a read without locks)."""
 
 
 def _statuses_present(connection: Connection, table: sa.Table) -> list[str]:

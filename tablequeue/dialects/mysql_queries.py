@@ -77,8 +77,24 @@ class MariaDbQueries(Queries):
     def extend(self) -> sa.Update:
         return self._once(("extend",), self.extend_leases)
 
+    def expiring(self) -> Select[Any]:
+        """Up to :b_n messages past their expiry that no worker took, read without locks: an
+        UPDATE that searched for them would lock each leasable message it reads until it has
+        compared its expiry, and a lease (SKIP LOCKED) would pass over a due message then."""
+        return self._once(("expiring",), self._expiring)
+
+    def _expiring(self) -> Select[Any]:
+        t = self.table
+        due_to_expire = sa.and_(self.leasable, t.c.expires_at <= self.dialect.now())
+        return sa.select(t.c.id).where(due_to_expire).limit(sa.bindparam("b_n", type_=sa.Integer()))
+
     def expire(self) -> sa.Update:
-        return self._once(("expire",), self.expire_messages)
+        """Expire the messages :b_ids that `expiring` found, unless leased meanwhile."""
+        return self._once(("expire",), self._expire_by_id)
+
+    def _expire_by_id(self) -> sa.Update:
+        ids = sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())
+        return self.expire_messages().where(self.table.c.id.in_(ids))
 
     def sweep_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> Select[Any]:  # type: ignore[override]
         """Lapsed leases, locked, with the status each gets (`settle_lapsed_leases`)."""
@@ -123,6 +139,7 @@ class MariaDbQueries(Queries):
         """This engine's statements beyond the shared names (for the golden SQL)."""
         return {
             "mark_leased": self.mark_leased(),
+            "expiring": self.expiring(),
             "settle_lapsed_leases_abandon": self.settle_lapsed_leases("Abandon", 3),
             "settle_lapsed_leases_retry": self.settle_lapsed_leases("Retry", 3),
         }

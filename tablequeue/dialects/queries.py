@@ -476,6 +476,18 @@ class Queries:
         due = sa.and_(self.leasable, t.c.process_after <= d.now())
         return sa.select(sa.func.count(), sa.func.min(t.c.process_after), d.now()).where(due)
 
+    def due(self) -> Select[int]:
+        """The id of one message a lease could take now, if any, read without locking it (a
+        lease skips the rows other transactions hold locked)."""
+        return self._once(("due",), self._due)
+
+    def _due(self) -> Select[int]:
+        t, d = self.table, self.dialect
+        now = d.now()
+        not_expired = sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now)
+        due = sa.and_(self.leasable, t.c.process_after <= now, not_expired)
+        return sa.select(t.c.id).where(due).limit(1)
+
     def count_by_status(self, statuses: Sequence[str] | None = None) -> Select[str, int]:
         """Messages per status (of the given statuses only, when given)."""
         t = self.table

@@ -125,6 +125,12 @@ class Queue:
         statement; the number given back."""
         return settle.release_untracked(self._queue, owner, tracked, since)
 
+    def has_due(self) -> bool:
+        """Whether a message is due now, read without taking locks: a lease skips the due
+        messages other transactions hold locked (a sweep, an enqueue replacing a body), so a
+        lease that took nothing does not tell that nothing is due."""
+        return read.has_due(self._queue)
+
     def clock(self) -> datetime:
         """The database's current time (an aware UTC datetime)."""
         return settle.clock(self._queue)

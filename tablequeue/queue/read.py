@@ -97,6 +97,11 @@ def selection(
     return sa.and_(*parts) if parts else None
 
 
+def has_due(queue: QueueContext) -> bool:
+    with queue.storage.transaction() as connection:
+        return connection.execute(queue.queries.due()).first() is not None
+
+
 def stats(queue: QueueContext) -> QueueStats:
     """Counts per status, backlog and oldest due message, served by indexes."""
     dialect, queries = queue.dialect, queue.queries

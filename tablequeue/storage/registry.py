@@ -102,6 +102,7 @@ def _apply_table(
     table_name = spec.table_for(name)
     settings = spec_settings(spec)
     subscriptions.check(spec)
+    indexes.check(storage.dialect, spec.indexes)
     registry = storage.registry
     ensure_registry(storage)
     with storage.transaction() as connection:
@@ -131,8 +132,10 @@ def _apply_table(
             _check_queue_table(connection, table_name)
         table.create(connection, checkfirst=True)
         if existed and (row is None or row.schema_version < SCHEMA_VERSION):
-            # A kept table of a deleted queue has no registry row: assume the oldest.
-            migrate(connection, table, row.schema_version if row is not None else 1)
+            # A kept table of a deleted queue has no registry row: assume the oldest this
+            # engine had.
+            oldest = storage.dialect.capabilities.first_schema_version
+            migrate(connection, table, row.schema_version if row is not None else oldest)
         storage.dialect.tune_table(connection, table)
         created = indexes.create_before_registry(
             connection, storage.dialect, table_name, spec.indexes

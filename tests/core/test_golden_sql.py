@@ -69,6 +69,7 @@ QUERIES: dict[str, Callable[[Queries], Any]] = {
     "sweep_lapsed_leases_retry": lambda q: q.sweep_lapsed_leases("Retry", 3),
     "expire": lambda q: q.expire(),
     "backlog": lambda q: q.backlog(),
+    "due": lambda q: q.due(),
     "count_by_status": lambda q: q.count_by_status(),
 }
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Database, Queue
-from tablequeue.dialects.json_index import MARIADB_KEY_BYTES, PREFIX
-from tablequeue.errors import SpecError
+from tablequeue import Database, Queue, predicate
+from tablequeue.dialects.json_index import MARIADB_KEY_BYTES, MARIADB_PATH_STEPS, PREFIX
+from tablequeue.errors import InvalidInput, SpecError
+from tablequeue.indexes import resolve
 from tablequeue.models import NewMessage
 from tablequeue.queue.read import selection
 from tablequeue.spec import QueueResource
@@ -297,3 +298,126 @@ def test_every_key_an_index_accepts_is_indexed_and_selects_the_same_rows(
             expected = [m.message for m in plain.messages(where=where, limit=100)]
             assert [m.message for m in indexed.messages(where=where, limit=100)] == expected
             assert len(expected) == (1 if "==" in where else 2), where
+
+
+# --- MariaDB: what the most and the longest declarations need --------------------------------
+
+
+def _longest_paths(tag: str) -> list[str]:
+    """16 paths of 200 characters, each heavy in its own way: the most steps MariaDB reads
+    (indexes or names, each name quoted in its JSON path), the longest keys."""
+    shapes = [
+        lambda n: f"{tag}{n:02d}" + "i" * 17 + "[1000]" * 30,
+        lambda n: f"{tag}{n:02d}" + "n" * 17 + ".bbbbb" * 30,
+        lambda n: "".join(
+            f'["{tag}{n:02d}{i}' + "k" * (56 if i == 2 else 60) + '"]' for i in range(3)
+        ),
+        lambda n: f'["{tag}{n:02d}' + "k" * 61 + '"]' + "[9999]" * 22,
+    ]
+    paths = [shapes[n % 4](n) for n in range(16)]
+    assert {len(path) for path in paths} == {200}
+    assert max(len(predicate.parse_path(path)) for path in paths) == MARIADB_PATH_STEPS
+    return paths
+
+
+_TQX_COLUMNS = sa.text(
+    "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE()"
+    " AND table_name = :table AND LEFT(column_name, 4) = 'tqx_'"
+)
+_TQX_INDEXES = sa.text(
+    "SELECT index_name FROM information_schema.statistics WHERE table_schema = DATABASE()"
+    " AND table_name = :table AND LEFT(index_name, 4) = 'tqx_'"
+)
+
+
+def _tqx_objects(database: Database, table: str) -> tuple[set[str], set[str]]:
+    """The `tqx_` columns and indexes of the table, as information_schema lists them."""
+    with database.transaction() as connection:
+        columns, indexes = (
+            {str(name) for (name,) in connection.execute(query, {"table": table})}
+            for query in (_TQX_COLUMNS, _TQX_INDEXES)
+        )
+    return columns, indexes
+
+
+def _index_names(paths: list[str], kind: str = "text") -> set[str]:
+    resource = QueueResource.from_name("orders", indexes=[{"path": p, "type": kind} for p in paths])
+    return {index.name for index in resolve("orders", resource.spec.indexes)}
+
+
+def test_the_most_indexes_on_the_longest_paths_fit_and_replace_each_other_on_mariadb(
+    mariadb_url: str,
+) -> None:
+    """16 text indexes on 200-character paths, then 16 others in their place: while apply
+    replaces them, 32 generated columns are there at once (MariaDB counts them in a row's
+    65,535 bytes and their expressions in a table definition's 64 KiB)."""
+    from tablequeue import connect
+
+    first, second = _longest_paths("a"), _longest_paths("b")
+    with connect(mariadb_url) as database:
+        for paths, outcome in ((first, "created"), (second, "updated")):
+            declared = [{"path": path} for path in paths]
+            resource = QueueResource.from_name("orders", indexes=declared)
+            assert database.apply(resource) == outcome
+            wanted = _index_names(paths)
+            assert len(wanted) == 16
+            assert _tqx_objects(database, "orders") == (wanted, wanted)
+        assert database.apply(resource) == "unchanged"
+        queue = database.queue("orders")
+        path = second[2]  # three long keys: a body to find
+        body: Any = "found"
+        for key in reversed(predicate.parse_path(path)):
+            body = {key: body}
+        queue.enqueue_many([NewMessage(message=body), NewMessage(message={"other": 1})])
+        assert queue.count(where=f'{path} == "found"') == 1
+        assert queue.count(where=f'{path} >= "f"') == 1
+        numbers = [{"path": path, "type": "number"} for path in second]
+        assert database.apply(QueueResource.from_name("orders", indexes=numbers)) == "updated"
+        assert _tqx_objects(database, "orders") == (_index_names(second, "number"),) * 2
+
+
+def test_a_path_longer_than_mariadb_reads_is_refused_before_anything_is_made(
+    mariadb_url: str,
+) -> None:
+    """MariaDB reads JSON paths of at most 31 steps: an index on a longer one would fail every
+    enqueue (the generated column's value is an error)."""
+    from tablequeue import connect
+
+    path = "a" + ".b" * MARIADB_PATH_STEPS
+    refused = f"32 steps, and mariadb reads JSON paths of at most {MARIADB_PATH_STEPS}"
+    with connect(mariadb_url) as database:
+        with pytest.raises(InvalidInput, match=refused):
+            database.apply(QueueResource.from_name("deep", indexes=[{"path": path}]))
+        assert not sa.inspect(database.engine).has_table("deep")
+        assert database.queues() == []
+
+
+def test_an_index_apply_that_fails_midway_leaves_nothing_behind_on_mariadb(
+    mariadb_url: str,
+) -> None:
+    """MariaDB's DDL commits at once: when the third index cannot be made (a table holds at
+    most 64 indexes, and a DBA's own left room for two), apply drops the two it made."""
+    from tablequeue import connect
+
+    with connect(mariadb_url) as database:
+        database.apply(QueueResource.from_name("orders"))
+        with database.transaction() as connection:
+            keys = connection.execute(
+                sa.text(
+                    "SELECT count(DISTINCT index_name) FROM information_schema.statistics"
+                    " WHERE table_schema = DATABASE() AND table_name = 'orders'"
+                )
+            ).scalar_one()
+            own = ", ".join(f"ADD INDEX dba_{n} (created_at)" for n in range(64 - keys - 2))
+            connection.exec_driver_sql(f"ALTER TABLE orders {own}")
+        declared = QueueResource.from_name("orders", indexes=INDEXES[:4])
+        with pytest.raises(sa.exc.OperationalError, match="Too many keys"):
+            database.apply(declared)
+        assert _tqx_objects(database, "orders") == (set(), set())
+        [row] = database.queues()
+        assert "indexes" not in row["settings"]
+        with database.transaction() as connection:
+            dropped = ", ".join(f"DROP INDEX dba_{n}" for n in range(64 - keys - 2))
+            connection.exec_driver_sql(f"ALTER TABLE orders {dropped}")
+        assert database.apply(declared) == "updated"
+        assert len(_own_indexes(database, "orders")) == 4

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import sqlalchemy as sa
 
 from tablequeue import Database
 from tablequeue.spec import QueueResource
@@ -143,6 +144,42 @@ def test_unknown_queue_waits_until_the_queue_exists(
     queue = database.queue("orders")
     [message_id] = enqueue(queue, [{"n": 1}])
     wait_until(lambda: events(records, "done") == [message_id], timeout=30)
+
+
+NOT_IDLE = "a due message is locked by another transaction: not idle"
+
+
+@pytest.mark.parametrize("db_url", ["postgresql", "mariadb"], indirect=True)
+def test_exit_when_idle_never_exits_while_a_due_message_is_locked_by_another_transaction(
+    make_queue: MakeQueue,
+    database: Database,
+    db_url: str,
+    start_worker: StartWorker,
+    records: Path,
+) -> None:
+    """A lease skips the due messages other transactions hold locked (SKIP LOCKED): on MariaDB
+    a sweep's UPDATE locks each message it reads for a moment, and 3 of 20 workers started with
+    --exit-when-idle beside their own first sweep exited while a message was due. Here the
+    lock is held until the worker has looked and stayed."""
+    queue = make_queue("orders")
+    [message_id] = enqueue(queue, [{"n": 1}])
+    t = queue.table
+    with database.engine.connect() as other:
+        other.execute(sa.select(t.c.id).where(t.c.id == message_id).with_for_update())
+        worker = start_worker(
+            "orders", db_url, SYNC, "--exit-when-idle", "--log-level", "DEBUG", *FAST_POLL
+        )
+
+        def looked() -> bool:
+            stayed = any(line["message"] == NOT_IDLE for line in worker.logs())
+            return stayed or worker.process.poll() is not None
+
+        wait_until(looked, timeout=60)
+        assert worker.process.poll() is None, f"exited with message {message_id} due"
+        other.rollback()
+    assert worker.process.wait(timeout=60) == 0
+    assert events(records, "done") == [message_id]
+    assert queue.count() == 0
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,20 @@ def test_delete_queue_keeps_or_drops_the_table(database: Database) -> None:
     assert database.queues() == []
 
 
+def test_a_kept_table_is_adopted_with_its_messages_when_applied_again(database: Database) -> None:
+    """A kept table has no registry row: apply migrates it from the oldest version its engine
+    had (on MariaDB it assumed version 1, whose migration MariaDB cannot run, and every later
+    apply of the queue failed; a failed first apply keeps its table there too)."""
+    resource = QueueResource.from_name("kept", indexes=[{"path": "n", "type": "number"}])
+    database.apply(resource)
+    kept = database.queue("kept").enqueue({"n": 1})
+    database.delete_queue("kept", drop_table=False)
+    assert database.apply(resource) == "created"
+    queue = database.queue("kept")
+    assert [m.id for m in queue.messages()] == [kept.id]
+    assert queue.count(where="n == 1") == 1
+
+
 def test_enqueue_through_a_handle_of_a_deleted_queue_is_a_clear_error(
     database: Database,
 ) -> None:
