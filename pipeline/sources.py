@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from tablequeue.errors import InvalidInput
@@ -45,4 +46,9 @@ def read_source(
             .load()
         )
     merged = {**FILE_DEFAULTS.get(source_format, {}), **given}
-    return spark.read.format(source_format).options(**merged).load(location)
+    try:
+        return spark.read.format(source_format).options(**merged).load(location)
+    except AnalysisException as error:
+        if error.getCondition() == "PATH_NOT_FOUND":
+            raise InvalidInput(f"input not found: {location}") from None
+        raise
