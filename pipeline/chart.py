@@ -13,6 +13,7 @@ matplotlib.use("Agg")  # no display: a file only
 
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from .report import PERCENTILES, Report
 
@@ -26,11 +27,20 @@ LEGEND: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1), "fon
 """Legends right of their panel, outside it: inside, they hid lines and the first bars."""
 MAX_HOURS = 24 * 92
 """Longer histories plot only the hours that have data."""
+HOUR = timedelta(hours=1)
 
 
 def draw_chart(report: Report, path: str | Path) -> list[str]:
     """Write the chart to `path`; returns the labels of the series drawn (one throughput line
     and one error line per queue, one bar series per latency figure and percentile)."""
+    figure, labels = chart_figure(report)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return labels
+
+
+def chart_figure(report: Report) -> tuple[Figure, list[str]]:
+    """The chart's figure (throughput above, latencies below) and the labels of its series."""
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(11, 8), constrained_layout=True)
     labels: list[str] = []
     every_hour = _hours(report)
@@ -40,12 +50,19 @@ def draw_chart(report: Report, path: str | Path) -> list[str]:
             continue
         finished = [counts[h]["finished"] if h in counts else 0 for h in every_hour]
         errors = [counts[h]["errors"] if h in counts else 0 for h in every_hour]
-        times = [datetime.fromisoformat(hour) for hour in every_hour]
+        # An hour's count at the middle of the hour it counts.
+        times = [datetime.fromisoformat(hour) + HOUR / 2 for hour in every_hour]
         (line,) = top.plot(times, finished, marker=".", label=f"{name} finished")
         top.plot(times, errors, linestyle="--", color=line.get_color(), label=f"{name} errors")
         labels += [f"{name} finished", f"{name} errors"]
     top.set_title("Throughput per hour (UTC)")
     top.set_ylabel("messages finished")
+    if every_hour:
+        # The hours counted, whole, so the ticks follow the data's span: left to matplotlib,
+        # a single hour's point sits in a four-year range ticked by the year.
+        top.set_xlim(
+            datetime.fromisoformat(every_hour[0]), datetime.fromisoformat(every_hour[-1]) + HOUR
+        )
     top.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))  # type: ignore[no-untyped-call]
     if labels:
         top.legend(**LEGEND)
@@ -70,9 +87,7 @@ def draw_chart(report: Report, path: str | Path) -> list[str]:
     )
     bottom.set_ylabel("seconds")
     bottom.legend(**LEGEND)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return labels
+    return figure, labels
 
 
 def _hours(report: Report) -> list[str]:
@@ -82,7 +97,7 @@ def _hours(report: Report) -> list[str]:
         return []
     known = sorted({entry["hour"] for entry in report.throughput})
     first, last = datetime.fromisoformat(known[0]), datetime.fromisoformat(known[-1])
-    count = int((last - first) / timedelta(hours=1)) + 1
+    count = int((last - first) / HOUR) + 1
     if count > MAX_HOURS:  # a long, sparse history: the hours that have data only
         return known
-    return [(first + timedelta(hours=n)).isoformat() for n in range(count)]
+    return [(first + n * HOUR).isoformat() for n in range(count)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from tablequeue.errors import InvalidInput
@@ -12,7 +13,10 @@ from tablequeue.errors import InvalidInput
 from .jdbc import jdbc_target
 
 FILE_DEFAULTS: dict[str, dict[str, str]] = {
-    "csv": {"header": "true", "inferSchema": "false"},
+    # RFC 4180, as Excel, PostgreSQL's COPY ... CSV and Python's csv module write it: a quote
+    # inside a quoted field is doubled and a field may hold line breaks. Spark's own defaults
+    # (backslash escapes, one record a line) garble such files.
+    "csv": {"header": "true", "inferSchema": "false", "escape": '"', "multiLine": "true"},
     "json": {},
     "parquet": {},
 }
@@ -44,5 +48,11 @@ def read_source(
             .options(**given)
             .load()
         )
-    merged = {**FILE_DEFAULTS.get(source_format, {}), **given}
-    return spark.read.format(source_format).options(**merged).load(location)
+    # The user's options come last: Spark's option names ignore case and the last one set wins.
+    merged = {**FILE_DEFAULTS.get(source_format.lower(), {}), **given}
+    try:
+        return spark.read.format(source_format).options(**merged).load(location)
+    except AnalysisException as error:
+        if error.getCondition() == "PATH_NOT_FOUND":
+            raise InvalidInput(f"input not found: {location}") from None
+        raise

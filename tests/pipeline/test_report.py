@@ -1,8 +1,9 @@
 """The report's figures against the same figures computed in SQL on the same data, the same
-figures again once part of the data moved to the archive, and the chart."""
+figures again once part of the data moved to the archive, and the chart and its time axis."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import statistics
@@ -11,15 +12,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import matplotlib.dates as mdates
 import matplotlib.image
+import matplotlib.pyplot as plt
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from tablequeue import Queue, connect
+from tablequeue import Completion, Failure, NewMessage, Queue, connect
 from tablequeue.pipeline.archive import PARTITIONS, archive_queue
-from tablequeue.pipeline.chart import draw_chart
+from tablequeue.pipeline.chart import chart_figure, draw_chart
 from tablequeue.pipeline.cli import pipeline
 from tablequeue.pipeline.report import Report, build_report, messages_frame
 from tablequeue.spec import QueueResource
@@ -248,3 +251,30 @@ def test_report_matches_the_rows(
     ]
     texts = Counter(r.last_error.split("\n", 1)[0].strip() for r in errors)
     assert {e["error"]: e["count"] for e in report.error_texts} == dict(texts)
+
+
+def test_an_hour_of_data_is_ticked_in_minutes(spark: SparkSession, sqlite_url: str) -> None:
+    """Messages that all finished within a minute: the throughput axis spans the hour (or two,
+    across an hour's end) they were counted in, ticked in minutes, not in years."""
+    with connect(sqlite_url) as database:
+        database.apply(QueueResource.from_name("mail", keep_processed_for="1d"))
+        queue = database.queue("mail")
+        queue.enqueue_many([NewMessage(message={"n": n}) for n in range(20)])
+        leased = queue.lease("w", 20).messages
+        queue.complete("w", [Completion(m) for m in leased[:15]])
+        queue.fail("w", [Failure(m, "bounced", permanent=True) for m in leased[15:]])
+    report = build_report(messages_frame(spark, sqlite_url, ["mail"], None))
+    hours = sorted(datetime.fromisoformat(entry["hour"]) for entry in report.throughput)
+    assert sum(entry["finished"] for entry in report.throughput) == 20
+    assert len(hours) in (1, 2)
+
+    figure, _ = chart_figure(report)
+    figure.canvas.draw()  # lays out the ticks
+    throughput = figure.axes[0]
+    ticks = [mdates.num2date(value) for value in throughput.get_xticks()]
+    labels = [label.get_text() for label in throughput.get_xticklabels()]
+    plt.close(figure)
+    assert len(ticks) >= 3, labels
+    assert hours[0] <= ticks[0] and ticks[-1] <= hours[-1] + timedelta(hours=1), labels
+    assert max(later - earlier for earlier, later in itertools.pairwise(ticks)) < timedelta(hours=1)
+    assert labels == [tick.strftime("%m-%d %H:%M") for tick in ticks]

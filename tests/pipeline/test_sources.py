@@ -1,9 +1,13 @@
-"""Sources and JDBC targets: tablequeue URLs become JDBC URLs; a JDBC table is a source."""
+"""Sources and JDBC targets: tablequeue URLs become JDBC URLs; a JDBC table is a source; a CSV
+file as the standard writers write it is a source without reader options."""
 
 from __future__ import annotations
 
+import csv
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -80,3 +84,69 @@ def test_enqueue_from_a_jdbc_table(spark: SparkSession, tmp_path: Path) -> None:
         assert {m.message["OrderId"] for m in queue.messages(limit=100)} == {
             f"A-{n}" for n in range(50)
         }
+
+
+BODIES = [
+    {"Note": 'say "hi", then leave', "City": "Zürich", "Path": "C:\\temp\\"},
+    {"Lines": "one\ntwo", "Name": "名前", "Items": [{"Sku": "S-1", "Qty": 2}]},
+    {"Empty": "", "Quote": '"'},
+]
+"""JSON bodies with quotes, commas, backslashes, line breaks and non-ASCII text."""
+
+
+def enqueue_csv(path: Path, queue_url: str, *options: str) -> dict[str, Any]:
+    """`tablequeue pipeline enqueue` of a CSV whose Payload column is the body: every row
+    inserted, none rejected; the messages by id."""
+    rejects = path.parent / "rejects"
+    with connect(queue_url) as database:
+        database.apply(QueueResource.from_name("orders"))
+    result = CliRunner().invoke(
+        pipeline,
+        [
+            *("enqueue", "orders", str(path), "--json-column", "Payload", "--id-column", "Id"),
+            *("--header-column", "Source", "--db", queue_url, "--rejects", str(rejects)),
+            *("--json", *options),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    counts = json.loads(result.output.strip().splitlines()[-1])
+    assert counts["rejected"] == 0, "".join(p.read_text() for p in rejects.glob("part-*"))
+    with connect(queue_url) as database:
+        return {m.message_id: m for m in database.queue("orders").messages(limit=10)}
+
+
+def test_a_standard_csv_is_read_without_options(spark: SparkSession, tmp_path: Path) -> None:
+    """Python's csv module writes what Excel and PostgreSQL's COPY ... CSV write: quotes
+    doubled inside quoted fields, line breaks kept inside them (here a pretty-printed body)."""
+    source = tmp_path / "orders.csv"
+    with source.open("w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(["Id", "Payload", "Source"])
+        for n, body in enumerate(BODIES):
+            text = json.dumps(body, ensure_ascii=False, indent=2 if n == 1 else None)
+            writer.writerow([f"C-{n}", text, f"shop, {n}"])
+    assert '""Note"": ""say \\""hi\\"", then leave""' in source.read_text(encoding="utf-8")
+    messages = enqueue_csv(source, f"sqlite:///{tmp_path / 'queues.db'}")
+    assert {key: m.message for key, m in messages.items()} == {
+        f"C-{n}": body for n, body in enumerate(BODIES)
+    }
+    assert {key: m.headers for key, m in messages.items()} == {
+        f"C-{n}": {"Source": f"shop, {n}"} for n in range(len(BODIES))
+    }
+
+
+def test_reader_options_override_the_csv_defaults(spark: SparkSession, tmp_path: Path) -> None:
+    """A file with Spark's own CSV convention (a backslash before a quote) reads with the
+    option that says so, in any case: the user's options win over the defaults."""
+    bodies = [{"Note": "it's, fine", "City": "Zürich"}, {"N": 1}]
+    source = tmp_path / "orders.csv"
+    with source.open("w", encoding="utf-8") as file:
+        file.write("Id,Payload,Source\n")
+        for n, body in enumerate(bodies):
+            text = json.dumps(body, ensure_ascii=False).replace('"', '\\"')
+            file.write(f'C-{n},"{text}",shop\n')
+    assert '"{\\"Note\\": \\"it\'s, fine\\"' in source.read_text(encoding="utf-8")
+    messages = enqueue_csv(source, f"sqlite:///{tmp_path / 'queues.db'}", "--option", "ESCAPE=\\")
+    assert {key: m.message for key, m in messages.items()} == {
+        f"C-{n}": body for n, body in enumerate(bodies)
+    }

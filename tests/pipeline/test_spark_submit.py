@@ -1,5 +1,6 @@
-"""A job run as the README shows: `spark-submit pipeline/__main__.py ...` (pip's pyspark puts
-spark-submit next to the virtualenv's Python), in a process of its own."""
+"""Jobs run as the README shows, each in a process of its own: `spark-submit
+pipeline/__main__.py ...` (pip's pyspark puts spark-submit next to the virtualenv's Python) and
+the `tablequeue` console script."""
 
 from __future__ import annotations
 
@@ -67,3 +68,28 @@ def test_spark_submit_runs_an_enqueue(sqlite_url: str, tmp_path: Path) -> None:
         "S-1": {"id": "S-1", "to": "a@example.com"},
         "S-2": {"id": "S-2", "to": "b@example.com"},
     }
+
+
+def test_a_missing_input_is_one_error_line(sqlite_url: str, tmp_path: Path) -> None:
+    """The console script, in a process of its own, given a path that does not exist: one
+    line naming it, exit status 1, no traceback."""
+    with connect(sqlite_url) as database:
+        database.apply(QueueResource.from_name("mail"))
+    missing = tmp_path / "no-such-folder" / "mail.csv"
+    run = subprocess.run(
+        [
+            *(str(Path(sys.executable).parent / "tablequeue"), "pipeline", "enqueue", "mail"),
+            *(str(missing), "--db", sqlite_url, "--master", "local[1]"),
+            *("--conf", "spark.ui.enabled=false"),
+        ],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stderr[-6000:]
+    assert "Traceback" not in run.stderr, run.stderr[-6000:]
+    lines = run.stderr.splitlines()
+    assert lines[-1] == f"error: input not found: {missing}", run.stderr[-6000:]
+    assert [line for line in lines if line.startswith("error")] == lines[-1:]
+    assert run.stdout == ""
