@@ -23,7 +23,7 @@ from .crd import GROUP, PLURAL, VERSION
 from .kube import Kube
 from .observe import observe_queue
 from .reconcile import apply_queue, delete_queue, invalid_spec
-from .state import OperatorState
+from .state import OperatorState, OverLimit
 
 FINALIZER = "tablequeue.dev/finalizer"
 MAX_WORKERS = 20
@@ -81,6 +81,9 @@ def reconcile(
 ) -> None:
     try:
         resource = queue_resource(body)
+        memo.settings.check(resource.spec)
+    except OverLimit as error:
+        raise invalid_spec(body, patch, status, error, "TooManyReplicas") from None
     except (SpecError, ValueError) as error:
         raise invalid_spec(body, patch, status, error) from None
     apply_queue(memo, resource, body, patch, status, retry)
@@ -93,6 +96,7 @@ def observe(
         return  # being deleted: no status to keep, and its gauges are gone for good
     try:
         resource = queue_resource(body)
+        memo.settings.check(resource.spec)
     except (SpecError, ValueError):
         return  # reported by reconcile
     observe_queue(memo, resource, body, patch, status)
