@@ -4,7 +4,10 @@ problem (`NotReady`) that turns one of them False."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import kopf
 
 TYPES = ("Ready", "TableReady", "DatabaseReachable", "WorkersReady", "Paused")
 
@@ -44,6 +47,38 @@ WORKERS_OBSERVED = ("WorkersReady", "WorkersStarting", "ScaleRefused")
 """The WorkersReady reasons the timer writes from the Deployment it reads, and replaces on each
 tick. Any other False one is reconcile's (the API server refused a worker object, KEDA is
 missing): the timer leaves it, and it holds until a reconcile puts the workers in place."""
+
+
+def written(
+    updates: list[dict[str, Any]],
+    generation: int | None,
+    *,
+    timer: bool = False,
+    workers_applied: bool = False,
+) -> kopf.PatchFn:
+    """The updates merged into the conditions of the freshest body, for kopf's `patch.fns`
+    (applied as a JSON patch guarded by the resourceVersion, retried when it changed): the
+    timer and reconcile write at the same time, and a whole list computed from an older body
+    would undo the other's conditions (e.g. drop TableReady for good).
+
+    `timer`: its WorkersReady never replaces a refusal reconcile reported. `workers_applied`:
+    reconcile put the workers in place, which ends such a refusal (the timer says how many are
+    ready)."""
+
+    def apply(body: kopf.RawBody) -> None:
+        status = body.get("status") or {}
+        previous = status.get("conditions")
+        chosen = list(updates)
+        if reconcile_refused_workers(previous):
+            if timer:
+                chosen = [u for u in chosen if u["type"] != "WorkersReady"]
+            if workers_applied:
+                chosen.append(
+                    condition("WorkersReady", False, "WorkersStarting", "workers applied")
+                )
+        body["status"] = status | {"conditions": merge(previous, chosen, generation)}
+
+    return apply
 
 
 def reconcile_refused_workers(conditions: list[dict[str, Any]] | None) -> bool:

@@ -21,7 +21,13 @@ from tablequeue.spec import QueueResource
 from tablequeue.storage.flow_control import FlowState
 
 from . import builders
-from .conditions import NotReady, condition, merge, paused_condition, reconcile_refused_workers
+from .conditions import (
+    NotReady,
+    condition,
+    paused_condition,
+    reconcile_refused_workers,
+    written,
+)
 from .kube import Kube, refusal
 from .schedules import fire_schedules, schedule_status
 from .state import OperatorState
@@ -103,7 +109,8 @@ def observe_queue(
         condition("DatabaseReachable", True, "Connected", database.shown_url),
         paused_condition(flow.paused_at),
     ]
-    # A refusal reconcile reported holds until reconcile clears it.
+    # A refusal reconcile reported holds until reconcile clears it (`written` makes sure; this
+    # saves an Event).
     if not reconcile_refused_workers(status.get("conditions")):
         if refused is not None:
             updates.append(_warned(body, status, refused))
@@ -118,7 +125,7 @@ def observe_queue(
                     + _heartbeats(present),
                 )
             )
-    patch.status["conditions"] = merge(status.get("conditions"), updates, generation)
+    patch.fns.append(written(updates, generation, timer=True))
 
 
 def _heartbeats(present: WorkerPresence | None) -> str:
@@ -162,11 +169,7 @@ def _sample_rollup(state: OperatorState, database: Database, name: str, backlog:
 
 def _trouble(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, problem: NotReady) -> None:
     """A condition turned False on the timer."""
-    patch.status["conditions"] = merge(
-        status.get("conditions"),
-        [_warned(body, status, problem)],
-        body["metadata"].get("generation"),
-    )
+    patch.fns.append(written([_warned(body, status, problem)], body["metadata"].get("generation")))
 
 
 def _warned(body: kopf.Body, status: kopf.Status, problem: NotReady) -> dict[str, Any]:

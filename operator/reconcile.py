@@ -20,7 +20,7 @@ from tablequeue.errors import DatabaseUnavailable, QueueNotFound, SpecError, Tab
 from tablequeue.spec import QueueResource
 
 from . import builders, keda
-from .conditions import NotReady, condition, merge, reconcile_refused_workers
+from .conditions import NotReady, condition, written
 from .kube import Kube, invalid, refusal
 from .state import OperatorState, Settings
 
@@ -34,17 +34,14 @@ KEDA_SCALED_OBJECTS = "scaledobjects"
 def invalid_spec(
     body: kopf.Body,
     patch: kopf.Patch,
-    status: kopf.Status,
     error: SpecError | ValueError,
     reason: str = "InvalidSpec",
 ) -> kopf.PermanentError:
     """What the CRD schema cannot check, or the operator refuses (`TooManyReplicas`):
     `Ready=False`, a Warning, and no retry."""
     message = str(error).splitlines()[0]
-    patch.status["conditions"] = merge(
-        status.get("conditions"),
-        [condition("Ready", False, reason, message)],
-        body["metadata"].get("generation"),
+    patch.fns.append(
+        written([condition("Ready", False, reason, message)], body["metadata"].get("generation"))
     )
     kopf.warn(body, reason=reason, message=message)
     return kopf.PermanentError(message)
@@ -55,7 +52,6 @@ def apply_queue(
     resource: QueueResource,
     body: kopf.Body,
     patch: kopf.Patch,
-    status: kopf.Status,
     retry: int,
 ) -> None:
     """Create or migrate the table and registry row, then the workers; report the status."""
@@ -73,7 +69,7 @@ def apply_queue(
         except TableQueueError as error:
             raise NotReady("TableReady", type(error).__name__, str(error)) from None
     except NotReady as problem:
-        raise _fail(body, patch, status, problem, retry) from None
+        raise _fail(body, patch, problem, retry) from None
     if outcome != "unchanged":
         kopf.info(body, reason="Table", message=f"table {resource.table} {outcome}")
     url = state.databases.last_url((namespace, resource.name))
@@ -85,7 +81,7 @@ def apply_queue(
     try:
         apply_workers(state.kube, resource, body, state.settings, url)
     except NotReady as problem:
-        raise _fail(body, patch, status, problem, retry, in_place) from None
+        raise _fail(body, patch, problem, retry, in_place) from None
     patch.status["observedGeneration"] = generation
     try:
         default_status = state.databases.bounded(
@@ -93,18 +89,14 @@ def apply_queue(
         )
     except DatabaseUnavailable as error:
         unavailable = NotReady("DatabaseReachable", "DatabaseUnavailable", str(error))
-        raise _fail(body, patch, status, unavailable, retry) from None
+        raise _fail(body, patch, unavailable, retry) from None
     patch.status["effectiveDefaultStatus"] = default_status
-    if reconcile_refused_workers(status.get("conditions")):
-        # In place now; the timer reports how many are ready.
-        in_place.append(condition("WorkersReady", False, "WorkersStarting", "workers applied"))
-    patch.status["conditions"] = merge(status.get("conditions"), in_place, generation)
+    patch.fns.append(written(in_place, generation, workers_applied=True))
 
 
 def _fail(
     body: kopf.Body,
     patch: kopf.Patch,
-    status: kopf.Status,
     problem: NotReady,
     retry: int,
     done: list[dict[str, Any]] | None = None,
@@ -112,10 +104,8 @@ def _fail(
     """The problem's condition (and those of the steps `done` before it), a Warning, a retry."""
     labels = {"namespace": body["metadata"]["namespace"], "queue": body["metadata"]["name"]}
     metrics.operator_reconcile_errors.labels(reason=problem.reason, **labels).inc()
-    patch.status["conditions"] = merge(
-        status.get("conditions"),
-        [*(done or []), problem.condition()],
-        body["metadata"].get("generation"),
+    patch.fns.append(
+        written([*(done or []), problem.condition()], body["metadata"].get("generation"))
     )
     kopf.warn(body, reason=problem.reason, message=problem.message)
     return kopf.TemporaryError(problem.message, delay=RETRY_BACKOFF.delay(retry))

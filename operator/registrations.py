@@ -72,21 +72,16 @@ def release(memo: OperatorState, **_: Any) -> None:
 
 
 def reconcile(
-    body: kopf.Body,
-    patch: kopf.Patch,
-    status: kopf.Status,
-    retry: int,
-    memo: OperatorState,
-    **_: Any,
+    body: kopf.Body, patch: kopf.Patch, retry: int, memo: OperatorState, **_: Any
 ) -> None:
     try:
         resource = queue_resource(body)
         memo.settings.check(resource.spec)
     except OverLimit as error:
-        raise invalid_spec(body, patch, status, error, "TooManyReplicas") from None
+        raise invalid_spec(body, patch, error, "TooManyReplicas") from None
     except (SpecError, ValueError) as error:
-        raise invalid_spec(body, patch, status, error) from None
-    apply_queue(memo, resource, body, patch, status, retry)
+        raise invalid_spec(body, patch, error) from None
+    apply_queue(memo, resource, body, patch, retry)
 
 
 def observe(
