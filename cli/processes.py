@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import pydantic
 
+from tablequeue.spec import MAX_REPLICAS, OPERATOR_MAX_REPLICAS
 from tablequeue.worker_settings import WorkerSettings, env_name
 
 from .model_options import model_options
@@ -122,6 +123,22 @@ def dev(folder: str, host: str, port: int) -> None:
     show_default=True,
 )
 @click.option(
+    "--max-replicas",
+    envvar="TABLEQUEUE_OPERATOR_MAX_REPLICAS",
+    type=click.IntRange(1, MAX_REPLICAS),
+    default=OPERATOR_MAX_REPLICAS,
+    show_default=True,
+    help="The most worker replicas a Queue may ask for; more is Ready=False (TooManyReplicas).",
+)
+@click.option(
+    "--allow-sqlite/--refuse-sqlite",
+    envvar="TABLEQUEUE_OPERATOR_ALLOW_SQLITE",
+    default=False,
+    show_default=True,
+    help="Serve Queues whose Secret names a sqlite:// URL: a file in the operator's own file "
+    "system, which any tenant's Secret could choose (refused: Ready=False, SQLiteNotAllowed).",
+)
+@click.option(
     "--standalone/--peering",
     default=True,
     show_default=True,
@@ -134,9 +151,18 @@ def operator_(
     interval: float,
     metrics_port: int,
     liveness_port: int,
+    max_replicas: int,
+    allow_sqlite: bool,
     standalone: bool,
 ) -> None:
     """Reconcile Queue resources: tables, default statuses, worker Deployments, scaling."""
     from tablequeue.operator.main import run
+    from tablequeue.operator.state import Settings
 
-    run(list(namespaces), worker_image, interval, metrics_port, liveness_port, standalone)
+    settings = Settings(
+        worker_image=worker_image,
+        interval=interval,
+        max_replicas=max_replicas,
+        allow_sqlite=allow_sqlite,
+    )
+    run(list(namespaces), settings, metrics_port, liveness_port, standalone)

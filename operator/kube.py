@@ -8,10 +8,12 @@ object does not exist.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable
 from typing import Any
 
 import kubernetes
+import pydantic
 from kubernetes.client.exceptions import ApiException
 
 from . import keda
@@ -25,6 +27,24 @@ def _read(reader: Callable[[str, str], Any], name: str, namespace: str) -> Any:
         if error.status == 404:
             return None
         raise
+
+
+def refusal(error: ApiException) -> str:
+    """What the API server said when it refused a request: its Status message (which names the
+    object and the field), else the HTTP status."""
+    try:
+        message = json.loads(error.body or "").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message) if message else f"HTTP {error.status} {error.reason}"
+
+
+def invalid(error: pydantic.ValidationError) -> str:
+    """What the Kubernetes client (which checks a body before it sends it) says of an object,
+    e.g. of a pod template field of the wrong type."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"] if not isinstance(part, int))
+    return f"{where}: {first['msg']}"
 
 
 def _plain(body: dict[str, Any]) -> Any:
@@ -59,7 +79,8 @@ class Kube:
         self.client.close()  # type: ignore[no-untyped-call]
 
     def secret_value(self, name: str, key: str, namespace: str) -> str:
-        """A Secret's value; a missing Secret or key is `DatabaseReachable=False`."""
+        """A Secret's value; a missing Secret or key, or a read the API server refuses (4xx),
+        is `DatabaseReachable=False`."""
         try:
             secret = self.core.read_namespaced_secret(name, namespace)
         except ApiException as error:
@@ -67,13 +88,26 @@ class Kube:
                 raise NotReady(
                     "DatabaseReachable", "SecretNotFound", f"secret {name!r} not found"
                 ) from None
-            raise
+            if 400 <= error.status < 500 and error.status != 429:  # e.g. an invalid name
+                raise NotReady(
+                    "DatabaseReachable",
+                    "SecretRefused",
+                    f"the API server refused to read secret {name!r}: {refusal(error)}",
+                ) from None
+            raise  # the API server is busy or failing: retried
         data = (secret.data or {}).get(key)
         if data is None:
             raise NotReady(
                 "DatabaseReachable", "SecretKeyNotFound", f"secret {name!r} has no key {key!r}"
             )
-        return base64.b64decode(data).decode()
+        try:
+            return base64.b64decode(data).decode()
+        except UnicodeDecodeError:
+            raise NotReady(
+                "DatabaseReachable",
+                "InvalidDatabaseURL",
+                f"secret {name!r} key {key!r} is not UTF-8 text",
+            ) from None
 
     def deployment(self, name: str, namespace: str) -> Any:
         return _read(self.apps.read_namespaced_deployment, name, namespace)

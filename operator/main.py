@@ -13,13 +13,11 @@ from .state import OperatorState, Settings
 
 def run(
     namespaces: list[str],
-    worker_image: str,
-    interval: float,
+    settings: Settings,
     metrics_port: int,
     liveness_port: int,
     standalone: bool,
 ) -> None:
-    settings = Settings(worker_image=worker_image, interval=interval)
     # INFO to stderr, each line naming its Queue: only `kopf run` configures logging by itself.
     kopf.configure(log_prefix=True)
     start_http_server(metrics_port)

@@ -10,9 +10,10 @@ from typing import Any
 
 import kopf
 import sqlalchemy as sa
+from kubernetes.client.exceptions import ApiException
 
 from tablequeue import Database, metrics
-from tablequeue.errors import DatabaseUnavailable, QueueNotFound
+from tablequeue.errors import DatabaseUnavailable, QueueNotFound, QueueOwnedElsewhere
 from tablequeue.health import WorkerPresence
 from tablequeue.models import QueueStats
 from tablequeue.rollup import write_minutes
@@ -20,12 +21,31 @@ from tablequeue.spec import QueueResource
 from tablequeue.storage.flow_control import FlowState
 
 from . import builders
-from .conditions import NotReady, condition, merge, paused_condition
-from .kube import Kube
+from .conditions import (
+    NotReady,
+    condition,
+    paused_condition,
+    reconcile_refused_workers,
+    written,
+)
+from .kube import Kube, refusal
 from .schedules import fire_schedules, schedule_status
 from .state import OperatorState
 
 logger = logging.getLogger(__name__)
+QUEUE_FIELDS = (
+    "counts",
+    "backlog",
+    "oldestPendingSeconds",
+    "health",
+    "healthReasons",
+    "effectiveDefaultStatus",
+    "paused",
+    "pausedAt",
+    "replicas",
+    "schedules",
+)
+"""What `status` says of the queue in the database: only of a queue the Queue owns."""
 
 
 def observe_queue(
@@ -38,13 +58,16 @@ def observe_queue(
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
     generation = body["metadata"].get("generation")
     labels = {"namespace": namespace, "queue": name}
-    if _reason(status, "TableReady") == "QueueOwnedElsewhere":
-        return  # the queue of that name is another Queue's: its counts are not this one's
     try:
         database = state.database(namespace, resource)
         stats, effective_default_status, schedules, present, flow = state.databases.bounded(
             database, lambda: _fire_and_count(database, name, f"{namespace}/{name}")
         )
+    except QueueOwnedElsewhere as error:
+        # Its counts and schedules are another Queue's (any an older operator wrote go).
+        patch.status.update(dict.fromkeys(QUEUE_FIELDS))
+        _trouble(body, patch, status, NotReady("TableReady", type(error).__name__, str(error)))
+        return
     except NotReady as problem:
         _trouble(body, patch, status, problem)
         return
@@ -58,7 +81,13 @@ def observe_queue(
         return  # reconcile has not created it yet
     state.gauges.export((namespace, name), stats)
     _sample_rollup(state, database, name, stats.backlog)
-    scaled = _scale(state.kube, resource, namespace, body, stats.backlog, stats.leased, status)
+    refused: NotReady | None = None
+    try:
+        scaled = _scale(state.kube, resource, namespace, body, stats.backlog, stats.leased, status)
+    except ApiException as error:
+        scaled = None
+        message = f"the API server refused to scale the workers: {refusal(error)}"
+        refused = NotReady("WorkersReady", "ScaleRefused", message)
     replicas = scaled or {"desired": 0, "ready": 0}
     metrics.operator_desired_replicas.labels(**labels).set(replicas["desired"])
     gone = {kind: None for kind in status.get("counts") or {} if kind not in stats.counts}
@@ -80,18 +109,23 @@ def observe_queue(
         condition("DatabaseReachable", True, "Connected", database.shown_url),
         paused_condition(flow.paused_at),
     ]
-    if scaled is not None:  # without a Deployment, reconcile makes it or says why not
-        ready = scaled["ready"] >= scaled["desired"]
-        updates.append(
-            condition(
-                "WorkersReady",
-                ready,
-                "WorkersReady" if ready else "WorkersStarting",
-                f"{scaled['ready']} of {scaled['desired']} worker replicas ready"
-                + _heartbeats(present),
+    # A refusal reconcile reported holds until reconcile clears it (`written` makes sure; this
+    # saves an Event).
+    if not reconcile_refused_workers(status.get("conditions")):
+        if refused is not None:
+            updates.append(_warned(body, status, refused))
+        elif scaled is not None:  # without a Deployment, reconcile makes it or says why not
+            ready = scaled["ready"] >= scaled["desired"]
+            updates.append(
+                condition(
+                    "WorkersReady",
+                    ready,
+                    "WorkersReady" if ready else "WorkersStarting",
+                    f"{scaled['ready']} of {scaled['desired']} worker replicas ready"
+                    + _heartbeats(present),
+                )
             )
-        )
-    patch.status["conditions"] = merge(status.get("conditions"), updates, generation)
+    patch.fns.append(written(updates, generation, timer=True))
 
 
 def _heartbeats(present: WorkerPresence | None) -> str:
@@ -105,9 +139,11 @@ def _heartbeats(present: WorkerPresence | None) -> str:
 def _fire_and_count(
     database: Database, name: str, label: str
 ) -> tuple[QueueStats, str, list[dict[str, Any]], WorkerPresence | None, FlowState]:
-    """Fire the due schedule ticks first, so that the counts (and the scaling) see their
-    messages; then the counts, the effective default status, the schedules for `status`, the
-    workers that heartbeat, and the pause and rate limit."""
+    """Only for the Queue resource that owns the queue (`label`): another namespace may name
+    the same queue on the same database. Fire the due schedule ticks first, so that the counts
+    (and the scaling) see their messages; then the counts, the effective default status, the
+    schedules for `status`, the workers that heartbeat, and the pause and rate limit."""
+    database.check_owner(name, label)
     queue = database.queue(name)
     fire_schedules(queue, label)
     return (
@@ -131,22 +167,20 @@ def _sample_rollup(state: OperatorState, database: Database, name: str, backlog:
         logger.warning("cannot sample the chart rollup of %s: %s", name, str(error)[:300])
 
 
-def _reason(status: kopf.Status, kind: str) -> str | None:
-    found = {c["type"]: c for c in status.get("conditions") or []}.get(kind, {})
-    return found.get("reason") if found.get("status") == "False" else None
-
-
 def _trouble(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, problem: NotReady) -> None:
-    """A condition turned False on the timer: a Warning Event and a log line when it turns, not
-    on every tick."""
+    """A condition turned False on the timer."""
+    patch.fns.append(written([_warned(body, status, problem)], body["metadata"].get("generation")))
+
+
+def _warned(body: kopf.Body, status: kopf.Status, problem: NotReady) -> dict[str, Any]:
+    """The problem's condition, with a Warning Event and a log line when it turns, not on
+    every tick."""
     previous = {c["type"]: c for c in status.get("conditions") or []}.get(problem.kind, {})
     if (previous.get("status"), previous.get("reason")) != ("False", problem.reason):
         kopf.warn(body, reason=problem.reason, message=problem.message)
         name = f"{body['metadata']['namespace']}/{body['metadata']['name']}"
         logger.warning("[%s] %s: %s", name, problem.reason, problem.message)
-    patch.status["conditions"] = merge(
-        status.get("conditions"), [problem.condition()], body["metadata"].get("generation")
-    )
+    return problem.condition()
 
 
 def _scale(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import kopf
+import pydantic
 from kubernetes.client.exceptions import ApiException
 
 from tablequeue import metrics
@@ -19,8 +20,8 @@ from tablequeue.errors import DatabaseUnavailable, QueueNotFound, SpecError, Tab
 from tablequeue.spec import QueueResource
 
 from . import builders, keda
-from .conditions import NotReady, condition, merge
-from .kube import Kube
+from .conditions import NotReady, condition, written
+from .kube import Kube, invalid, refusal
 from .state import OperatorState, Settings
 
 RETRY_BACKOFF = Backoff(first=5, cap=300, jitter=False)
@@ -31,16 +32,18 @@ KEDA_SCALED_OBJECTS = "scaledobjects"
 
 
 def invalid_spec(
-    body: kopf.Body, patch: kopf.Patch, status: kopf.Status, error: SpecError | ValueError
+    body: kopf.Body,
+    patch: kopf.Patch,
+    error: SpecError | ValueError,
+    reason: str = "InvalidSpec",
 ) -> kopf.PermanentError:
-    """What the CRD schema cannot check: `Ready=False`, a Warning, and no retry."""
+    """What the CRD schema cannot check, or the operator refuses (`TooManyReplicas`):
+    `Ready=False`, a Warning, and no retry."""
     message = str(error).splitlines()[0]
-    patch.status["conditions"] = merge(
-        status.get("conditions"),
-        [condition("Ready", False, "InvalidSpec", message)],
-        body["metadata"].get("generation"),
+    patch.fns.append(
+        written([condition("Ready", False, reason, message)], body["metadata"].get("generation"))
     )
-    kopf.warn(body, reason="InvalidSpec", message=message)
+    kopf.warn(body, reason=reason, message=message)
     return kopf.PermanentError(message)
 
 
@@ -49,7 +52,6 @@ def apply_queue(
     resource: QueueResource,
     body: kopf.Body,
     patch: kopf.Patch,
-    status: kopf.Status,
     retry: int,
 ) -> None:
     """Create or migrate the table and registry row, then the workers; report the status."""
@@ -67,15 +69,19 @@ def apply_queue(
         except TableQueueError as error:
             raise NotReady("TableReady", type(error).__name__, str(error)) from None
     except NotReady as problem:
-        raise _fail(body, patch, status, problem, retry) from None
+        raise _fail(body, patch, problem, retry) from None
     if outcome != "unchanged":
         kopf.info(body, reason="Table", message=f"table {resource.table} {outcome}")
     url = state.databases.last_url((namespace, resource.name))
     assert url is not None, "state.database remembers it"
+    in_place = [
+        condition("DatabaseReachable", True, "Connected", database.shown_url),
+        condition("TableReady", True, "TableReady", f"table {resource.table}, {outcome}"),
+    ]
     try:
         apply_workers(state.kube, resource, body, state.settings, url)
     except NotReady as problem:
-        raise _fail(body, patch, status, problem, retry) from None
+        raise _fail(body, patch, problem, retry, in_place) from None
     patch.status["observedGeneration"] = generation
     try:
         default_status = state.databases.bounded(
@@ -83,25 +89,23 @@ def apply_queue(
         )
     except DatabaseUnavailable as error:
         unavailable = NotReady("DatabaseReachable", "DatabaseUnavailable", str(error))
-        raise _fail(body, patch, status, unavailable, retry) from None
+        raise _fail(body, patch, unavailable, retry) from None
     patch.status["effectiveDefaultStatus"] = default_status
-    patch.status["conditions"] = merge(
-        status.get("conditions"),
-        [
-            condition("DatabaseReachable", True, "Connected", database.shown_url),
-            condition("TableReady", True, "TableReady", f"table {resource.table}, {outcome}"),
-        ],
-        generation,
-    )
+    patch.fns.append(written(in_place, generation, workers_applied=True))
 
 
 def _fail(
-    body: kopf.Body, patch: kopf.Patch, status: kopf.Status, problem: NotReady, retry: int
+    body: kopf.Body,
+    patch: kopf.Patch,
+    problem: NotReady,
+    retry: int,
+    done: list[dict[str, Any]] | None = None,
 ) -> kopf.TemporaryError:
+    """The problem's condition (and those of the steps `done` before it), a Warning, a retry."""
     labels = {"namespace": body["metadata"]["namespace"], "queue": body["metadata"]["name"]}
     metrics.operator_reconcile_errors.labels(reason=problem.reason, **labels).inc()
-    patch.status["conditions"] = merge(
-        status.get("conditions"), [problem.condition()], body["metadata"].get("generation")
+    patch.fns.append(
+        written([*(done or []), problem.condition()], body["metadata"].get("generation"))
     )
     kopf.warn(body, reason=problem.reason, message=problem.message)
     return kopf.TemporaryError(problem.message, delay=RETRY_BACKOFF.delay(retry))
@@ -113,7 +117,9 @@ def apply_workers(
     """The Deployment and what scales it in the Queue's mode: an HPA, or KEDA's ScaledObject
     and TriggerAuthentication; those of other modes are deleted. A conflict (the timer or an
     autoscaler changed the object between our read and our write) is retried at once with a
-    fresh read, not left to kopf's one-minute back-off."""
+    fresh read, not left to kopf's one-minute back-off; any other refusal of the API server (or
+    of the client, which checks bodies first) is `WorkersReady=False` (`WorkersRefused`, with
+    its message)."""
     if resource.spec.workers.autoscaling.mode == "KEDA":
         problem = keda.connection_problem(url)
         if problem is not None:
@@ -124,7 +130,11 @@ def apply_workers(
             return
         except ApiException as error:
             if error.status != 409 or attempt == CONFLICT_RETRIES:
-                raise
+                message = f"the API server refused a worker object: {refusal(error)}"
+                raise NotReady("WorkersReady", "WorkersRefused", message) from None
+        except pydantic.ValidationError as error:
+            message = f"a worker object is invalid: {invalid(error)}"
+            raise NotReady("WorkersReady", "WorkersRefused", message) from None
 
 
 def _apply_workers_once(

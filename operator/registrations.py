@@ -23,7 +23,7 @@ from .crd import GROUP, PLURAL, VERSION
 from .kube import Kube
 from .observe import observe_queue
 from .reconcile import apply_queue, delete_queue, invalid_spec
-from .state import OperatorState
+from .state import OperatorState, OverLimit
 
 FINALIZER = "tablequeue.dev/finalizer"
 MAX_WORKERS = 20
@@ -64,6 +64,9 @@ def configure(settings: kopf.OperatorSettings, memo: OperatorState, **_: Any) ->
     settings.posting.level = logging.INFO
     settings.watching.server_timeout = 60
     settings.execution.max_workers = MAX_WORKERS
+    # A Queue deleted while its timer runs keeps its finalizer until kopf sees the timer exit:
+    # check every second, not kopf's 60 s (the timer's tick ends within the database bound).
+    settings.background.cancellation_polling = 1
     memo.kube_client = Kube.from_environment(connections=MAX_WORKERS)
 
 
@@ -72,18 +75,16 @@ def release(memo: OperatorState, **_: Any) -> None:
 
 
 def reconcile(
-    body: kopf.Body,
-    patch: kopf.Patch,
-    status: kopf.Status,
-    retry: int,
-    memo: OperatorState,
-    **_: Any,
+    body: kopf.Body, patch: kopf.Patch, retry: int, memo: OperatorState, **_: Any
 ) -> None:
     try:
         resource = queue_resource(body)
+        memo.settings.check(resource.spec)
+    except OverLimit as error:
+        raise invalid_spec(body, patch, error, "TooManyReplicas") from None
     except (SpecError, ValueError) as error:
-        raise invalid_spec(body, patch, status, error) from None
-    apply_queue(memo, resource, body, patch, status, retry)
+        raise invalid_spec(body, patch, error) from None
+    apply_queue(memo, resource, body, patch, retry)
 
 
 def observe(
@@ -93,6 +94,7 @@ def observe(
         return  # being deleted: no status to keep, and its gauges are gone for good
     try:
         resource = queue_resource(body)
+        memo.settings.check(resource.spec)
     except (SpecError, ValueError):
         return  # reported by reconcile
     observe_queue(memo, resource, body, patch, status)

@@ -66,6 +66,12 @@ class Database(Storage):
         spec = spec_of(self, name, row.settings)
         return Queue(self, name, self.table(row.table_name), spec)
 
+    def check_owner(self, name: str, owner: str) -> None:
+        """QueueOwnedElsewhere when another Queue resource than `owner` (`namespace/name`)
+        manages queue `name`, QueueNotFound when there is none: what the operator checks before
+        it reads a queue for a Queue resource (two namespaces may name the same queue)."""
+        registry.check_owner(self, name, owner)
+
     def publish(
         self, topic: str, message: Any, *, connection: Any = None, **options: Any
     ) -> list[Delivery]:

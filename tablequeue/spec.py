@@ -154,15 +154,24 @@ class PollInterval(SpecModel):
         return self
 
 
+MAX_REPLICAS = 1000
+"""The CRD's bound on a Queue's worker replicas; the operator's own maximum (`--max-replicas`,
+`OPERATOR_MAX_REPLICAS` unless set) may be lower."""
+OPERATOR_MAX_REPLICAS = 100
+
+
 class Autoscaling(SpecModel):
     mode: AutoscalingMode = Field(
         "Operator",
         description="Who scales the workers: the operator, an HPA, KEDA (PostgreSQL), or no one",
     )
     min_replicas: int = Field(
-        0, ge=0, description="Fewest workers; 0 scales to zero (an HPA keeps at least 1)"
+        0,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="Fewest workers; 0 scales to zero (an HPA keeps at least 1)",
     )
-    max_replicas: int = Field(10, ge=1, description="Most workers")
+    max_replicas: int = Field(10, ge=1, le=MAX_REPLICAS, description="Most workers")
     messages_per_replica: int = Field(100, ge=1, description="Backlog per worker")
     cooldown_seconds: float = Field(60.0, ge=0, description="Wait before scaling down")
 

@@ -50,6 +50,24 @@ def _check_owner(name: str, row: Any, owner: str | None) -> None:
         )
 
 
+def check_owner(storage: Storage, name: str, owner: str) -> None:
+    """Refuse (QueueOwnedElsewhere) to serve Queue resource `owner` a queue another one
+    manages, as `apply` would; QueueNotFound when there is no such queue. A registry older
+    than owners records none: its queues are anyone's to claim."""
+    with storage.transaction() as connection:
+        if not _registry_exists(storage, connection):
+            raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
+        registry = storage.registry
+        columns = {c["name"] for c in sa.inspect(connection).get_columns(registry.name)}
+        recorded = registry.c.owner if "owner" in columns else sa.null()
+        row = connection.execute(
+            sa.select(recorded.label("owner")).where(registry.c.name == name)
+        ).first()
+    if row is None:
+        raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
+    _check_owner(name, row, owner)
+
+
 def _check_queue_table(connection: Connection, table_name: str) -> None:
     """An existing table becomes a queue only if it is one (e.g. kept by `Retain`)."""
     present = {column["name"] for column in sa.inspect(connection).get_columns(table_name)}

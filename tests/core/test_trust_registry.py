@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from tablequeue import Database
 from tablequeue.cli import main
-from tablequeue.errors import NotAQueueTable, QueueOwnedElsewhere
+from tablequeue.errors import NotAQueueTable, QueueNotFound, QueueOwnedElsewhere
 from tablequeue.spec import QueueResource
 from tablequeue.storage.schema import SCHEMA_VERSION
 from tests.support.snapshot import snapshot
@@ -53,6 +53,21 @@ def test_an_unowned_queue_is_claimed_by_the_first_resource_and_kept_by_the_cli(
     assert owners(database) == {"orders": "team-a/orders"}
     with pytest.raises(QueueOwnedElsewhere):
         database.apply(resource, owner="team-b/orders")
+
+
+def test_the_operator_reads_only_a_queue_its_resource_may_own(database: Database) -> None:
+    """Issue 29: the operator's timer checks this before it reads a queue for a Queue."""
+    with pytest.raises(QueueNotFound):
+        database.check_owner("orders", "team-a/orders")  # no registry yet
+    resource = QueueResource.from_name("orders")
+    database.apply(resource)
+    database.check_owner("orders", "team-b/orders")  # unowned: anyone's to claim
+    database.apply(resource, owner="team-a/orders")
+    database.check_owner("orders", "team-a/orders")
+    with pytest.raises(QueueOwnedElsewhere, match="belongs to Queue team-a/orders"):
+        database.check_owner("orders", "team-b/orders")
+    with pytest.raises(QueueNotFound):
+        database.check_owner("mail", "team-a/mail")
 
 
 def test_a_table_that_is_not_a_queue_table_is_never_adopted(

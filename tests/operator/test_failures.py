@@ -56,8 +56,20 @@ pytestmark = pytest.mark.timeout(600)
             {"workers": {"autoscaling": {"minReplicas": 6, "maxReplicas": 5}}},
             "spec.workers.autoscaling: Invalid value: minReplicas must be <= maxReplicas",
         ),
+        (
+            {"workers": {"autoscaling": {"maxReplicas": 2147483647}}},
+            "spec.workers.autoscaling.maxReplicas: Invalid value: 2147483647",
+        ),
     ],
-    ids=["enum", "negative", "unknown-handler", "table-name", "two-handlers", "min-over-max"],
+    ids=[
+        "enum",
+        "negative",
+        "unknown-handler",
+        "table-name",
+        "two-handlers",
+        "min-over-max",
+        "replicas-bound",
+    ],
 )
 def test_the_schema_rejects_a_bad_spec_naming_the_field(
     kube: ControlPlane, spec: dict[str, Any], expected: str

@@ -10,7 +10,12 @@ import pytest
 import yaml
 
 from tablequeue.operator import builders
-from tablequeue.operator.conditions import condition, merge
+from tablequeue.operator.conditions import (
+    condition,
+    merge,
+    reconcile_refused_workers,
+    written,
+)
 from tablequeue.operator.crd import custom_resource_definition, render
 from tablequeue.spec import QueueResource, QueueSpec
 
@@ -137,6 +142,57 @@ def test_conditions_keep_transition_times_and_derive_ready() -> None:
         table["lastTransitionTime"] == first[1]["lastTransitionTime"] or table["status"] == "True"
     )
     assert [c["type"] for c in broken] == ["Ready", "TableReady", "DatabaseReachable"]
+
+
+def test_ready_needs_the_table_and_workers_nothing_refused() -> None:
+    def ready(*updates: dict[str, Any]) -> tuple[str, str]:
+        found = next(c for c in merge(None, list(updates), 1) if c["type"] == "Ready")
+        return found["status"], found["reason"]
+
+    table = condition("TableReady", True, "TableReady")
+    # The timer may write before the first reconcile: no TableReady yet is not Ready.
+    assert ready(condition("DatabaseReachable", True, "Connected")) == ("False", "Reconciling")
+    assert ready(table, condition("WorkersReady", False, "WorkersStarting")) == (
+        "True",
+        "Reconciled",
+    )
+    refused = condition("WorkersReady", False, "WorkersRefused", "the API server refused ...")
+    assert ready(table, refused) == ("False", "WorkersRefused")
+    assert ready(refused) == ("False", "WorkersRefused")
+    assert ready(table, condition("WorkersReady", False, "ScaleRefused")) == (
+        "False",
+        "ScaleRefused",
+    )
+    assert reconcile_refused_workers(merge(None, [table, refused], 1))
+    assert not reconcile_refused_workers(
+        merge(None, [table, condition("WorkersReady", False, "ScaleRefused")], 1)
+    )
+
+
+def test_conditions_are_written_into_the_freshest_body() -> None:
+    table = condition("TableReady", True, "TableReady")
+    refused = condition("WorkersReady", False, "WorkersRefused", "the API server refused ...")
+    body: dict[str, Any] = {"status": {"counts": {"Pending": 1}}}
+    written([table, refused], 1)(body)
+    assert body["status"]["counts"] == {"Pending": 1}
+
+    def reasons() -> dict[str, str]:
+        return {c["type"]: c["reason"] for c in body["status"]["conditions"]}
+
+    # The timer's WorkersReady never replaces reconcile's refusal; reconcile's success does.
+    starting = condition("WorkersReady", False, "WorkersStarting", "0 of 1 worker replicas ready")
+    written([starting], 1, timer=True)(body)
+    assert reasons() == {
+        "Ready": "WorkersRefused",
+        "TableReady": "TableReady",
+        "WorkersReady": "WorkersRefused",
+    }
+    written([table], 2, workers_applied=True)(body)
+    assert reasons() == {
+        "Ready": "Reconciled",
+        "TableReady": "TableReady",
+        "WorkersReady": "WorkersStarting",
+    }
 
 
 def test_committed_crd_is_the_generated_one() -> None:

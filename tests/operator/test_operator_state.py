@@ -14,7 +14,7 @@ from tablequeue.operator.conditions import NotReady
 from tablequeue.operator.databases import Databases
 from tablequeue.operator.gauges import QueueGauges
 from tablequeue.operator.reconcile import RETRY_BACKOFF
-from tablequeue.operator.state import OperatorState, Settings
+from tablequeue.operator.state import OperatorState, OverLimit, Settings
 from tablequeue.spec import QueueResource
 
 
@@ -58,6 +58,13 @@ def test_an_invalid_database_url_is_not_ready() -> None:
     with pytest.raises(NotReady) as raised:
         Databases().connect("nosuchengine://somewhere/db")
     assert (raised.value.kind, raised.value.reason) == ("DatabaseReachable", "InvalidDatabaseURL")
+
+
+def test_more_replicas_than_the_operators_maximum_are_refused_naming_the_setting() -> None:
+    wide = QueueResource.from_name("orders", workers={"autoscaling": {"max_replicas": 101}})
+    with pytest.raises(OverLimit, match="maxReplicas: 101 is more than this operator's maximum"):
+        Settings().check(wide.spec)
+    Settings(max_replicas=101).check(wide.spec)
 
 
 def _stats(counts: dict[str, int], backlog: int) -> QueueStats:

@@ -1,16 +1,25 @@
-"""Defects found from outside (issue 17), on a real API server: two Queues of one name in two
-namespaces never share (or drop) one table, a spec.table that is not a queue table is Ready=False
-with a Warning, and a database that never answers gets its condition without starving others."""
+"""Defects found from outside (issues 17 and 29), on a real API server: two Queues of one name in
+two namespaces never share (or drop) one table, nor does the second show the first one's counts;
+a spec.table that is not a queue table is Ready=False with a Warning, and a database that never
+answers gets its condition without starving others."""
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from tablequeue import connect
-from tests.operator.conftest import SHARED_TABLES, table_names, wait, warnings
+from tests.operator.conftest import (
+    SHARED_TABLES,
+    messages,
+    status_of,
+    table_names,
+    wait,
+    warnings,
+)
 from tests.support.kube import ControlPlane
 from tests.support.kube.fixtures import (
     Operator,
@@ -68,6 +77,50 @@ def test_a_queue_of_the_same_name_in_another_namespace_never_takes_or_drops_its_
 
         kube.kubectl("delete", "queue", "orders", "-n", namespace, "--timeout=60s")
         assert table_names(postgres_url) == SHARED_TABLES  # its owner may drop it
+    finally:
+        kube.kubectl("delete", "namespace", other, "--wait=false", "--ignore-not-found")
+
+
+def test_the_twin_in_another_namespace_never_shows_the_first_ones_counts_nor_ready(
+    kube: ControlPlane, namespace: str, clusterwide_operator: Operator, postgres_url: str
+) -> None:
+    """Issue 29: the twin's timer read the queue of its name, another namespace's, before its
+    reconcile refused it. Here its reconcile waits for the registry's lock (held by the test)
+    while its timer runs three times: the moment that race needs, made certain."""
+    other = f"{namespace}-b"
+    kube.kubectl("create", "namespace", other)
+    seen: list[dict[str, Any]] = []
+
+    def timer_ran(times: int) -> Callable[[], bool]:
+        line = f"[{other}/orders] Timer 'observe' succeeded"
+        start = clusterwide_operator.log().count(line)
+
+        def ran() -> bool:
+            seen.append(dict((get(kube, "queue", "orders", other) or {}).get("status") or {}))
+            return clusterwide_operator.log().count(line) >= start + times
+
+        return ran
+
+    try:
+        apply(kube, secret("db", namespace, postgres_url), queue("orders", namespace))
+        wait_ready(kube, "orders", namespace)
+        with connect(postgres_url) as db:
+            db.queue("orders").enqueue_many(messages(3))
+            wait(lambda: status_of(kube, "orders", namespace).get("counts") == {"Pending": 3})
+            with db.transaction() as connection:
+                db.dialect.lock_for_ddl(connection, "registry")
+                apply(kube, secret("db", other, postgres_url), queue("orders", other))
+                wait(timer_ran(3))
+        wait(condition_is(kube, "orders", other, "Ready", "False", "QueueOwnedElsewhere"))
+        wait(timer_ran(3))
+        statuses = [status for status in seen if status]
+        assert statuses, "the twin got no status"
+        for status in statuses:
+            assert not set(status) & {"counts", "backlog", "health", "replicas"}, status
+            ready = conditions({"status": status})["Ready"]
+            assert (ready["status"], ready["reason"]) == ("False", "QueueOwnedElsewhere"), status
+        assert get(kube, "deployment", "orders-workers", other) is None
+        assert conditions(get(kube, "queue", "orders", namespace))["Ready"]["status"] == "True"
     finally:
         kube.kubectl("delete", "namespace", other, "--wait=false", "--ignore-not-found")
 
