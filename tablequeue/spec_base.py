@@ -7,6 +7,10 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
+
+FREE_FORM: JsonDict = {"x-kubernetes-preserve-unknown-fields": True}
+"""The CRD schema of a field that holds any JSON (a message, headers, a pod template)."""
 
 
 class SpecModel(BaseModel):
