@@ -22,7 +22,7 @@ from tablequeue import Database, errors
 
 from . import ui
 from .auth import Auth
-from .csrf import CrossOriginGuard
+from .csrf import CrossOriginGuard, is_loopback
 from .dependencies import auth_refusal
 from .http_errors import ERROR_RESPONSES, core_error_response, error_response, invalid_request
 from .limits import MAX_BODY_BYTES, BodySizeLimit
@@ -32,8 +32,13 @@ log = logging.getLogger("tablequeue.api")
 
 
 def create_app(
-    database: Database, auth: Auth | None = None, max_body_bytes: int = MAX_BODY_BYTES
+    database: Database,
+    auth: Auth | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    listen_host: str | None = None,
 ) -> FastAPI:
+    """`listen_host`: the address uvicorn binds; without tokens on a loopback address, requests
+    naming another Host are refused (DNS rebinding, see csrf.py)."""
     app = FastAPI(
         title="tablequeue",
         summary="Message queues that live in SQL tables",
@@ -41,9 +46,10 @@ def create_app(
         responses=ERROR_RESPONSES,
     )
     app.state.database = database
-    app.state.auth = auth or Auth()
+    app.state.auth = auth = auth or Auth()
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
-    app.add_middleware(CrossOriginGuard)  # added last: runs first, before the body is read
+    loopback_only = not auth.enabled and listen_host is not None and is_loopback(listen_host)
+    app.add_middleware(CrossOriginGuard, loopback_only=loopback_only)  # runs first
     app.exception_handler(errors.TableQueueError)(core_error)
     app.exception_handler(sa.exc.DBAPIError)(statement_error)
     app.exception_handler(RequestValidationError)(invalid_request_after_auth)

@@ -11,9 +11,16 @@ says it comes from another origin:
   `Host` (or a proxy's `X-Forwarded-Host`) header does.
 Programs (the CLI, curl, client libraries) send neither header and are not affected. This holds
 with and without tokens: a local `tablequeue dev` is protected as well.
+
+A server without tokens that listens on loopback only (`tablequeue dev`, `tablequeue api` as it
+starts) also refuses every request whose `Host` is not a loopback name: a page on a domain that
+its owner points at 127.0.0.1 (DNS rebinding) is same-origin to the browser, and would read and
+change everything; its requests name that domain as their Host.
 """
 
 from __future__ import annotations
+
+import ipaddress
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -38,19 +45,45 @@ def cross_origin(headers: dict[bytes, bytes]) -> str | None:
     return f"Origin {origin.decode('latin-1')!r} is not this server"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address (as `--host` or a Host header gives it) is this machine."""
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(host: bytes) -> str:
+    text = host.decode("latin-1")
+    if text.startswith("["):  # [::1]:8000
+        return text[: text.find("]") + 1]
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+
+
 class CrossOriginGuard:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, loopback_only: bool = False) -> None:
         self.app = app
+        self.loopback_only = loopback_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] not in SAFE_METHODS:
-            why = cross_origin(dict(scope["headers"]))
-            if why is not None:
-                refusal = error_response(
-                    403,
-                    f"cross-origin request refused: {why}; changes come from this server's "
-                    "own pages or from programs",
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            why = None
+            if self.loopback_only and not is_loopback(_host_name(headers.get(b"host", b""))):
+                host = headers.get(b"host", b"").decode("latin-1")[:100]
+                why = (
+                    f"Host {host!r} is not this machine: a server without tokens that listens on "
+                    "loopback answers only localhost, 127.0.0.1 and [::1]"
                 )
-                await refusal(scope, receive, send)
+            elif scope["method"] not in SAFE_METHODS and (reason := cross_origin(headers)):
+                why = (
+                    f"cross-origin request refused: {reason}; changes come from this server's "
+                    "own pages or from programs"
+                )
+            if why is not None:
+                await error_response(403, why)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

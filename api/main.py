@@ -12,5 +12,5 @@ from .auth import Auth
 
 def run(db_url: str, host: str, port: int, auth: Auth) -> None:
     with connect(db_url) as database:
-        app = create_app(database, auth)
+        app = create_app(database, auth, listen_host=host)
         uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)

@@ -37,7 +37,8 @@ def run(folder: Path, host: str, port: int) -> None:
             # exceptions so the workers are stopped on the way out.
             signal.signal(signal.SIGTERM, _exit)
             with contextlib.suppress(KeyboardInterrupt, SystemExit):
-                uvicorn.run(create_app(database), host=host, port=port, log_level="warning")
+                app = create_app(database, listen_host=host)
+                uvicorn.run(app, host=host, port=port, log_level="warning")
     click.echo("tablequeue dev: stopped")
 
 

@@ -19,7 +19,7 @@ import pytest
 from tablequeue import Database, NewMessage, connect
 from tablequeue.api.auth import Auth
 from tablequeue.spec import QueueResource
-from tests.api.test_ui_browser import needs_browser
+from tests.api.test_ui_browser import CHROMIUM, CHROMIUM_ARGS, needs_browser
 from tests.support.api_server import serve_api
 from tests.support.snapshot import snapshot
 
@@ -121,4 +121,36 @@ def test_another_origin_cannot_change_anything_through_the_browser(
         page.evaluate(run_attack.replace("false)", "true)"))
         assert database.flow_state("orders").paused
         assert [m.status for m in database.queue("orders").messages()] == ["Cancelled"] * 3
+    database.close()
+
+
+@needs_browser
+def test_a_domain_rebound_to_loopback_cannot_reach_a_local_server_without_tokens(
+    tmp_path: Path, browser: Any
+) -> None:
+    """DNS rebinding: a page on a domain its owner points at 127.0.0.1 is same-origin with a local
+    `tablequeue dev` to the browser. Chromium maps the domain as such a DNS answer would."""
+    database, _ = seeded(tmp_path)
+    with serve_api(database, listen_host="127.0.0.1") as api:
+        rebound = api.replace("127.0.0.1", "rebound.test")
+        mapped = browser.browser_type.launch(
+            executable_path=str(CHROMIUM),
+            args=[*CHROMIUM_ARGS, "--host-resolver-rules=MAP rebound.test 127.0.0.1"],
+            headless=True,
+        )
+        try:
+            page = mapped.new_page()
+            assert page.goto(f"{rebound}/livez").status == 403
+            answers = page.evaluate(
+                """async (base) => [
+                  (await fetch(base + "/queues")).status,
+                  (await fetch(base + "/queues/orders/pause", {method: "POST"})).status,
+                ]""",
+                rebound,
+            )
+            assert answers == [403, 403]
+            assert page.goto(f"{api}/ui").status == 200  # its own names still work
+        finally:
+            mapped.close()
+    assert not database.flow_state("orders").paused
     database.close()

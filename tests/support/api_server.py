@@ -10,6 +10,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -22,7 +23,7 @@ from tests.support.waiting import wait_until
 
 
 @contextlib.contextmanager
-def serve_api(database: Database, auth: Auth | None = None, **options: int) -> Iterator[str]:
+def serve_api(database: Database, auth: Auth | None = None, **options: Any) -> Iterator[str]:
     port = free_port()
     config = uvicorn.Config(
         create_app(database, auth, **options), host="127.0.0.1", port=port, log_level="warning"
@@ -40,7 +41,7 @@ def serve_api(database: Database, auth: Auth | None = None, **options: int) -> I
 
 @contextlib.contextmanager
 def api_client(
-    database: Database, auth: Auth | None = None, **options: int
+    database: Database, auth: Auth | None = None, **options: Any
 ) -> Iterator[httpx.Client]:
     with (
         serve_api(database, auth, **options) as url,
