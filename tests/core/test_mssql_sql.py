@@ -41,6 +41,7 @@ EXPECTED = {
     "sweep": exp.Update,
     "expire": exp.Update,
     "backlog": exp.Select,
+    "due": exp.Select,
     "count_by_status": exp.Select,
     "history_settled_rows": exp.Select,
     "history_present_ids": exp.Select,
