@@ -17,6 +17,9 @@ MAX_BATCH = 10_000
 """Most messages enqueued, or ids named, in one request."""
 MAX_PAGE = 1000
 """Most messages in one page of `GET /queues/{name}/messages`."""
+MAX_REQUEST_HEAD_BYTES = 256 << 10
+"""The request line and headers uvicorn buffers (its default, 16 KiB, dropped the connection of a
+valid request: a predicate of 4,000 characters percent-encodes to up to 48 KB of URL)."""
 
 
 class BodySizeLimit:

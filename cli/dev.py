@@ -18,6 +18,7 @@ import click
 import uvicorn
 
 from tablequeue.api.app import create_app
+from tablequeue.api.limits import MAX_REQUEST_HEAD_BYTES
 from tablequeue.database import Database, connect
 
 from .examples import dev_messages, dev_queues
@@ -38,7 +39,13 @@ def run(folder: Path, host: str, port: int) -> None:
             signal.signal(signal.SIGTERM, _exit)
             with contextlib.suppress(KeyboardInterrupt, SystemExit):
                 app = create_app(database, listen_host=host)
-                uvicorn.run(app, host=host, port=port, log_level="warning")
+                uvicorn.run(
+                    app,
+                    host=host,
+                    port=port,
+                    log_level="warning",
+                    h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
+                )
     click.echo("tablequeue dev: stopped")
 
 

@@ -17,6 +17,7 @@ import uvicorn
 
 from tablequeue.api import create_app
 from tablequeue.api.auth import Auth
+from tablequeue.api.limits import MAX_REQUEST_HEAD_BYTES
 from tablequeue.database import Database
 from tests.support.postgres_server import free_port
 from tests.support.waiting import wait_until
@@ -26,7 +27,11 @@ from tests.support.waiting import wait_until
 def serve_api(database: Database, auth: Auth | None = None, **options: Any) -> Iterator[str]:
     port = free_port()
     config = uvicorn.Config(
-        create_app(database, auth, **options), host="127.0.0.1", port=port, log_level="warning"
+        create_app(database, auth, **options),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
