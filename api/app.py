@@ -24,7 +24,13 @@ from . import ui
 from .auth import Auth
 from .csrf import CrossOriginGuard, is_loopback
 from .dependencies import auth_refusal
-from .http_errors import ERROR_RESPONSES, core_error_response, error_response, invalid_request
+from .http_errors import (
+    ERROR_RESPONSES,
+    core_error_response,
+    error_response,
+    invalid_request,
+    lost_table,
+)
 from .limits import MAX_BODY_BYTES, BodySizeLimit
 from .routes import ROUTERS
 
@@ -75,15 +81,8 @@ async def statement_error(request: Request, error: sa.exc.DBAPIError) -> Respons
     name = request.path_params.get("name")
     if isinstance(name, str):
         database: Database = request.app.state.database
-        try:
-            gone = not await run_in_threadpool(lambda: database.queue(name).table_exists())
-        except errors.TableQueueError:
-            gone = False
-        if gone:
-            missing = errors.QueueTableMissing(
-                f"the table of queue {name!r} is missing (dropped outside tablequeue?): apply "
-                "the queue again"
-            )
+        missing = await run_in_threadpool(lost_table, database, name)
+        if missing is not None:
             return await core_error(request, missing)
     log.error("statement failed: %s", error)
     return error_response(500, "internal error: the database refused a statement")

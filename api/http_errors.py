@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from tablequeue import errors
+from tablequeue import Database, errors
 
 
 class ErrorBody(BaseModel):
@@ -50,6 +50,20 @@ def error_response(status: int, message: str, detail: list[str] | None = None) -
 def public_message(error: errors.TableQueueError) -> str:
     """The error's message as clients see it: never where the database lives."""
     return error.public
+
+
+def lost_table(database: Database, name: str) -> errors.QueueTableMissing | None:
+    """What a statement that failed on queue `name` means when the queue is registered but its
+    table is gone (dropped outside tablequeue); None otherwise."""
+    try:
+        if database.queue(name).table_exists():
+            return None
+    except errors.TableQueueError:
+        return None
+    return errors.QueueTableMissing(
+        f"the table of queue {name!r} is missing (dropped outside tablequeue?): apply the queue "
+        "again"
+    )
 
 
 def core_error_response(error: errors.TableQueueError) -> JSONResponse:

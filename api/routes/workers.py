@@ -16,6 +16,7 @@ from tablequeue import errors
 from tablequeue.storage.workers import WorkerInfo, presence_of
 
 from ..dependencies import READER, DatabaseArg, QueueArg
+from ..http_errors import lost_table
 from ..schemas import QueueHealth, WorkerList, WorkerOut
 
 router = APIRouter(tags=["workers"])
@@ -56,10 +57,9 @@ def queue_health(database: DatabaseArg, name: str) -> JSONResponse:
         try:
             stats = queue.stats()
         except sa.exc.DBAPIError:
-            if queue.table_exists():
+            if (missing := lost_table(database, name)) is None:
                 raise
-            missing = f"the table of queue {name!r} is missing: apply the queue again"
-            body = QueueHealth(queue=name, health="Unknown", reasons=[missing])
+            body = QueueHealth(queue=name, health="Unknown", reasons=[missing.public])
             return JSONResponse(body.model_dump(by_alias=True), 503)
         present = database.worker_presence(name)
     except errors.DatabaseUnavailable:
