@@ -14,7 +14,7 @@ from tablequeue.api.auth import Auth
 from tablequeue.spec import QueueResource
 from tablequeue.storage.workers import Heartbeat
 from tests.support.api_server import api_client
-from tests.support.postgres_server import free_port
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 MakeQueue = Callable[..., Queue]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.postgres_server import free_port
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -29,7 +29,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from tablequeue import NewMessage, connect
 from tests.support.deploy_tools import ADAPTER_RULES, DeployTools
 from tests.support.kube import ControlPlane
-from tests.support.kube.control_plane import free_port
 from tests.support.kube.fixtures import (
     Operator,
     apply,
@@ -39,6 +38,7 @@ from tests.support.kube.fixtures import (
     secret,
     wait_ready,
 )
+from tests.support.ports import free_port
 from tests.support.prometheus_server import PrometheusServer, prometheus_server
 from tests.support.waiting import wait_until
 

@@ -22,8 +22,8 @@ import pytest
 from tablequeue import NewMessage, connect
 from tablequeue.spec import QueueResource
 from tests.support.kube import ControlPlane
-from tests.support.kube.control_plane import free_port
 from tests.support.kube.fixtures import apply, get, queue, secret, wait_ready
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 from .containers import ULIMITS, build_image, image_config, image_size, podman

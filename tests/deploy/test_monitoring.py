@@ -18,8 +18,8 @@ import yaml
 from tablequeue import NewMessage, connect
 from tests.support.deploy_tools import CHART, DeployTools
 from tests.support.kube import ControlPlane
-from tests.support.kube.control_plane import free_port
 from tests.support.kube.fixtures import Operator, apply, queue, secret, wait_ready
+from tests.support.ports import free_port
 from tests.support.prometheus_server import prometheus_server
 from tests.support.waiting import wait_until
 

@@ -22,7 +22,6 @@ from tests.operator.conftest import (
     wait,
 )
 from tests.support.kube import ControlPlane
-from tests.support.kube.control_plane import free_port
 from tests.support.kube.fixtures import (
     Operator,
     apply,
@@ -31,6 +30,7 @@ from tests.support.kube.fixtures import (
     secret,
     wait_ready,
 )
+from tests.support.ports import free_port
 
 # The first test may build the control plane (minutes on a cold machine); later runs start it in
 # seconds from the user's cache folder.

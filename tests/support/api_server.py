@@ -19,7 +19,7 @@ from tablequeue.api import create_app
 from tablequeue.api.auth import Auth
 from tablequeue.api.limits import MAX_REQUEST_HEAD_BYTES
 from tablequeue.database import Database
-from tests.support.postgres_server import free_port
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 

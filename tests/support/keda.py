@@ -29,7 +29,7 @@ import pytest
 
 from tests.support.deploy_tools import SETUP_SCRIPT, DeployToolMissing, DeployTools
 from tests.support.kube import ControlPlane
-from tests.support.kube.control_plane import free_port
+from tests.support.ports import free_port
 from tests.support.processes import die_with_parent, stop_process
 from tests.support.waiting import wait_until
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pymysql
 
-from .postgres_server import free_port
+from .ports import free_port
 from .processes import stop_process
 
 USER = "tablequeue"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psycopg
 
-from .postgres_server import free_port
+from .ports import free_port
 
 
 @contextlib.contextmanager

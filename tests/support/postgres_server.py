@@ -10,7 +10,6 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,20 +18,7 @@ from pathlib import Path
 
 import psycopg
 
-_HANDED_OUT: set[int] = set()
-"""Ports this test process was given: the kernel may offer a closed port again at once, and two
-servers started one after the other (before either binds) must not get the same one."""
-
-
-def free_port() -> int:
-    """A port nothing listens on now, never one handed out before in this process."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
+from .ports import free_port
 
 
 def _bin_dir() -> Path:

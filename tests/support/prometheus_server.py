@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.support.kube.control_plane import free_port
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 SCRAPE_INTERVAL = "1s"

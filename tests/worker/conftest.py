@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import worker_app
-from tests.support.postgres_server import free_port
+from tests.support.ports import free_port
 
 from .helpers import ROOT, SYNC, StartWorker, WorkerProcess
 

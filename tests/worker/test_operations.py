@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from tablequeue import Database
 from tablequeue.spec import QueueResource
-from tests.support.postgres_server import free_port
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_records
 

@@ -26,7 +26,7 @@ from tablequeue.worker.main import serve
 from tablequeue.worker.tracing import Tracing
 from tests.support import otlp_collector, worker_app
 from tests.support.api_server import api_client
-from tests.support.postgres_server import free_port
+from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_traces
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ..postgres_server import free_port
+from ..ports import free_port
 from ..processes import die_with_parent, stop_process
 
 REPO = Path(__file__).resolve().parents[3]

@@ -28,7 +28,8 @@ import pytest
 from tests.support.processes import die_with_parent, stop_process
 from tests.support.waiting import wait_until
 
-from .control_plane import ControlPlane, free_port
+from ..ports import free_port
+from .control_plane import ControlPlane
 
 REPO = Path(__file__).resolve().parents[3]
 RBAC_FILE = REPO / "operator" / "rbac.yaml"
