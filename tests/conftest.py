@@ -33,6 +33,14 @@ ENGINES = {
     "mssql": "mssql_url",
 }
 """Every engine the conformance suite runs on, with the fixture giving a fresh database URL."""
+MSSQL_URL_VARIABLE = "TABLEQUEUE_TEST_MSSQL_URL"
+
+
+def engines_here() -> list[str]:
+    """The engines this machine runs tests on: SQL Server only when MSSQL_URL_VARIABLE names one."""
+    return [name for name in ENGINES if name != "mssql" or os.environ.get(MSSQL_URL_VARIABLE)]
+
+
 ROOT = Path(__file__).resolve().parent.parent
 _database_numbers = itertools.count()
 _namespace_numbers = itertools.count()
@@ -73,7 +81,7 @@ def mariadb_odbc_url(mariadb: MariaDbServer) -> str:
 def mssql_url() -> Iterator[str]:
     """A fresh database on the SQL Server that TABLEQUEUE_TEST_MSSQL_URL names (an
     `mssql+pyodbc://` URL of a login that may create databases); none runs here."""
-    server_url = os.environ.get("TABLEQUEUE_TEST_MSSQL_URL")
+    server_url = os.environ.get(MSSQL_URL_VARIABLE)
     if not server_url:
         pytest.skip("no SQL Server: set TABLEQUEUE_TEST_MSSQL_URL to run the suite against one")
     name = f"tablequeue_test_{os.getpid()}_{next(_database_numbers)}"

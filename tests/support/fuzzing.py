@@ -156,9 +156,11 @@ def fuzz_api(
     seeded: dict[str, list[Any]],
     requests_to_send: int,
     auth: Auth | None = None,
+    share: tuple[int, int] = (0, 1),
 ) -> Counter[str]:
     """Send generated requests; count outcomes as `"<who> <status>xx"`: with `auth`, each is
-    sent as `admin`, `reader` or `none` (no token); without, to an open API as `open`."""
+    sent as `admin`, `reader` or `none` (no token); without, to an open API as `open`.
+    `share=(i, n)` sends every n-th of the `requests_to_send` generated, from the i-th on."""
     outcomes: Counter[str] = Counter()
     rows = Rows(database)
     before = rows.snapshot()
@@ -170,7 +172,9 @@ def fuzz_api(
     changers = {"admin", "open"}
     with serve_api(database, auth or Auth()) as url, closing_session() as session:
         document = session.get(url + "/openapi.json", timeout=30).json()
-        for planned in plan_requests(document, requests_to_send, list(senders), seeded):
+        plan = plan_requests(document, requests_to_send, list(senders), seeded)
+        index, shares = share
+        for planned in plan[index::shares]:
             planned.aim(seeded)
             case, who = planned.case, planned.who
             token = senders[who]

@@ -6,8 +6,9 @@ the pytest-xdist groups that keep what must not run twice at once on one worker:
 - `spark`: a local Spark session (the `spark` fixture);
 - `slow`: any of those, or real worker processes and long generated-input runs.
 
-scripts/test runs the suite with `--dist loadgroup`: every test that needs Spark goes to one
-worker (one JVM of a gigabyte, not one per worker), and every test that builds or runs the
+scripts/test runs the suite with `--dist loadgroup`: every pipeline test goes to one worker
+(each starts a JVM: the session's Spark of a gigabyte, or a spark-submit of its own, and two at
+once starve a 2-core machine), and every test that builds or runs the
 images goes to one worker (two builds of one tag at once would race in podman's storage).
 Everything else is handed out test by test; each worker has its own throwaway servers and
 control plane (the session fixtures), so tests on different workers share nothing.
@@ -27,6 +28,8 @@ SLOW_FIXTURES = {"kube", "browser", "spark", "start_worker", "worker_processes"}
 
 XDIST_GROUPS = {"spark": "spark", "worker_image": "images", "operator_image": "images"}
 """Fixture name -> the pytest-xdist group of a test that uses it."""
+FOLDER_GROUPS = {"pipeline": "spark"}
+"""Test folder -> the pytest-xdist group of every test in it."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
@@ -39,5 +42,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if fixtures & SLOW_FIXTURES:
             item.add_marker("slow")
         groups = {XDIST_GROUPS[fixture] for fixture in fixtures & XDIST_GROUPS.keys()}
+        if item.path.parent.name in FOLDER_GROUPS:
+            groups.add(FOLDER_GROUPS[item.path.parent.name])
         for group in groups:
             item.add_marker(pytest.mark.xdist_group(group))

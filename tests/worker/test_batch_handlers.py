@@ -104,7 +104,7 @@ def test_a_cancelled_message_loses_its_outcome_the_others_of_the_call_keep_their
     make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
 ) -> None:
     queue = make_queue("orders", keep_processed_for="1h")
-    cancelled, other = enqueue(queue, [{"sleep": 20}, {"n": 1}])
+    cancelled, other = enqueue(queue, [{"sleep": 6}, {"n": 1}])
     worker = start_worker("orders", db_url, BATCH_ASYNC, *ONE_CALL)
     wait_until(lambda: cancelled in events(records, "start"), timeout=30)
     queue.cancel(queue.get(cancelled).tracking_id)
