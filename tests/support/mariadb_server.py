@@ -103,7 +103,11 @@ class MariaDbServer:
 
     @contextlib.contextmanager
     def root(self) -> Iterator[pymysql.Connection]:  # type: ignore[type-arg]
-        connection = pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True)
+        # No TLS on the socket: PyMySQL would load the system's CA store for every connection
+        # (27 ms of CPU), and the suite opens one per fresh database.
+        connection = pymysql.connect(
+            unix_socket=str(self.socket), user="root", autocommit=True, ssl_disabled=True
+        )
         try:
             yield connection
         finally:
