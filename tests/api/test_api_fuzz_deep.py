@@ -1,11 +1,12 @@
 """Deep fuzzing of the HTTP API with tokens on: 10,000 generated requests, each sent as the
 admin, as a reader or with no token. No request gets a 5xx; a refused request, a read, and
 anything a reader or an anonymous client sends leave every table exactly as it was (a snapshot
-after every request). The requests are generated once per test worker (derandomized, ~10 ms
-each; this module's tests stay on one worker) and shared out: each engine sends its share (2,500
-different requests on four engines, 5 to 28 ms each). Every request is checked on one engine, not
-on all: what differs between engines below the API is the conformance suite's to prove; the fuzz
-looks for inputs the API does not survive. `TABLEQUEUE_FUZZ_REQUESTS` changes the count.
+after every request). The requests are generated once per test process (derandomized, ~10 ms
+each; scripts/test's `--dist loadfile` keeps this module on one worker) and shared out: each
+engine sends its share (2,500 different requests on four engines, 5 to 28 ms each). Every request
+is checked on one engine, not on all: what differs between engines below the API is the
+conformance suite's to prove; the fuzz looks for inputs the API does not survive.
+`TABLEQUEUE_FUZZ_REQUESTS` changes the count.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tablequeue.api.auth import Auth
 from tests.conftest import engines_here
 from tests.support.fuzzing import fuzz_api
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deep-fuzz")]  # one plan per worker
+pytestmark = pytest.mark.slow
 
 REQUESTS = int(os.environ.get("TABLEQUEUE_FUZZ_REQUESTS", "10000"))
 AUTH = Auth(admin_token="deep-fuzz-admin", read_token="deep-fuzz-reader")
