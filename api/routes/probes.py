@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.registry import CollectorRegistry
 
 from ..dependencies import DatabaseArg
 
 router = APIRouter(include_in_schema=False)
+
+PROCESS_FIGURES = CollectorRegistry()
+"""What the API's /metrics serves: the process's own figures, never a queue's (the workers'
+counters live in the default registry, which a worker in the same process would fill)."""
+ProcessCollector(registry=PROCESS_FIGURES)
+PlatformCollector(registry=PROCESS_FIGURES)
+GCCollector(registry=PROCESS_FIGURES)
 
 
 @router.get("/livez")
@@ -24,4 +38,4 @@ def readyz(database: DatabaseArg) -> dict[str, str]:
 
 @router.get("/metrics")
 def metrics() -> Response:
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(PROCESS_FIGURES), media_type=CONTENT_TYPE_LATEST)

@@ -14,12 +14,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.deploy_tools import SETUP_SCRIPT, system_tool
@@ -151,6 +153,21 @@ def build_image(dockerfile: str, name: str) -> str:
 
     Its `deps` stage (the locked dependencies) is tagged too, so that removing what older builds
     left behind keeps it as the build cache: a change of the sources reinstalls nothing."""
+    with _one_build_at_a_time():
+        return _build_image(dockerfile, name)
+
+
+@contextmanager
+def _one_build_at_a_time() -> Iterator[None]:
+    """Another pytest (or worker) of this machine may build at the same time: its clean-up of
+    older builds would untag the image this one just made."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _build_image(dockerfile: str, name: str) -> str:
     base = base_image()
     path = REPO / dockerfile
     tag = f"localhost/{name}:test-{content_key(path, base)}"
