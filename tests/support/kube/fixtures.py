@@ -333,5 +333,20 @@ def events(kube: ControlPlane, namespace: str, name: str | None = None) -> list[
     return sorted(found, key=lambda e: (e.get("lastTimestamp") or "", e["metadata"]["name"]))
 
 
+INDEX_LOCK_RETRY = "another apply is building indexes"
+"""The Warning of an operator started right after one was killed: the dead one's database session
+may hold the index-building lock a moment longer than its process lives (PostgreSQL notices a
+vanished client when the statement ends); the new one says so and retries (it waits 0 s)."""
+
+
+def warnings_but_index_lock_retries(kube: ControlPlane, namespace: str) -> list[str]:
+    """The messages of the namespace's Warning events, but for INDEX_LOCK_RETRY's."""
+    return [
+        e["message"]
+        for e in events(kube, namespace)
+        if e["type"] == "Warning" and INDEX_LOCK_RETRY not in e["message"]
+    ]
+
+
 def wait_ready(kube: ControlPlane, name: str, namespace: str, timeout: float = 30.0) -> Any:
     return wait_until(condition_is(kube, name, namespace, "Ready", "True"), timeout=timeout)
