@@ -159,8 +159,9 @@ def build_image(dockerfile: str, name: str) -> str:
 
 @contextmanager
 def _one_build_at_a_time() -> Iterator[None]:
-    """Another pytest (or worker) of this machine may build at the same time: its clean-up of
-    older builds would untag the image this one just made."""
+    """Another pytest (or worker) of this machine may build at the same time: interleaved, one's
+    clean-up of older builds removes images while the other lists or tags them ("image not
+    known"). Two checkouts of different content still untag each other's older builds."""
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / "build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
