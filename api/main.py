@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uvicorn
 
+from tablequeue.api_settings import ApiSettings
 from tablequeue.database import connect
 
 from .app import create_app
@@ -11,13 +12,14 @@ from .auth import Auth
 from .limits import MAX_REQUEST_HEAD_BYTES
 
 
-def run(db_url: str, host: str, port: int, auth: Auth) -> None:
-    with connect(db_url) as database:
-        app = create_app(database, auth, listen_host=host)
+def run(settings: ApiSettings) -> None:
+    auth = Auth(admin_token=settings.admin_token, read_token=settings.read_token)
+    with connect(settings.db) as database:
+        app = create_app(database, auth, listen_host=settings.host)
         uvicorn.run(
             app,
-            host=host,
-            port=port,
+            host=settings.host,
+            port=settings.port,
             log_level="info",
             access_log=False,
             h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,

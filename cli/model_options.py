@@ -3,8 +3,9 @@ help and environment variable all come from the model, so no option is written t
 
 from __future__ import annotations
 
+import os
 import types
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import click
@@ -14,14 +15,36 @@ from pydantic.fields import FieldInfo
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class EnvOption(click.Option):
+    """An option that, given a bad value by an environment variable, names the variable."""
+
+    def process_value(self, ctx: click.Context, value: Any) -> Any:
+        try:
+            return super().process_value(ctx, value)
+        except click.BadParameter as error:
+            if ctx.get_parameter_source(self.name or "") is click.core.ParameterSource.ENVIRONMENT:
+                variable = next((v for v in self._envvars() if os.environ.get(v)), None)
+                if variable is not None:
+                    error.param_hint = f"{self.opts[0]} (from {variable})"
+            raise
+
+    def _envvars(self) -> list[str]:
+        if self.envvar is None:
+            return []
+        return [self.envvar] if isinstance(self.envvar, str) else list(self.envvar)
+
+
 def model_options(
     model: type[BaseModel],
-    env_name: Callable[[str], str],
+    env_name: Callable[[str], str | Sequence[str]],
     *,
     metavars: Mapping[str, str] | None = None,
     hidden: Collection[str] = (),
+    flags: Mapping[str, str] | None = None,
 ) -> Callable[[F], F]:
-    """One `--field-name` option per field, in the model's order, read also from `env_name(field)`.
+    """One `--field-name` option per field, in the model's order, read also from `env_name(field)`
+    (a variable, or several: the first set one). `flags` gives a field other flags than
+    `--field-name`, e.g. `"--standalone/--peering"`; a tuple field is a repeatable option.
 
     An option the user does not give (and whose variable is unset) arrives as its default, or
     None for fields without one: drop those None values to let the model fill them in.
@@ -33,19 +56,30 @@ def model_options(
             attributes = _attributes(field)
             if attributes.get("default") is True:  # a flag on by default needs its --no- form
                 flag = f"{flag}/--no-{flag[2:]}"
+            flag = (flags or {}).get(name, flag)
+            envvar = env_name(name)
             option = click.option(
                 flag,
                 name,
-                envvar=env_name(name),
+                cls=EnvOption,
+                envvar=envvar if isinstance(envvar, str) else list(envvar),
                 metavar=(metavars or {}).get(name),
                 hidden=name in hidden,
-                help=field.description,
+                help=_help(field.description, envvar),
                 **attributes,
             )
             function = option(function)
         return function
 
     return decorate
+
+
+def _help(description: str | None, envvar: str | Sequence[str]) -> str | None:
+    """The field's description and its variables (unless the description names them)."""
+    if description and "[env " in description:
+        return description
+    names = [envvar] if isinstance(envvar, str) else list(envvar)
+    return f"{description or ''} [env {' or '.join(names)}]".strip()
 
 
 def _attributes(field: FieldInfo) -> dict[str, Any]:
@@ -58,6 +92,10 @@ def _attributes(field: FieldInfo) -> dict[str, Any]:
     value_type = _without_none(field.annotation)
     if value_type is bool:
         attributes["is_flag"] = True
+    elif get_origin(value_type) is tuple:  # tuple[X, ...]: the option given once per value
+        attributes["multiple"] = True
+        attributes["type"] = _click_type(get_args(value_type)[0], [])
+        attributes["show_default"] = False
     else:
         attributes["type"] = _click_type(value_type, field.metadata)
     return attributes

@@ -1,73 +1,112 @@
 """The process commands: each parses its options and calls the entry point of its package.
 
 The packages are imported when their command runs, so the admin verbs start quickly and need
-none of uvicorn, kopf or the worker.
+none of uvicorn, kopf or the worker: those are extras (`pip install 'tablequeue[worker]'`, ...),
+and a process command whose extra is missing says which one to install before it reads its
+options (`ProcessCommand`). Each process's options are a settings model of the core (flags and
+TABLEQUEUE_* variables both derive from it; a flag wins over its variable).
 """
 
 from __future__ import annotations
 
 import sys
-from importlib.metadata import version
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 import pydantic
+from pydantic_settings import BaseSettings
 
-from tablequeue.spec import MAX_REPLICAS, OPERATOR_MAX_REPLICAS
+from tablequeue import api_settings, operator_settings
+from tablequeue.api_settings import ApiSettings
+from tablequeue.extras import MissingExtra, require
+from tablequeue.operator_settings import OperatorSettings
 from tablequeue.worker_settings import WorkerSettings, env_name
 
 from .model_options import model_options
-from .options import db_option, fail, friendly_errors, validation_line
+from .options import fail, friendly_errors
+
+S = TypeVar("S", bound=BaseSettings)
 
 
-@click.command()
+class ProcessCommand(click.Command):
+    """A command that runs a process of an extra: without the extra's packages, one error line
+    naming them and the `pip install` to run (exit 1), before the options are parsed (a missing
+    --db is not the first thing to fix). `--help` works without the extra."""
+
+    def __init__(self, *args: Any, extras: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.extras = tuple(extras)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not set(args) & set(ctx.help_option_names):
+            try:
+                require(f"tablequeue {self.name}", *self.extras)
+            except MissingExtra as error:
+                fail(str(error))
+        return super().parse_args(ctx, args)
+
+
+def settings(
+    model: type[S],
+    names: Callable[[str], str | Sequence[str]],
+    what: str,
+    options: dict[str, Any],
+) -> S:
+    """The process's settings from the options click read (flags, then variables); the model
+    fills in the rest. A bad value is one error line naming the flag and its variables."""
+    # An option not given arrives as None (or empty): the model's default stands.
+    given = {name: value for name, value in options.items() if value not in (None, "", ())}
+    try:
+        return model.model_validate(given)
+    except pydantic.ValidationError as error:
+        fail(f"invalid {what} option: {option_line(model, names, error)}")
+
+
+def option_line(
+    model: type[BaseSettings],
+    names: Callable[[str], str | Sequence[str]],
+    error: pydantic.ValidationError,
+) -> str:
+    """`validation_line`, with each field named by its flag and variables."""
+    problems = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else ""
+        text = str(item["msg"]).removeprefix("Value error, ")
+        if field in model.model_fields:
+            variables = names(field)
+            variables = [variables] if isinstance(variables, str) else list(variables)
+            flag = "--" + field.replace("_", "-")
+            problems.append(f"{flag} ({' or '.join(variables)}): {text}")
+        else:
+            problems.append(text)
+    return "; ".join(problems)
+
+
+@click.command(cls=ProcessCommand, extras=("worker",))
 @model_options(
     WorkerSettings, env_name, metavars={"db": "URL", "listen_db": "URL"}, hidden={"vacuum_interval"}
 )
 @friendly_errors
-def worker(**options: object) -> None:
+def worker(**options: Any) -> None:
     """Lease messages of QUEUE and hand them to a handler (options also from TABLEQUEUE_*)."""
     from tablequeue.worker.main import run
 
-    # click has read the flags and the TABLEQUEUE_* variables; the model fills in the rest.
-    given = {name: value for name, value in options.items() if value not in (None, "")}
-    try:
-        settings = WorkerSettings.model_validate(given)
-    except pydantic.ValidationError as error:
-        fail(f"invalid worker option: {validation_line(error)}")
-    sys.exit(run(settings))
+    sys.exit(run(settings(WorkerSettings, env_name, "worker", options)))
 
 
-@click.command()
-@click.option("--host", envvar="TABLEQUEUE_API_HOST", default="127.0.0.1", show_default=True)
-@click.option(
-    "--port",
-    envvar="TABLEQUEUE_API_PORT",
-    type=click.IntRange(1, 65535),
-    default=8000,
-    show_default=True,
-)
-@click.option(
-    "--admin-token",
-    envvar="TABLEQUEUE_API_ADMIN_TOKEN",
-    help="Bearer token that may change things [env TABLEQUEUE_API_ADMIN_TOKEN]",
-)
-@click.option(
-    "--read-token",
-    envvar="TABLEQUEUE_API_READ_TOKEN",
-    help="Bearer token that may only read [env TABLEQUEUE_API_READ_TOKEN]",
-)
-@db_option("Database URL [env TABLEQUEUE_DB]")
+@click.command(cls=ProcessCommand, extras=("api",))
+@model_options(ApiSettings, api_settings.env_names, metavars={"db": "URL"})
 @friendly_errors
-def api(db_url: str, host: str, port: int, admin_token: str | None, read_token: str | None) -> None:
-    """Serve the HTTP API and the admin UI (OpenAPI at /docs)."""
-    from tablequeue.api.auth import Auth
+def api(**options: Any) -> None:
+    """Serve the HTTP API and the admin UI (OpenAPI at /docs; options also from TABLEQUEUE_*)."""
     from tablequeue.api.main import run
 
-    run(db_url, host, port, Auth(admin_token=admin_token, read_token=read_token))
+    run(settings(ApiSettings, api_settings.env_names, "api", options))
 
 
-@click.command()
+@click.command(cls=ProcessCommand, extras=("api", "worker"))
 @click.option(
     "--folder",
     type=click.Path(file_okay=False),
@@ -85,84 +124,20 @@ def dev(folder: str, host: str, port: int) -> None:
     run(Path(folder), host, port)
 
 
-@click.command("operator")
-@click.option(
-    "--namespace",
-    "namespaces",
-    multiple=True,
-    envvar="TABLEQUEUE_NAMESPACES",
-    help="Watch only these namespaces (repeatable) [default: all]",
-)
-@click.option(
-    "--worker-image",
-    envvar="TABLEQUEUE_WORKER_IMAGE",
-    default=f"tablequeue/worker:{version('tablequeue')}",  # Dockerfile.worker's, the chart's
-    show_default=True,
-    help="Image of the worker sidecar when a Queue names none.",
-)
-@click.option(
-    "--interval",
-    envvar="TABLEQUEUE_OPERATOR_INTERVAL",
-    type=click.FloatRange(0.5),
-    default=10.0,
-    show_default=True,
-    help="Seconds between status updates and scaling.",
-)
-@click.option(
-    "--metrics-port",
-    envvar="TABLEQUEUE_METRICS_PORT",
-    type=click.IntRange(1, 65535),
-    default=9090,
-    show_default=True,
-)
-@click.option(
-    "--liveness-port",
-    envvar="TABLEQUEUE_LIVENESS_PORT",
-    type=click.IntRange(1, 65535),
-    default=8080,
-    show_default=True,
-)
-@click.option(
-    "--max-replicas",
-    envvar="TABLEQUEUE_OPERATOR_MAX_REPLICAS",
-    type=click.IntRange(1, MAX_REPLICAS),
-    default=OPERATOR_MAX_REPLICAS,
-    show_default=True,
-    help="The most worker replicas a Queue may ask for; more is Ready=False (TooManyReplicas).",
-)
-@click.option(
-    "--allow-sqlite/--refuse-sqlite",
-    envvar="TABLEQUEUE_OPERATOR_ALLOW_SQLITE",
-    default=False,
-    show_default=True,
-    help="Serve Queues whose Secret names a sqlite:// URL: a file in the operator's own file "
-    "system, which any tenant's Secret could choose (refused: Ready=False, SQLiteNotAllowed).",
-)
-@click.option(
-    "--standalone/--peering",
-    default=True,
-    show_default=True,
-    help="Peering lets several operator replicas take turns (needs kopf's peering CRD).",
+@click.command("operator", cls=ProcessCommand, extras=("operator",))
+@model_options(
+    OperatorSettings,
+    operator_settings.env_names,
+    metavars={"namespaces": "NAMESPACE", "worker_image": "IMAGE"},
+    flags={
+        "namespaces": "--namespace",
+        "allow_sqlite": "--allow-sqlite/--refuse-sqlite",
+        "standalone": "--standalone/--peering",
+    },
 )
 @friendly_errors
-def operator_(
-    namespaces: tuple[str, ...],
-    worker_image: str,
-    interval: float,
-    metrics_port: int,
-    liveness_port: int,
-    max_replicas: int,
-    allow_sqlite: bool,
-    standalone: bool,
-) -> None:
+def operator_(**options: Any) -> None:
     """Reconcile Queue resources: tables, default statuses, worker Deployments, scaling."""
     from tablequeue.operator.main import run
-    from tablequeue.operator.state import Settings
 
-    settings = Settings(
-        worker_image=worker_image,
-        interval=interval,
-        max_replicas=max_replicas,
-        allow_sqlite=allow_sqlite,
-    )
-    run(list(namespaces), settings, metrics_port, liveness_port, standalone)
+    run(settings(OperatorSettings, operator_settings.env_names, "operator", options))

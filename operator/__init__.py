@@ -8,3 +8,8 @@ URL) and `gauges`, all held by `state.OperatorState`, kopf's memo. `builders`, `
 
 Imported as `tablequeue.operator` (never as `operator`, the standard library module).
 """
+
+from tablequeue.extras import require
+
+# Before anything imports kopf: without the extra, one error that says what to install.
+require("tablequeue operator", "operator")

@@ -8,26 +8,21 @@ import kopf
 from prometheus_client import start_http_server
 
 from .registrations import registry
-from .state import OperatorState, Settings
+from .settings import OperatorSettings
+from .state import OperatorState
 
 
-def run(
-    namespaces: list[str],
-    settings: Settings,
-    metrics_port: int,
-    liveness_port: int,
-    standalone: bool,
-) -> None:
+def run(settings: OperatorSettings) -> None:
     # INFO to stderr, each line naming its Queue: only `kopf run` configures logging by itself.
     kopf.configure(log_prefix=True)
-    start_http_server(metrics_port)
+    start_http_server(settings.metrics_port)
     asyncio.run(
         kopf.operator(
             registry=registry(settings.interval),
             memo=OperatorState(settings),
-            clusterwide=not namespaces,
-            namespaces=namespaces,
-            liveness_endpoint=f"http://0.0.0.0:{liveness_port}/healthz",
-            standalone=standalone,
+            clusterwide=not settings.namespaces,
+            namespaces=list(settings.namespaces),
+            liveness_endpoint=f"http://0.0.0.0:{settings.liveness_port}/healthz",
+            standalone=settings.standalone,
         )
     )

@@ -7,45 +7,22 @@ Kubernetes client and the cleanup handler releases the client and the databases.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib.metadata import version
 
 from tablequeue import Database, TableQueueError
-from tablequeue.spec import OPERATOR_MAX_REPLICAS, QueueResource, QueueSpec
+from tablequeue.spec import QueueResource
 from tablequeue.storage.urls import dialect_for_url
 
 from .conditions import NotReady
 from .databases import Databases
 from .gauges import QueueGauges
 from .kube import Kube
+from .settings import OperatorSettings, OverLimit
+
+__all__ = ["OperatorState", "OverLimit", "Settings"]
 
 
-@dataclass(frozen=True)
-class Settings:
-    """What the command line sets."""
-
-    worker_image: str = f"tablequeue/worker:{version('tablequeue')}"
-    """The worker image of this release, as Dockerfile.worker and the Helm chart name it."""
-    interval: float = 10.0
-    """Seconds between status updates and scaling decisions of each Queue."""
-    max_replicas: int = OPERATOR_MAX_REPLICAS
-    """The most worker replicas a Queue may ask for (`maxReplicas`)."""
-    allow_sqlite: bool = False
-    """Serve `sqlite://` URLs: files in the operator's own file system, which a tenant's
-    Secret would otherwise choose."""
-
-    def check(self, spec: QueueSpec) -> None:
-        """A valid spec this operator refuses by its settings: OverLimit names the field."""
-        wanted = spec.workers.autoscaling.max_replicas
-        if wanted > self.max_replicas:
-            raise OverLimit(
-                f"spec.workers.autoscaling.maxReplicas: {wanted} is more than this operator's "
-                f"maximum of {self.max_replicas} (--max-replicas, "
-                "TABLEQUEUE_OPERATOR_MAX_REPLICAS)"
-            )
-
-
-class OverLimit(ValueError):
-    """A Queue asks for more than the operator's settings allow."""
+Settings = OperatorSettings
+"""What the command line and the TABLEQUEUE_* variables set (`tablequeue.operator_settings`)."""
 
 
 @dataclass(eq=False)

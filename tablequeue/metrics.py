@@ -1,4 +1,16 @@
-"""Every Prometheus metric tablequeue exports, by the names of DESIGN.md ("Metrics")."""
+"""Every Prometheus metric tablequeue exports, by the names of DESIGN.md ("Metrics").
+
+The worker's and the operator's: the core never imports this module, so `pip install tablequeue`
+needs no prometheus-client; without it, importing this is one error that says what to install.
+"""
+
+from .extras import MissingExtra, install_command, installed
+
+if not installed("prometheus_client"):
+    raise MissingExtra(
+        "tablequeue.metrics needs prometheus-client, not installed: run "
+        f"{install_command('worker')} (or the operator extra)"
+    )
 
 from prometheus_client import Counter, Gauge, Histogram
 

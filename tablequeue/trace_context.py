@@ -6,18 +6,30 @@ the `traceparent` of the enqueue request (`headers_from`). The worker reads it b
 to make its spans children of the enqueue and to pass the context on to the handler. Headers
 are matched by their lowercase W3C names. Without a current span, or without a trace context in
 the headers, each of these is a lookup or two: nothing is parsed or allocated.
+
+OpenTelemetry's API is optional here (the worker and api extras bring it, `pip install
+tablequeue` does not): without it there is no trace context to carry, and headers pass as they are.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from .extras import installed
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
 
 TRACEPARENT = "traceparent"
+
+
+@functools.cache
+def available() -> bool:
+    """Whether OpenTelemetry's API is installed (looked up once, not imported)."""
+    return installed("opentelemetry.propagate")
 
 
 def _valid(context: Context | None) -> bool:
@@ -45,7 +57,7 @@ def current_headers(context: Context | None = None) -> dict[str, str] | None:
 def headers_from(carrier: Mapping[str, Any]) -> dict[str, str] | None:
     """A valid trace context found in `carrier` (e.g. HTTP request headers), as message headers,
     normalized; None if there is none or it is malformed."""
-    if not isinstance(carrier.get(TRACEPARENT), str):
+    if not isinstance(carrier.get(TRACEPARENT), str) or not available():
         return None
     from opentelemetry import propagate
 
@@ -64,6 +76,8 @@ def with_context(
 def extract(headers: Any) -> Context | None:
     """The trace context of a message's headers, None if there is none or it is malformed."""
     if not isinstance(headers, dict) or not isinstance(headers.get(TRACEPARENT), str):
+        return None
+    if not available():
         return None
     from opentelemetry import propagate
 

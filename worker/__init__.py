@@ -6,11 +6,16 @@ raising `PermanentFailure` sends the message straight to Error. `@batch_handler`
 that takes the messages of a lease in one call and returns one outcome per message.
 """
 
-from tablequeue.errors import PermanentFailure
+from tablequeue.extras import require
 
-from .config import WorkerConfig
-from .handlers import HandlerContext, Outcome, batch_handler
-from .loop import Worker
+# Before anything imports aiohttp: without the extra, one error that says what to install.
+require("tablequeue worker", "worker")
+
+from tablequeue.errors import PermanentFailure  # noqa: E402
+
+from .config import WorkerConfig  # noqa: E402
+from .handlers import HandlerContext, Outcome, batch_handler  # noqa: E402
+from .loop import Worker  # noqa: E402
 
 __all__ = [
     "HandlerContext",

@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from tablequeue.errors import InvalidInput
+from tablequeue.extras import require
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -37,7 +38,8 @@ def provider_from_environment(queue: str) -> TracerProvider | None:
     names = [n for n in names if n != "none"]
     if not names:
         return None
-    # The SDK is imported only when tracing is on.
+    # The SDK is imported only when tracing is on; it is an extra of its own.
+    require("the worker's tracing (asked for by the OTEL_* environment)", "otel")
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import (
