@@ -65,21 +65,15 @@ def model_options(
                 envvar=envvar if isinstance(envvar, str) else list(envvar),
                 metavar=(metavars or {}).get(name),
                 hidden=name in hidden,
-                help=_help(field.description, envvar),
+                help=field.description,
+                # The variables in the help, unless the description names them already.
+                show_envvar="[env " not in (field.description or ""),
                 **attributes,
             )
             function = option(function)
         return function
 
     return decorate
-
-
-def _help(description: str | None, envvar: str | Sequence[str]) -> str | None:
-    """The field's description and its variables (unless the description names them)."""
-    if description and "[env " in description:
-        return description
-    names = [envvar] if isinstance(envvar, str) else list(envvar)
-    return f"{description or ''} [env {' or '.join(names)}]".strip()
 
 
 def _attributes(field: FieldInfo) -> dict[str, Any]:

@@ -35,7 +35,7 @@ BASE_PACKAGES = ["python3", "python3-venv", "ca-certificates"]
 BASE_RECIPE = 1
 """Bump when the base image's recipe changes in a way the lines above do not show."""
 BUILD_CONTEXT = [
-    "requirements/runtime.lock",
+    "requirements/operator.lock",
     "requirements/worker.lock",
     "pyproject.toml",
     "README.md",

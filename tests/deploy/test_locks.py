@@ -1,17 +1,26 @@
-"""The images' lock files follow pyproject.toml: requirements/runtime.lock (the operator image) pins
-every dependency and those of the engine extras both images carry (PyMySQL, pyodbc),
-requirements/worker.in (the worker image's) names every one of them but the operator's."""
+"""The images' lock files follow pyproject.toml: requirements/runtime.lock pins every runtime
+dependency (the package's and its extras' but the pipeline's and the tests'), and each image's
+list names exactly what its processes need: requirements/worker.in (Dockerfile.worker: the worker
+and the API, their spans, the engines) and requirements/operator.in (Dockerfile.operator: the
+operator and the engines); each .lock pins its .in at runtime.lock's versions."""
 
 from __future__ import annotations
 
 import re
 import tomllib
 
+import pytest
+
 from tests.support.deploy_tools import REPO
 
-OPERATOR_ONLY = {"kopf", "kubernetes"}
-IMAGE_EXTRAS = ("mysql", "odbc")
-"""The extras both images install: PyMySQL (MariaDB), pyodbc (MariaDB and SQL Server)."""
+IMAGES = {
+    "worker": ("worker", "api", "otel", "mysql", "odbc"),
+    "operator": ("operator", "mysql", "odbc"),
+}
+"""Each image's extras: PyMySQL (MariaDB) and pyodbc (MariaDB and SQL Server) in both."""
+RUNTIME_EXTRAS = ("worker", "api", "operator", "otel", "mysql", "odbc")
+NEVER_IN = {"worker": {"kopf", "kubernetes"}, "operator": {"fastapi", "uvicorn", "jinja2"}}
+"""What an image must not carry (the kubernetes client alone is 128 MB installed)."""
 
 
 def name(requirement: str) -> str:
@@ -21,10 +30,11 @@ def name(requirement: str) -> str:
     return re.sub(r"[-_.]+", "-", found.group()).lower()
 
 
-def dependencies() -> set[str]:
+def dependencies(*extras: str) -> set[str]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    extras = [project["optional-dependencies"][extra] for extra in IMAGE_EXTRAS]
-    requirements = project["dependencies"] + [each for extra in extras for each in extra]
+    requirements = list(project["dependencies"])
+    for extra in extras:
+        requirements += project["optional-dependencies"][extra]
     return {name(requirement) for requirement in requirements}
 
 
@@ -33,23 +43,35 @@ def pinned(lock: str) -> set[str]:
     return {name(line) for line in text.splitlines() if re.match(r"[A-Za-z0-9]", line)}
 
 
+def versions(lock: str) -> dict[str, str]:
+    text = (REPO / "requirements" / lock).read_text()
+    return {name(a): b for a, b in re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", text, re.M)}
+
+
 def test_locks_runtime_lock_pins_every_dependency() -> None:
-    assert dependencies() <= pinned("runtime.lock")
-    assert {"pymysql", "pyodbc"} <= dependencies()
+    assert dependencies(*RUNTIME_EXTRAS) <= pinned("runtime.lock")
+    assert "tablequeue" not in pinned("runtime.lock")
+    assert {"pymysql", "pyodbc"} <= dependencies("mysql", "odbc")
 
 
-def test_locks_worker_in_is_the_dependencies_but_the_operators() -> None:
-    lines = (REPO / "requirements" / "worker.in").read_text().splitlines()
+@pytest.mark.parametrize("image", sorted(IMAGES))
+def test_locks_image_in_is_its_extras(image: str) -> None:
+    lines = (REPO / "requirements" / f"{image}.in").read_text().splitlines()
     named = {name(line) for line in lines if line and not line.startswith(("#", "-"))}
-    assert named == dependencies() - OPERATOR_ONLY
-    assert dependencies() - OPERATOR_ONLY <= pinned("worker.lock")
-    assert not OPERATOR_ONLY & pinned("worker.lock")
+    assert named == dependencies(*IMAGES[image])
+    assert named <= pinned(f"{image}.lock")
+    assert not NEVER_IN[image] & pinned(f"{image}.lock")
 
 
-def test_locks_worker_lock_agrees_with_runtime_lock() -> None:
-    def versions(lock: str) -> dict[str, str]:
-        text = (REPO / "requirements" / lock).read_text()
-        return {name(a): b for a, b in re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", text, re.M)}
+@pytest.mark.parametrize("image", sorted(IMAGES))
+def test_locks_image_lock_agrees_with_runtime_lock(image: str) -> None:
+    lock, runtime = versions(f"{image}.lock"), versions("runtime.lock")
+    assert {k: v for k, v in lock.items() if runtime.get(k) != v} == {}
 
-    worker, runtime = versions("worker.lock"), versions("runtime.lock")
-    assert {k: v for k, v in worker.items() if runtime.get(k) != v} == {}
+
+@pytest.mark.parametrize("image", sorted(IMAGES))
+def test_locks_dockerfile_installs_its_lock(image: str) -> None:
+    dockerfile = (REPO / f"Dockerfile.{image}").read_text()
+    assert f"-r /src/requirements/{image}.lock" in dockerfile
+    ignore = (REPO / ".containerignore").read_text().splitlines()
+    assert f"!requirements/{image}.lock" in ignore
