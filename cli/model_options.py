@@ -28,7 +28,7 @@ class EnvOption(click.Option):
                     error.param_hint = f"{self.opts[0]} (from {variable})"
             raise
 
-    def get_error_hint(self, ctx: click.Context) -> str:
+    def get_error_hint(self, ctx: click.Context | None) -> str:
         """The flag alone: click would add the variables even when the flag gave the value."""
         return " / ".join(f"'{opt}'" for opt in self.opts)
 
