@@ -295,3 +295,18 @@ def test_the_chart_passes_only_options_the_models_know(name: str, template: str)
     }
     used_flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", text))
     assert used_flags and used_flags <= flags
+
+
+def test_a_value_the_model_refuses_names_the_flag_and_variables(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Past click's own checks (types, ranges), the model's: one line, flag and variables."""
+    from tablequeue.cli.processes import settings
+
+    with pytest.raises(SystemExit) as exited:
+        settings(ApiSettings, api_settings.env_names, "api", {"db": "sqlite://", "port": 0})
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == (
+        "error: invalid api option: --port (TABLEQUEUE_API_PORT or TABLEQUEUE_PORT): "
+        "Input should be greater than or equal to 1\n"
+    )
