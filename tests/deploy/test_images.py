@@ -113,6 +113,26 @@ def test_images_are_small_non_root_and_labelled(worker_image: str, operator_imag
         assert "CMD" in image_config(image, "{{json .Config.Healthcheck}}")
 
 
+def test_images_carry_their_extras_only(worker_image: str, operator_image: str) -> None:
+    """Each image installs its processes' extras (requirements/*.in): the operator image has no
+    FastAPI or uvicorn (the API runs from the worker image), and says so in one line."""
+    refused = podman("run", "--rm", *ULIMITS, operator_image, "api", "--db=sqlite://", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "error: tablequeue api needs fastapi, uvicorn, jinja2, not installed: "
+        "run pip install 'tablequeue[api]'"
+    )
+    for image, present, absent in (
+        (worker_image, "aiohttp, fastapi, opentelemetry.sdk", "kubernetes"),
+        (operator_image, "kopf, kubernetes", "opentelemetry"),
+    ):
+        script = (
+            f"import {present}\ntry:\n    import {absent}\nexcept ImportError:\n    print('ok')"
+        )
+        found = podman("run", "--rm", "--entrypoint=python3", image, "-c", script, check=False)
+        assert (found.returncode, found.stdout.strip()) == (0, "ok"), found.stderr
+
+
 IMAGE_ENGINES = {
     "postgresql": "postgres_url",
     "mariadb": "mariadb_url",
