@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from tablequeue.dialects import postgresql as postgresql_dialect
+from tablequeue.dialects import POSTGRESQL
 from tablequeue.spec import QueueSpec
 from tablequeue.storage.flow_control import rate_limit_table
 from tablequeue.storage.schema import queue_table, registry_table
@@ -37,7 +37,7 @@ def load_query(table_name: str) -> str:
     count(*) of no rows is 0, never NULL: an empty queue reads 0 (KEDA would fail on NULL).
     The table name is quoted by the compiler when it needs to be; no value is formatted in.
     """
-    dialect = postgresql_dialect.DIALECT
+    dialect = POSTGRESQL
     metadata = sa.MetaData()
     table = queue_table(metadata, table_name, dialect)
     queries = dialect.queries(table, registry_table(metadata), rate_limit_table(metadata))

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..dialects import Dialect
-from ..dialects.queries import Queries
+from ..dialects.statements import Queries
 from ..errors import DatabaseUnavailable
 from ..models import canonical_json
 from .borrowed import bare, borrowed

@@ -2,7 +2,7 @@
 
 `tests/core/golden/<engine>/<statement>.sql` holds the text each engine's driver receives for
 the table `orders`: the DDL (tables, indexes) and every named builder of
-`tablequeue/dialects/queries.py`, with bind parameters as the driver's placeholders (`%(b_n)s`,
+`tablequeue/dialects/statements.py`, with bind parameters as the driver's placeholders (`%(b_n)s`,
 `?`; an expanding list shows as `__[POSTCOMPILE_b_ids]`). Paste one into EXPLAIN with values.
 
 The test fails when a rendering changes unnoticed, when a statement has no golden file, or a
@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from tablequeue import indexes, predicate
 from tablequeue.dialects import DIALECTS
 from tablequeue.dialects.history import HistoryQueries
-from tablequeue.dialects.queries import Queries
+from tablequeue.dialects.statements import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
 from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
 from tablequeue.spec import QueueSpec

@@ -2,7 +2,7 @@
 
 - The lease is the shared UPDATE whose candidates are read `WITH (UPDLOCK, ROWLOCK, READPAST)`
   (skip rows other transactions hold), returning the leased rows with `OUTPUT inserted.*`.
-- Identities are upserted by `MERGE ... WITH (HOLDLOCK)` (`mssql_merge.py`); per-message
+- Identities are upserted by `MERGE ... WITH (HOLDLOCK)` (`merge.py`); per-message
   parameters travel as one JSON document read by `OPENJSON(?) WITH (...)`: one statement and
   one round trip per batch (batches of statements without a JSON source use pyodbc's
   `fast_executemany`).
@@ -35,13 +35,13 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.selectable import Select
 
-from ..sqltypes import UtcDateTime
-from .base import Capabilities, JsonKind, JsonPath
+from ...sqltypes import UtcDateTime
+from ..dialect import Dialect, accumulated
+from ..per_row import PerRow
+from ..statements import HELD_COLUMNS, Queries
+from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, path_text
 from .json_index import MssqlIndexes
-from .mssql_merge import Merge
-from .per_row import PerRow
-from .queries import HELD_COLUMNS, Queries
-from .sql import SqlDialect, accumulated
+from .merge import Merge
 
 COLLATION = "Latin1_General_100_BIN2_UTF8"
 PER_ROW_PARAMETER = "b_rows"
@@ -140,15 +140,8 @@ def _per_row_value(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
 
 
-def _path_text(path: JsonPath) -> str:
-    return "$" + "".join(
-        f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment)
-        for segment in path
-    )
-
-
 def _bound_path(path: JsonPath) -> sa.BindParameter[str]:
-    return sa.bindparam(None, _path_text(path), type_=sa.Unicode)
+    return sa.bindparam(None, path_text(path), type_=sa.Unicode)
 
 
 def _member(column: sa.ColumnElement[Any], path: JsonPath) -> Any:
@@ -173,7 +166,7 @@ class MssqlQueries(Queries):
         return sa.delete(self.table).where(held.where(self._held_by(per_row)).exists()), per_row
 
 
-class MssqlDialect(SqlDialect):
+class MssqlDialect(Dialect):
     name = "mssql"
     url_schemes = {"mssql": "mssql+pyodbc", "mssql+pyodbc": "mssql+pyodbc"}
     url_hint = "mssql+pyodbc://"
@@ -332,22 +325,11 @@ class MssqlDialect(SqlDialect):
     def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
         return MssqlQueries(self, table, registry, rate_limits)
 
-    def enqueue_round(
-        self,
-        connection: Connection,
-        queries: Queries,
-        *,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
-    ) -> Any:
-        written = super().enqueue_round(
-            connection, queries, queue=queue, rows=rows, upsert=upsert, idempotent=idempotent
-        )
-        if not upsert:
+    def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Any:
+        """Differs because MERGE's OUTPUT rows are untyped: the tracking id arrives as text."""
+        written = super().enqueue_round(connection, queries, batch)
+        if not batch.upsert:
             return written
-        # MERGE's OUTPUT rows are untyped: the tracking id arrives as text.
         return [
             Enqueued(r.id, r.message_id, uuid.UUID(str(r.tracking_id)), r.version, r.status)
             for r in written

@@ -18,10 +18,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from ..errors import InvalidInput
-from .base import Capabilities, JsonKind, JsonPath
+from ...errors import InvalidInput
+from ..dialect import Dialect
+from ..types import Capabilities, JsonKind, JsonPath
 from .json_index import SqliteIndexes
-from .sql import SqlDialect
 
 _TYPES: dict[JsonKind, tuple[str, ...]] = {
     "string": ("text",),
@@ -59,7 +59,7 @@ class _HintingCompiler(SQLiteCompiler):
         return text
 
 
-class SqliteDialect(SqlDialect):
+class SqliteDialect(Dialect):
     """The shared statements, run once per message (in-process: no round trips to save).
     BEGIN IMMEDIATE already serializes writers (DDL included); deleted rows' pages go to
     SQLite's free list and are reused (no vacuum); workers poll (no notifications)."""

@@ -1,7 +1,7 @@
 """MariaDB (10.11; 10.6 at least) through PyMySQL, or through pyodbc and MariaDB's ODBC driver.
 
 - The lease is a locking read (`FOR UPDATE SKIP LOCKED`) and an UPDATE by id in the same
-  transaction (MariaDB has no UPDATE ... RETURNING): two round trips, see `mysql_queries.py`.
+  transaction (MariaDB has no UPDATE ... RETURNING): two round trips, see `statements.py`.
 - Enqueues are INSERT ... SELECT FROM JSON_TABLE(...) ON DUPLICATE KEY UPDATE ... RETURNING:
   one round trip per batch; outcomes are multi-table UPDATEs and DELETEs joined to JSON_TABLE.
 - Sessions run READ COMMITTED (no gap locks: a lease never blocks enqueues), with a binary
@@ -32,13 +32,22 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from ..sqltypes import UtcDateTime
-from .base import Capabilities, JsonKind, JsonPath, LeasedRows, SweptLease
+from ...sqltypes import UtcDateTime
+from ..dialect import Dialect
+from ..statements import Queries
+from ..types import (
+    Capabilities,
+    EnqueueBatch,
+    JsonKind,
+    JsonPath,
+    LeasedRows,
+    LeaseExpiredPolicy,
+    LeaseRequest,
+    SweptLease,
+)
 from .json_index import MariaDbIndexes
-from .mysql_json import arrays_on_the_way, extract, typed_value
-from .mysql_queries import NOW_LABEL, MariaDbQueries
-from .queries import LeaseExpiredPolicy, Queries
-from .sql import SqlDialect
+from .json_paths import arrays_on_the_way, extract, typed_value
+from .statements import NOW_LABEL, MariaDbQueries
 
 COLLATION = "utf8mb4_nopad_bin"
 PER_ROW_PARAMETER = "b_rows"
@@ -134,7 +143,7 @@ _SERVER_STATUS_IN_TRANS = 1
 """The server status flag of an open transaction (MariaDB's protocol)."""
 
 
-class MariaDbDialect(SqlDialect):
+class MariaDbDialect(Dialect):
     name = "mariadb"
     url_schemes = {
         "mariadb": "mariadb+pymysql",
@@ -167,7 +176,7 @@ class MariaDbDialect(SqlDialect):
         return {}  # no partial indexes: a UNIQUE index admits any number of NULLs anyway
 
     def lease_index(self, table: sa.Table, name: str) -> sa.Index:
-        # Led by status: each leasable status is read in lease order (mysql_queries.py).
+        # Led by status: each leasable status is read in lease order (statements.py).
         c = table.c
         return sa.Index(name, c.status, c.priority.desc(), c.process_after, c.id)
 
@@ -351,21 +360,15 @@ class MariaDbDialect(SqlDialect):
     def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
         return MariaDbQueries(self, table, registry, rate_limits)
 
-    def lease(
-        self,
-        connection: Connection,
-        queries: Queries,
-        *,
-        queue: str,
-        owner: str,
-        batch_size: int,
-        lease_seconds: float,
-        correlation_id: str,
-        limited: bool = False,
-    ) -> LeasedRows:
+    def lease(self, connection: Connection, queries: Queries, request: LeaseRequest) -> LeasedRows:
+        """Differs because MariaDB has no UPDATE ... RETURNING: the candidates are read and
+        locked (SKIP LOCKED), then marked Leased by id, and the leased rows are the read rows
+        with the values the update wrote."""
         assert isinstance(queries, MariaDbQueries)
+        batch_size, lease_seconds = request.batch_size, request.lease_seconds
+        owner, correlation_id = request.owner, request.correlation_id
         candidates = connection.execute(
-            queries.lease(limited), {"b_n": batch_size, "b_queue": queue}
+            queries.lease(request.limited), {"b_n": batch_size, "b_queue": request.queue}
         ).all()
         if not candidates:
             return []
@@ -400,20 +403,11 @@ class MariaDbDialect(SqlDialect):
             for row in chosen
         ]
 
-    def enqueue_round(
-        self,
-        connection: Connection,
-        queries: Queries,
-        *,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
-    ) -> Any:
-        written = super().enqueue_round(
-            connection, queries, queue=queue, rows=rows, upsert=upsert, idempotent=idempotent
-        )
-        if upsert and idempotent:
+    def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Any:
+        """Differs because ON DUPLICATE KEY UPDATE returns every row, written or not: an
+        idempotent queue's unchanged messages are left out, as other engines' WHERE does."""
+        written = super().enqueue_round(connection, queries, batch)
+        if batch.upsert and batch.idempotent:
             return [row for row in written if row.written]
         return written
 

@@ -14,11 +14,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.sql.selectable import CompoundSelect, Select
 
-from .. import names
-from ..sqltypes import UtcDateTime
-from .enqueue_statement import enqueue_statement
-from .queries import LeaseExpiredPolicy, Queries, swept_columns
-from .statuses import literal_status
+from ... import names
+from ...sqltypes import UtcDateTime
+from ..statements import Queries, swept_columns
+from ..statuses import literal_status
+from ..types import LeaseExpiredPolicy
 
 NOW_LABEL = "b_now"
 """The database clock, selected with the lease candidates."""
@@ -129,7 +129,7 @@ class MariaDbQueries(Queries):
         return self._once(("upsert", idempotent), lambda: self._upsert(idempotent))
 
     def _upsert(self, idempotent: bool) -> tuple[sa.Insert, Any]:
-        statement, per_row = enqueue_statement(self, True, idempotent)
+        statement, per_row = self.enqueue_statement(True, idempotent)
         if idempotent:
             written = self.table.c.updated_at == self.dialect.now()
             statement = statement.returning(written.label("written"))

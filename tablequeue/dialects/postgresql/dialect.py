@@ -19,13 +19,13 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from ..errors import InvalidInput
-from . import postgresql_arrays
-from .base import Capabilities, Dialect, JsonKind, JsonPath, Rows, notify_channel
-from .driver import DriverStatement
+from ...errors import InvalidInput
+from ..dialect import Dialect
+from ..driver import DriverStatement
+from ..statements import Queries
+from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, Rows, notify_channel
+from . import arrays
 from .json_index import PostgresIndexes
-from .queries import Queries
-from .sql import SqlDialect
 
 _CASTS: dict[JsonKind, sa.types.TypeEngine[Any]] = {
     "string": sa.Text(),
@@ -108,7 +108,7 @@ class EnqueuedRow(NamedTuple):
     status: str
 
 
-class PostgresDialect(SqlDialect):
+class PostgresDialect(Dialect):
     name = "postgresql"
     url_schemes = {
         "postgresql": "postgresql+psycopg",
@@ -250,49 +250,33 @@ class PostgresDialect(SqlDialect):
         return {PER_ROW_PARAMETER: text}
 
     def per_row_arrays(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
-        return postgresql_arrays.unnest(columns)
+        return arrays.unnest(columns)
 
-    def enqueue_round(
-        self,
-        connection: Connection,
-        queries: Queries,
-        *,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
-    ) -> Rows:
-        """The enqueue statement with one binary array per column (`postgresql_arrays`), run
-        on the driver through SQLAlchemy's connection: in its transaction, with its errors."""
-        sql, parameters = self._enqueue_statement(queries, queue, rows, upsert, idempotent)
+    def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Rows:
+        """Differs because one binary array per column (`arrays`) costs PostgreSQL less than
+        a JSON document per batch: the statement runs on the driver through SQLAlchemy's
+        connection, in its transaction, with its errors."""
+        sql, parameters = self._enqueue_statement(queries, batch)
         return connection.exec_driver_sql(sql, parameters).all()
 
-    def enqueue_alone(
-        self,
-        dbapi_connection: Any,
-        queries: Queries,
-        *,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
-    ) -> Rows:
+    def enqueue_alone(self, dbapi_connection: Any, queries: Queries, batch: EnqueueBatch) -> Rows:
         """The enqueue statement (it reads the default status and notifies itself) in
         autocommit: one round trip, run on psycopg directly. One message takes the golden
         `insert_one`/`upsert_one*` (scalar parameters) through `driver.DriverStatement`
         (compiled once per table, prepared on first use, rows as tuples); several take the
         golden `insert_new`/`upsert_*` with binary placeholders for the arrays, compiled once
         per table (psycopg prepares it after a few executions)."""
-        if len(rows) == 1:
+        upsert, idempotent = batch.upsert, batch.idempotent
+        if len(batch.rows) == 1:
             one = queries.once(
                 ("alone", "one", upsert, idempotent),
                 lambda: DriverStatement(
                     queries.upsert_one(idempotent) if upsert else queries.insert_one()
                 ),
             )
-            written = one.run(dbapi_connection, rows[0] | {"b_queue": queue})
+            written = one.run(dbapi_connection, batch.rows[0] | {"b_queue": batch.queue})
             return [EnqueuedRow(*row[:5]) for row in written]  # type: ignore[misc]
-        sql, parameters = self._enqueue_statement(queries, queue, rows, upsert, idempotent)
+        sql, parameters = self._enqueue_statement(queries, batch)
         from psycopg.rows import namedtuple_row  # psycopg loads only where PostgreSQL is used
 
         with dbapi_connection.cursor(row_factory=namedtuple_row) as cursor:
@@ -301,15 +285,11 @@ class PostgresDialect(SqlDialect):
             return written_many
 
     def _enqueue_statement(
-        self,
-        queries: Queries,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
+        self, queries: Queries, batch: EnqueueBatch
     ) -> tuple[str, dict[str, Any]]:
         """The driver's text of the enqueue statement (made once per table) and the
         parameters of one execution."""
+        upsert, idempotent = batch.upsert, batch.idempotent
 
         def make() -> tuple[str, dict[str, Any], frozenset[str]]:
             statement, per_row = (
@@ -317,15 +297,13 @@ class PostgresDialect(SqlDialect):
             )
             sql, fixed = _for_driver(statement)
             names = [c.name for c in per_row.columns]
-            sql = postgresql_arrays.binary_placeholders(sql, names)
+            sql = arrays.binary_placeholders(sql, names)
             fixed = {k: v for k, v in fixed.items() if k not in names}
-            return sql, fixed, postgresql_arrays.json_columns(per_row.columns)
+            return sql, fixed, arrays.json_columns(per_row.columns)
 
         sql, fixed, json_names = queries.once(("driver", upsert, idempotent), make)
-        parameters = fixed | postgresql_arrays.parameters(
-            rows, json_names, postgresql_arrays.encode_json
-        )
-        parameters["b_queue"] = queue
+        parameters = fixed | arrays.parameters(batch.rows, json_names, arrays.encode_json)
+        parameters["b_queue"] = batch.queue
         return sql, parameters
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
@@ -419,7 +397,7 @@ class PostgresDialect(SqlDialect):
 
     async def listen(self, url: sa.URL, table_name: str, wake: asyncio.Event) -> None:
         # Imported here: psycopg's libpq loads only for a process that listens.
-        from .postgresql_listener import listen
+        from .listener import listen
 
         if self.pooler is not None:  # a pooled server connection never gets the NOTIFY
             self._say_once("behind a transaction pooler: no LISTEN, the worker polls")
