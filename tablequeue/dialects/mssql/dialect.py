@@ -37,11 +37,11 @@ from sqlalchemy.sql.selectable import Select
 
 from ...sqltypes import UtcDateTime
 from ..dialect import Dialect, accumulated
-from ..per_row import PerRow
-from ..statements import HELD_COLUMNS, Queries
+from ..statements import Queries
 from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, path_text
 from .json_index import MssqlIndexes
 from .merge import Merge
+from .statements import MssqlQueries
 
 COLLATION = "Latin1_General_100_BIN2_UTF8"
 PER_ROW_PARAMETER = "b_rows"
@@ -155,15 +155,6 @@ def _member(column: sa.ColumnElement[Any], path: JsonPath) -> Any:
         array = sa.func.json_query(column, _bound_path(parent))
         condition = sa.and_(condition, sa.func.left(array, 1) == "[")
     return members, condition
-
-
-class MssqlQueries(Queries):
-    def _delete_done(self) -> tuple[sa.Delete, PerRow]:
-        # A semi-join rather than DELETE ... FROM orders, OPENJSON(...): one FROM, plain SQL.
-        per_row = PerRow(self.dialect, HELD_COLUMNS)
-        assert per_row.source is not None
-        held: Select[Any] = sa.select(sa.literal_column("1")).select_from(per_row.source)
-        return sa.delete(self.table).where(held.where(self._held_by(per_row)).exists()), per_row
 
 
 class MssqlDialect(Dialect):

@@ -1,0 +1,21 @@
+"""SQL Server's statements where the shared ones do not fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.sql.selectable import Select
+
+from ..per_row import PerRow
+from ..statements import HELD_COLUMNS, Queries
+
+
+class MssqlQueries(Queries):
+    def _delete_done(self) -> tuple[sa.Delete, PerRow]:
+        # Differs because SQL Server's DELETE takes no per-row source in USING: a semi-join
+        # rather than DELETE ... FROM orders, OPENJSON(...) keeps one FROM, plain SQL.
+        per_row = PerRow(self.dialect, HELD_COLUMNS)
+        assert per_row.source is not None
+        held: Select[Any] = sa.select(sa.literal_column("1")).select_from(per_row.source)
+        return sa.delete(self.table).where(held.where(self._held_by(per_row)).exists()), per_row
