@@ -18,8 +18,7 @@ from sqlalchemy.dialects import postgresql
 
 from tablequeue.dialects import POSTGRESQL
 from tablequeue.spec import QueueSpec
-from tablequeue.storage.flow_control import rate_limit_table
-from tablequeue.storage.schema import queue_table, registry_table
+from tablequeue.storage.schema import queue_table, rate_limit_table, registry_table
 
 from .builders import deployment_name, labels
 

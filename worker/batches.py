@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -19,23 +20,31 @@ from tablequeue.models import Completion, Failure
 
 from . import outcomes
 from .handlers import MAX_ERROR_TEXT, BatchOutcome, HandlerFailed, PythonHandler
+from .metrics import WorkerMetrics
+from .running import Running
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from .held import HeldMessages, Running
+    from .tracing import Tracing
+
+Finish = Callable[[Running, Completion | Failure | None], None]
+"""Hands a message's outcome to the settlement (None: its lease was lost)."""
 
 
-async def handle(held: HeldMessages, entries: list[Running]) -> None:
-    """Run one call of the batch handler and hand each message's outcome to the settlement."""
-    handler = held.handler
-    assert isinstance(handler, PythonHandler)
-    m = held.metrics
+async def handle(
+    entries: list[Running],
+    handler: PythonHandler,
+    m: WorkerMetrics,
+    tracing: Tracing | None,
+    finish: Finish,
+) -> None:
+    """Run one call of the batch handler and hand each message's outcome to `finish`."""
     messages = [entry.message for entry in entries]
     now = datetime.now(UTC)
     for message in messages:
         m.queue_latency.observe(max((now - message.process_after).total_seconds(), 0.0))
-    spans = held.tracing.batch_spans(messages) if held.tracing is not None else []
+    spans = tracing.batch_spans(messages) if tracing is not None else []
     results: list[BatchOutcome]
     stopped_for: str | None = None  # the worker stopped the call: not the handler's error
     try:
@@ -76,8 +85,8 @@ async def handle(held: HeldMessages, entries: list[Running]) -> None:
             outcomes.log_failed(message, result.error)
         else:
             outcome = outcomes.completion(message, result)
-        if span is not None and held.tracing is not None:
+        if span is not None and tracing is not None:
             if isinstance(outcome, Failure):
-                held.tracing.failed(span, outcome.error)
+                tracing.failed(span, outcome.error)
             span.end()
-        held.finish(entry, outcome)
+        finish(entry, outcome)
