@@ -27,11 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tablequeue import metrics
+from tablequeue import listen_url, metrics
 from tablequeue.database import Database
 from tablequeue.errors import QueueNotFound
 from tablequeue.queue import Queue
-from tablequeue.storage.urls import listen_url
 
 from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler

@@ -455,6 +455,16 @@ class Queries:
         due = sa.and_(self.leasable, t.c.process_after <= d.now())
         return sa.select(sa.func.count(), sa.func.min(t.c.process_after), d.now()).where(due)
 
+    def load(self) -> Select[int]:
+        """The load an autoscaler scales on: due messages plus leased ones (work in hand, so
+        busy workers are not scaled away). count(*) of no rows is 0, never NULL."""
+        return self._once(("load",), self._load)
+
+    def _load(self) -> Select[int]:
+        t, d = self.table, self.dialect
+        due = sa.and_(self.leasable, t.c.process_after <= d.now())
+        return sa.select(sa.func.count()).where(sa.or_(due, self.leased))
+
     def due(self) -> Select[int]:
         """The id of one message a lease could take now, if any, read without locking it (a
         lease skips the rows other transactions hold locked)."""

@@ -70,6 +70,7 @@ QUERIES: dict[str, Callable[[Queries], Any]] = {
     "expire": lambda q: q.expire(),
     "backlog": lambda q: q.backlog(),
     "due": lambda q: q.due(),
+    "load": lambda q: q.load(),
     "count_by_status": lambda q: q.count_by_status(),
 }
 

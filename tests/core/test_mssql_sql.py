@@ -42,6 +42,7 @@ EXPECTED = {
     "expire": exp.Update,
     "backlog": exp.Select,
     "due": exp.Select,
+    "load": exp.Select,
     "count_by_status": exp.Select,
     "history_settled_rows": exp.Select,
     "history_present_ids": exp.Select,
