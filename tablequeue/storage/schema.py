@@ -212,8 +212,9 @@ CORRELATION_LENGTH = 100
 
 @dataclass(frozen=True)
 class HistoryTables:
-    """The shared tables of job history: results that outlive their message, the last
-    attempts of each message, and the housekeeping lease (one worker at a time purges)."""
+    """The shared tables of job history, one set per database: results that outlive their
+    message, the last attempts of each message, and the housekeeping lease that lets one worker
+    at a time purge a queue. Rows name their queue, so the table names are fixed."""
 
     results: sa.Table
     attempts: sa.Table
