@@ -163,9 +163,19 @@ class MariaDbDialect(Dialect):
     # --- connecting and tables --------------------------------------------------------------
 
     def id_column(self) -> sa.Column[int]:
+        """Differs because MariaDB has no SQL-standard IDENTITY columns: its engine-assigned key
+        is AUTO_INCREMENT, said here directly (SQLAlchemy renders the shared `sa.Identity()` as
+        AUTO_INCREMENT too: the DDL is the same). InnoDB keeps the counter across restarts
+        (MariaDB 10.2.4 and later), so an id is never reused."""
         return sa.Column("id", sa.BigInteger(), primary_key=True, autoincrement=True)
 
     def table_options(self) -> dict[str, Any]:
+        """Differs because MariaDB chooses a table's storage engine, character set and collation
+        from server defaults: InnoDB (transactions and row locks) whatever the server's default
+        engine, utf8mb4 (every Unicode character; MariaDB's `utf8` holds three bytes at most)
+        and `utf8mb4_nopad_bin`, so that identities and statuses compare exactly, case and
+        trailing spaces included, as on PostgreSQL and SQLite (the default utf8mb4 collation
+        ignores case)."""
         return {
             "mariadb_engine": "InnoDB",
             "mariadb_charset": "utf8mb4",
@@ -173,19 +183,23 @@ class MariaDbDialect(Dialect):
         }
 
     def partial_index_options(self, where: sa.ColumnElement[bool]) -> dict[str, Any]:
-        return {}  # no partial indexes: a UNIQUE index admits any number of NULLs anyway
+        """Differs because MariaDB has no partial indexes: none (a UNIQUE index admits any
+        number of NULLs anyway; the lease index is led by status instead, `lease_index`)."""
+        return {}
 
     def lease_index(self, table: sa.Table, name: str) -> sa.Index:
-        # Led by status: each leasable status is read in lease order (statements.py).
+        """Differs because MariaDB has no partial indexes: led by status, so that each leasable
+        status is read in lease order (statements.py)."""
         c = table.c
         return sa.Index(name, c.status, c.priority.desc(), c.process_after, c.id)
 
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
     ) -> dict[str, Any]:
-        """The drivers' connect timeout, and MariaDB's `max_statement_time` for the session
-        (PyMySQL's `init_command`; MariaDB's ODBC driver's `InitStmt`, which pyodbc adds to
-        the connection string)."""
+        """Differs because MariaDB bounds statements by a session variable, set by each
+        driver's own init statement: the drivers' connect timeout, and MariaDB's
+        `max_statement_time` for the session (PyMySQL's `init_command`; MariaDB's ODBC
+        driver's `InitStmt`, which pyodbc adds to the connection string)."""
         odbc = url.get_driver_name() == "pyodbc"
         args: dict[str, Any] = {}
         timeout_key = "timeout" if odbc else "connect_timeout"
@@ -204,10 +218,20 @@ class MariaDbDialect(Dialect):
         return args
 
     def statement_cancelled(self, error: BaseException) -> bool:
+        """Differs because MariaDB aborts a statement past `max_statement_time` with error 1969
+        (ER_STATEMENT_TIMEOUT, "... max_statement_time exceeded"): PyMySQL gives the code as
+        the error's first argument, pyodbc the SQLSTATE, so the message is read too."""
         code = error.args[0] if error.args else None
         return code == _STATEMENT_TIMEOUT or "max_statement_time exceeded" in str(error)
 
     def configure_engine(self, engine: Engine) -> None:
+        """Differs because MariaDB and its drivers need settings SQLAlchemy does not make:
+        DATETIME(6) (a plain DATETIME keeps no fraction of a second); outcomes read their
+        per-row source first (`_per_row_first`: else concurrent outcomes deadlock); through
+        PyMySQL the read bound once connected (`connect_args`); through MariaDB's ODBC driver a
+        Port key, and datetimes and UUIDs bound as text; every session READ COMMITTED (InnoDB's
+        default REPEATABLE READ takes gap locks: a lease would block enqueues) in the tables'
+        binary collation."""
         engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
         engine.dialect.statement_compiler = _per_row_first(engine.dialect.statement_compiler)
         if engine.dialect.driver == "pymysql":
@@ -250,8 +274,9 @@ class MariaDbDialect(Dialect):
                 engine.dialect._allows_uuid_binds = False  # type: ignore[attr-defined]
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
-        """A named lock held until the transaction ends (MariaDB's DDL commits implicitly, so
-        it cannot be a row lock)."""
+        """Differs because two processes applying at once could both find a table missing or
+        not migrated and both change it: a named lock held until the transaction ends
+        (MariaDB's DDL commits implicitly, so it cannot be a row lock)."""
         name = f"tablequeue:{key}"
         got = connection.execute(
             sa.select(sa.func.get_lock(name, _DDL_LOCK_TIMEOUT_SECONDS))
@@ -329,9 +354,14 @@ class MariaDbDialect(Dialect):
         return insert.on_duplicate_key_update(ordered)
 
     def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        """Differs because MariaDB has INSERT ... ON DUPLICATE KEY UPDATE (`on_conflict_key`):
+        the upsert is one statement, with no delete first."""
         return self.on_conflict_key(insert, {c: self.excluded(insert)[c] for c in columns})
 
     def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
+        """Differs because MariaDB has no ON CONFLICT (the shared `on_conflict_do_update`): ON
+        DUPLICATE KEY UPDATE, which names no key and updates the row whose primary or unique
+        key the new row collides with."""
         assert isinstance(insert, mysql.Insert)
         return insert.on_duplicate_key_update(set_)
 
@@ -339,6 +369,9 @@ class MariaDbDialect(Dialect):
         return select.with_for_update(skip_locked=True)  # unused: `lease` is overridden
 
     def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
+        """Differs because MariaDB (10.6 and later) reads every message's row from one JSON
+        parameter with JSON_TABLE: one statement and one round trip per batch, where PyMySQL's
+        executemany batches only INSERT ... VALUES and runs an UPDATE once per message."""
         definitions = ", ".join(
             f"{c.name} {_json_table_type(c.type)} PATH '$.{c.name}'" for c in columns
         )
@@ -347,8 +380,9 @@ class MariaDbDialect(Dialect):
         return sa.func.json_table(rows, shape).table_valued(*columns).alias("b")
 
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        # None is left out: a missing path is SQL NULL, where a JSON column reads `null` as
-        # JSON null. The bodies' text is as canonical_json writes it: JSON_TABLE keeps it.
+        # Differs because `per_row` reads one JSON text (JSON_TABLE). None is left out: a
+        # missing path is SQL NULL, where a JSON column reads `null` as JSON null. The bodies'
+        # text is as canonical_json writes it: JSON_TABLE keeps it.
         present = [{k: v for k, v in row.items() if v is not None} for row in rows]
         text = json.dumps(
             present, default=_per_row_value, sort_keys=True, separators=(",", ":"), allow_nan=False
@@ -358,6 +392,9 @@ class MariaDbDialect(Dialect):
     # --- whole operations -------------------------------------------------------------------
 
     def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
+        """Differs because MariaDB has no UPDATE ... RETURNING and no partial indexes:
+        `MariaDbQueries` leases, extends, sweeps and expires by reads and updates by id, and
+        its idempotent upsert says which rows it wrote."""
         return MariaDbQueries(self, table, registry, rate_limits)
 
     def lease(self, connection: Connection, queries: Queries, request: LeaseRequest) -> LeasedRows:
@@ -419,6 +456,11 @@ class MariaDbDialect(Dialect):
         on_lease_expired: LeaseExpiredPolicy,
         max_attempts: int,
     ) -> tuple[list[SweptLease], int]:
+        """Differs because MariaDB has no UPDATE ... RETURNING: the lapsed leases are read and
+        locked (SKIP LOCKED: one a worker is settling right now is left to it), then settled
+        by id; expired messages are found by a read without locks and expired by id,
+        EXPIRE_BATCH at a time (an UPDATE searching for them would lock every leasable message
+        it reads, `MariaDbQueries.expiring`)."""
         assert isinstance(queries, MariaDbQueries)
         lapsed = connection.execute(queries.sweep_lapsed_leases(on_lease_expired, max_attempts))
         swept = lapsed.all()
@@ -445,6 +487,9 @@ class MariaDbDialect(Dialect):
         ids: Sequence[int],
         lease_seconds: float,
     ) -> set[int]:
+        """Differs because MariaDB has no UPDATE ... RETURNING: the update's row count says
+        whether every lease was extended; when some were lost, `held` reads which ones the
+        owner still holds."""
         parameters = {"b_ids": list(ids), "b_owner": owner, "b_lease": lease_seconds}
         extended = connection.execute(queries.extend(), parameters).rowcount
         if extended == len(set(ids)):
@@ -455,10 +500,11 @@ class MariaDbDialect(Dialect):
     def count_by_status(
         self, connection: Connection, queries: Queries, exact: Sequence[str]
     ) -> tuple[dict[str, int], set[str]]:
-        """Exact counts, except for statuses outside `exact` with more than EXACT_COUNT_LIMIT
-        rows by the optimizer's estimates, typically Processed history: those share the
-        table's row estimate (information_schema) left after the exact counts, in proportion
-        to their index dives (EXPLAIN's rows; InnoDB caps a dive at half the table, so a dive
+        """Differs because an exact GROUP BY reads every row of a big status: exact counts,
+        except for statuses outside `exact` with more than EXACT_COUNT_LIMIT rows by the
+        optimizer's estimates, typically Processed history: those share the table's row
+        estimate (information_schema) left after the exact counts, in proportion to their
+        index dives (EXPLAIN's rows; InnoDB caps a dive at half the table, so a dive
         near that cap only says "large")."""
         table = queries.table
         present = _statuses_present(connection, table)
@@ -486,6 +532,8 @@ class MariaDbDialect(Dialect):
         where: sa.ColumnElement[bool],
         values: dict[str, Any],
     ) -> sa.Row[Any] | None:
+        """Differs because MariaDB has no UPDATE ... RETURNING: the row is chosen and locked
+        (FOR UPDATE), updated by id and read back, in the same transaction."""
         chosen = connection.execute(sa.select(table.c.id).where(where).with_for_update()).first()
         if chosen is None:
             return None
@@ -494,7 +542,8 @@ class MariaDbDialect(Dialect):
         return connection.execute(sa.select(table).where(by_id)).first()
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
-        # MariaDB refuses LIMIT in an IN (subquery) and a subquery on the table it deletes from.
+        # Differs because MariaDB refuses LIMIT in an IN (subquery) ("doesn't yet support
+        # 'LIMIT & IN/ALL/ANY/SOME subquery'"); its single-table DELETE takes a LIMIT itself.
         return sa.delete(table).where(where).with_dialect_options(mariadb_limit=limit)
 
 

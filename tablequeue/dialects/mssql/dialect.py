@@ -173,13 +173,22 @@ class MssqlDialect(Dialect):
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
     ) -> dict[str, Any]:
-        """pyodbc's login timeout. (A statement bound would be pyodbc's per-connection
+        """Differs because each driver names its bounds: pyodbc's login timeout (`timeout`).
+        (A statement bound would be pyodbc's per-connection
         `timeout` attribute, set after connecting: not applied yet.)"""
         if connect_seconds and "timeout" not in url.query:
             return {"timeout": max(1, math.ceil(connect_seconds))}
         return {}
 
     def configure_engine(self, engine: Engine) -> None:
+        """Differs because SQLAlchemy's SQL Server defaults do not fit the tables: timestamps
+        as DATETIME2(6) (DATETIME is accurate to about 3 ms) and text as NVARCHAR
+        (`_TypeCompiler`); text in a binary collation (identities and statuses compare
+        exactly) and JSON with an ISJSON check (`_DdlCompiler`); a bit column in CASE compared
+        to 1 (T-SQL has no boolean values) and the lease candidates' ORDER BY kept under TOP,
+        which SQLAlchemy drops from a subquery without a limit of its own (`_Compiler`);
+        pyodbc's fast_executemany, which sends the parameters of a batch without a JSON source
+        as arrays instead of row by row."""
         engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
         engine.dialect.ddl_compiler = _DdlCompiler
         engine.dialect.statement_compiler = _Compiler
@@ -232,7 +241,8 @@ class MssqlDialect(Dialect):
         return sa.func.coalesce(present.scalar_subquery(), 0) == 0
 
     def is_true(self, condition: sa.ColumnElement[bool]) -> sa.ColumnElement[bool]:
-        # T-SQL has no boolean values: a condition is never an argument of COALESCE.
+        # Differs because T-SQL has no boolean values: a condition is never an argument of
+        # COALESCE.
         return sa.case((condition, 1), else_=0) == 1
 
     def insert(self, table: sa.Table) -> Insert:
@@ -274,7 +284,10 @@ class MssqlDialect(Dialect):
         smallest: Sequence[str],
         latest: Sequence[str],
     ) -> sa.Executable:
-        """MERGE ... WITH (HOLDLOCK) on the primary key, from one row of bound values."""
+        """Differs because SQL Server has no INSERT ... ON CONFLICT: MERGE ... WITH (HOLDLOCK)
+        on the primary key, from one row of bound values (HOLDLOCK keeps the key range locked
+        from the match to the insert, so two writers of the same new key cannot both insert
+        it)."""
         values = [sa.literal(value, table.c[name].type).label(name) for name, value in row.items()]
         source = sa.select(*values).subquery("s")
         set_ = accumulated(table, source.c, add, largest, smallest, latest)
@@ -289,6 +302,8 @@ class MssqlDialect(Dialect):
         return locked.with_hint(select.get_final_froms()[0], _LOCK_HINT, "mssql")
 
     def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
+        """Differs because SQL Server reads every message's row from one JSON parameter with
+        OPENJSON(...) WITH (...): one statement and one round trip per batch."""
         self._json_parameters |= {c.name for c in columns if isinstance(c.type, sa.JSON)}
         definitions = ", ".join(f"{c.name} {_openjson_type(c.type)} '$.{c.name}'" for c in columns)
         rows = sa.bindparam(PER_ROW_PARAMETER, type_=sa.UnicodeText)
@@ -296,8 +311,9 @@ class MssqlDialect(Dialect):
         return _OpenJson(rows, shape).table_valued(*columns).alias("b")
 
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        # JSON values travel as their text (OPENJSON's AS JSON would drop a JSON string);
-        # None is left out, so that it is SQL NULL.
+        # Differs because `per_row` reads one JSON text (OPENJSON). JSON values travel as their
+        # text (OPENJSON's AS JSON would drop a JSON string); None is left out, so that it is
+        # SQL NULL.
         present = [
             {
                 key: json.dumps(value, sort_keys=True, separators=(",", ":"))
@@ -314,6 +330,8 @@ class MssqlDialect(Dialect):
     # --- whole operations -------------------------------------------------------------------
 
     def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
+        """Differs because T-SQL has no DELETE ... USING: `MssqlQueries` deletes completed
+        messages by a semi-join on the per-row source."""
         return MssqlQueries(self, table, registry, rate_limits)
 
     def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Any:

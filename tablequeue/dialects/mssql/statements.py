@@ -13,8 +13,9 @@ from ..statements import HELD_COLUMNS, Queries
 
 class MssqlQueries(Queries):
     def _delete_done(self) -> tuple[sa.Delete, PerRow]:
-        # Differs because SQL Server's DELETE takes no per-row source in USING: a semi-join
-        # rather than DELETE ... FROM orders, OPENJSON(...) keeps one FROM, plain SQL.
+        # Differs because T-SQL has no DELETE ... USING: the shared statement would render as
+        # T-SQL's own DELETE FROM orders FROM orders, OPENJSON(...); a semi-join (WHERE EXISTS
+        # over the per-row source) keeps one FROM, in plain SQL.
         per_row = PerRow(self.dialect, HELD_COLUMNS)
         assert per_row.source is not None
         held: Select[Any] = sa.select(sa.literal_column("1")).select_from(per_row.source)

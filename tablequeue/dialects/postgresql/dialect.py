@@ -129,8 +129,9 @@ class PostgresDialect(Dialect):
         self._said: set[str] = set()
 
     def for_url(self, url: sa.URL) -> tuple[Dialect, sa.URL]:
-        """`?pooler=transaction` (validated, then removed: libpq does not know it) gives a
-        dialect for a transaction pooler."""
+        """Differs because only PostgreSQL is reached through a transaction pooler (PgBouncer
+        pools PostgreSQL connections only): `?pooler=transaction` (validated, then removed:
+        libpq does not know it) gives a dialect for a transaction pooler."""
         self.check_url(url)
         if "pooler" not in url.query:
             return self, url
@@ -175,8 +176,11 @@ class PostgresDialect(Dialect):
         return args
 
     def transaction_setup(self, statement_seconds: float | None) -> Callable[[Any], None] | None:
-        """Behind a transaction pooler, `SET LOCAL statement_timeout` at the start of each
-        transaction (one more round trip per transaction; bench/SCALING.md section 2)."""
+        """Differs because a transaction pooler lends a server connection for one transaction
+        only, so the timeout cannot be a session setting or a startup option (`connect_args`
+        leaves it out there): behind one, `SET LOCAL statement_timeout` (which ends with the
+        transaction) at the start of each transaction (one more round trip per transaction;
+        bench/SCALING.md section 2)."""
         if self.pooler is None or not statement_seconds:
             return None
         statement = f"SET LOCAL statement_timeout = {math.ceil(statement_seconds * 1000)}"
@@ -188,6 +192,8 @@ class PostgresDialect(Dialect):
         return setup
 
     def statement_cancelled(self, error: BaseException) -> bool:
+        """Differs because PostgreSQL cancels a statement past `statement_timeout` with SQLSTATE
+        57014 (query_canceled), which psycopg's errors carry as `sqlstate`."""
         return getattr(error, "sqlstate", None) == QUERY_CANCELED
 
     def now(self) -> sa.ColumnElement[datetime]:
@@ -225,6 +231,8 @@ class PostgresDialect(Dialect):
         )
 
     def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        """Differs because PostgreSQL has INSERT ... ON CONFLICT (key) DO UPDATE: the upsert is
+        one statement, with no delete first."""
         assert isinstance(insert, pg.Insert)
         return insert.on_conflict_do_update(
             index_elements=[key], set_={c: insert.excluded[c] for c in columns}
@@ -242,14 +250,24 @@ class PostgresDialect(Dialect):
         return insert.excluded
 
     def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
+        """Differs because PostgreSQL reads every message's row from one JSON parameter
+        (`json_to_recordset`): one fixed statement text (prepared once by the driver), one
+        round trip and one plan per batch whatever its size, instead of the statement run once
+        per message."""
         rows = sa.cast(sa.bindparam(PER_ROW_PARAMETER, type_=sa.Text), pg.JSON)
         return sa.func.json_to_recordset(rows).table_valued(*columns).render_derived("b", True)
 
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """Differs because `per_row` reads one JSON text: the rows as one compact JSON array
+        (times in ISO 8601 with their offset, so that timestamptz keeps the instant; UUIDs as
+        text)."""
         text = json.dumps(rows, default=_json_default, separators=(",", ":"), allow_nan=False)
         return {PER_ROW_PARAMETER: text}
 
     def per_row_arrays(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
+        """Differs because the enqueue, which this dialect runs on the driver itself, can send
+        one binary array per column that `unnest` reads without parsing a JSON document row by
+        row (`arrays.py`: about 4 µs of the server's CPU per message less)."""
         return arrays.unnest(columns)
 
     def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Rows:
@@ -260,12 +278,13 @@ class PostgresDialect(Dialect):
         return connection.exec_driver_sql(sql, parameters).all()
 
     def enqueue_alone(self, dbapi_connection: Any, queries: Queries, batch: EnqueueBatch) -> Rows:
-        """The enqueue statement (it reads the default status and notifies itself) in
-        autocommit: one round trip, run on psycopg directly. One message takes the golden
-        `insert_one`/`upsert_one*` (scalar parameters) through `driver.DriverStatement`
-        (compiled once per table, prepared on first use, rows as tuples); several take the
-        golden `insert_new`/`upsert_*` with binary placeholders for the arrays, compiled once
-        per table (psycopg prepares it after a few executions)."""
+        """Differs because on PostgreSQL the enqueue is one statement that needs no transaction
+        around it (it reads the default status and notifies itself): in autocommit it is one
+        round trip instead of three (BEGIN, INSERT, COMMIT), run on psycopg directly. One
+        message takes the golden `insert_one`/`upsert_one*` (scalar parameters) through
+        `driver.DriverStatement` (compiled once per table, prepared on first use, rows as
+        tuples); several take the golden `insert_new`/`upsert_*` with binary placeholders for
+        the arrays, compiled once per table (psycopg prepares it after a few executions)."""
         upsert, idempotent = batch.upsert, batch.idempotent
         if len(batch.rows) == 1:
             one = queries.once(
@@ -365,6 +384,11 @@ class PostgresDialect(Dialect):
                 connection.execute(sa.select(sa.func.pg_advisory_unlock(lock_id)))
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
+        """Differs because PostgreSQL does not serialize a check-then-create
+        (`create(checkfirst=True)`) or a migration: two processes applying at once could both
+        find a table missing and both create it, and one of them would fail. DDL is
+        transactional here, so an advisory lock for the transaction (`pg_advisory_xact_lock`)
+        is held until the changes commit."""
         lock_id = zlib.crc32(f"tablequeue:{key}".encode())
         connection.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id)))
 
@@ -386,16 +410,24 @@ class PostgresDialect(Dialect):
         return bool(dbapi_connection.autocommit) and status == "IDLE"
 
     def notify(self, connection: Connection, table_name: str) -> None:
+        """Differs because PostgreSQL has LISTEN/NOTIFY: `pg_notify` on the queue's channel,
+        which PostgreSQL delivers to listeners when the transaction commits (never if it rolls
+        back)."""
         channel = sa.bindparam("b_channel", notify_channel(table_name), type_=sa.Text)
         connection.execute(sa.select(sa.func.pg_notify(channel, sa.literal_column("''"))))
 
     def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
+        """Differs because PostgreSQL can notify from within the statement: a `pg_notify`
+        subquery among the RETURNING columns wakes listeners without a round trip of its own."""
         # An uncorrelated scalar subquery is an InitPlan: run once, when the first row returns.
         channel = sa.bindparam("b_channel", notify_channel(table_name), type_=sa.Text)
         notify = sa.select(sa.func.pg_notify(channel, sa.literal_column("''")))
         return [notify.scalar_subquery().label("notified")]
 
     async def listen(self, url: sa.URL, table_name: str, wake: asyncio.Event) -> None:
+        """Differs because PostgreSQL has LISTEN/NOTIFY (`listener.py`). Behind a transaction
+        pooler it only waits until cancelled: a pooled server connection never gets the NOTIFY,
+        so the worker polls."""
         # Imported here: psycopg's libpq loads only for a process that listens.
         from .listener import listen
 
