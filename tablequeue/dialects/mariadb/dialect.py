@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,12 +26,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import mysql
-from sqlalchemy.dialects.mysql.base import MySQLTypeCompiler
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from ...sqltypes import UtcDateTime
 from ..dialect import Dialect
 from ..statements import Queries
 from ..types import (
@@ -44,6 +41,13 @@ from ..types import (
     LeaseExpiredPolicy,
     LeaseRequest,
     SweptLease,
+)
+from .compiling import (
+    TypeCompiler,
+    datetimes_as_text,
+    json_table_type,
+    per_row_first,
+    per_row_value,
 )
 from .json_index import MariaDbIndexes
 from .json_paths import arrays_on_the_way, extract, typed_value
@@ -59,84 +63,6 @@ _READ_BOUND = "tablequeue_read_bound"
 """A connect argument of ours, taken out before PyMySQL sees it: the read timeout a
 connection keeps once connected (PyMySQL's `read_timeout` also bounds the server's greeting,
 which `connect_timeout` does not)."""
-
-
-def _datetimes_as_text(parameters: Any) -> Any:
-    if not isinstance(parameters, tuple | list):
-        return parameters
-    return type(parameters)(
-        _text(value) if isinstance(value, datetime) else value for value in parameters
-    )
-
-
-def _text(value: datetime) -> str:
-    value = value.astimezone(UTC) if value.tzinfo is not None else value
-    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-class _TypeCompiler(MySQLTypeCompiler):
-    """DATETIME keeps microseconds (MariaDB's plain DATETIME rounds to whole seconds)."""
-
-    def visit_DATETIME(self, type_: Any, **kw: Any) -> str:
-        return super().visit_DATETIME(type_, **kw) if getattr(type_, "fsp", None) else "DATETIME(6)"
-
-
-def _per_row_first(compiler: type[Any]) -> type[Any]:
-    """Outcome statements join their per-row source to the queue table: read the source first
-    (`JSON_TABLE(...) AS b STRAIGHT_JOIN orders`, each row found by primary key). Left to
-    itself, with few Leased rows the optimizer reads them all through the status index first,
-    locking other workers' rows: outcomes of concurrent workers then deadlock."""
-
-    class PerRowFirst(compiler):  # type: ignore[misc]
-        def update_tables_clause(
-            self, update_stmt: Any, from_table: Any, extra_froms: list[Any], **kw: Any
-        ) -> str:
-            return self._straight_join(from_table, extra_froms, **kw)
-
-        def delete_extra_from_clause(
-            self,
-            delete_stmt: Any,
-            from_table: Any,
-            extra_froms: list[Any],
-            from_hints: Any,
-            **kw: Any,
-        ) -> str:
-            return "USING " + self._straight_join(from_table, extra_froms, **kw)
-
-        def _straight_join(self, table: Any, extra_froms: list[Any], **kw: Any) -> str:
-            kw["asfrom"] = True
-            froms = [*extra_froms, table]  # dispatched in text order: positional parameters
-            return " STRAIGHT_JOIN ".join(str(f._compiler_dispatch(self, **kw)) for f in froms)
-
-    return PerRowFirst
-
-
-def _json_table_type(type_: sa.types.TypeEngine[Any]) -> str:
-    if isinstance(type_, sa.JSON):
-        return "JSON"
-    if isinstance(type_, sa.Boolean):
-        return "BOOLEAN"
-    if isinstance(type_, sa.Integer):
-        return "BIGINT"
-    if isinstance(type_, sa.Float):
-        return "DOUBLE"
-    if isinstance(type_, UtcDateTime | sa.DateTime):
-        return "DATETIME(6)"
-    if isinstance(type_, sa.Uuid):
-        return "CHAR(36)"
-    if isinstance(type_, sa.String) and type_.length and not isinstance(type_, sa.Text):
-        return f"VARCHAR({type_.length})"
-    return "LONGTEXT"
-
-
-def _per_row_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError(f"naive datetime {value!r}: tablequeue needs timezone-aware times")
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
 
 
 _SERVER_STATUS_IN_TRANS = 1
@@ -227,13 +153,13 @@ class MariaDbDialect(Dialect):
     def configure_engine(self, engine: Engine) -> None:
         """Differs because MariaDB and its drivers need settings SQLAlchemy does not make:
         DATETIME(6) (a plain DATETIME keeps no fraction of a second); outcomes read their
-        per-row source first (`_per_row_first`: else concurrent outcomes deadlock); through
+        per-row source first (`per_row_first`: else concurrent outcomes deadlock); through
         PyMySQL the read bound once connected (`connect_args`); through MariaDB's ODBC driver a
         Port key, and datetimes and UUIDs bound as text; every session READ COMMITTED (InnoDB's
         default REPEATABLE READ takes gap locks: a lease would block enqueues) in the tables'
         binary collation."""
-        engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
-        engine.dialect.statement_compiler = _per_row_first(engine.dialect.statement_compiler)
+        engine.dialect.type_compiler_instance = TypeCompiler(engine.dialect)
+        engine.dialect.statement_compiler = per_row_first(engine.dialect.statement_compiler)
         if engine.dialect.driver == "pymysql":
 
             @event.listens_for(engine, "do_connect")
@@ -259,8 +185,8 @@ class MariaDbDialect(Dialect):
             ) -> tuple[str, Any]:
                 # MariaDB's ODBC driver drops the fraction of a bound datetime: bind text.
                 if many:
-                    return statement, [_datetimes_as_text(row) for row in parameters]
-                return statement, _datetimes_as_text(parameters)
+                    return statement, [datetimes_as_text(row) for row in parameters]
+                return statement, datetimes_as_text(parameters)
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -373,7 +299,7 @@ class MariaDbDialect(Dialect):
         parameter with JSON_TABLE: one statement and one round trip per batch, where PyMySQL's
         executemany batches only INSERT ... VALUES and runs an UPDATE once per message."""
         definitions = ", ".join(
-            f"{c.name} {_json_table_type(c.type)} PATH '$.{c.name}'" for c in columns
+            f"{c.name} {json_table_type(c.type)} PATH '$.{c.name}'" for c in columns
         )
         rows = sa.bindparam(PER_ROW_PARAMETER, type_=sa.Text)
         shape: sa.ColumnElement[Any] = sa.literal_column(f"'$[*]' COLUMNS ({definitions})")
@@ -385,7 +311,7 @@ class MariaDbDialect(Dialect):
         # text is as canonical_json writes it: JSON_TABLE keeps it.
         present = [{k: v for k, v in row.items() if v is not None} for row in rows]
         text = json.dumps(
-            present, default=_per_row_value, sort_keys=True, separators=(",", ":"), allow_nan=False
+            present, default=per_row_value, sort_keys=True, separators=(",", ":"), allow_nan=False
         )
         return {PER_ROW_PARAMETER: text}
 
