@@ -88,13 +88,6 @@ class MariaDbDialect(Dialect):
 
     # --- connecting and tables --------------------------------------------------------------
 
-    def id_column(self) -> sa.Column[int]:
-        """Differs because MariaDB has no SQL-standard IDENTITY columns: its engine-assigned key
-        is AUTO_INCREMENT, said here directly (SQLAlchemy renders the shared `sa.Identity()` as
-        AUTO_INCREMENT too: the DDL is the same). InnoDB keeps the counter across restarts
-        (MariaDB 10.2.4 and later), so an id is never reused."""
-        return sa.Column("id", sa.BigInteger(), primary_key=True, autoincrement=True)
-
     def table_options(self) -> dict[str, Any]:
         """Differs because MariaDB chooses a table's storage engine, character set and collation
         from server defaults: InnoDB (transactions and row locks) whatever the server's default
