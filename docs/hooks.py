@@ -97,9 +97,7 @@ def _model_table(schema: dict[str, Any], defs: dict[str, Any], seen: list[str]) 
         notes = [field.get("description", "")]
         notes += _constraints(field)
         text = "; ".join(n for n in notes if n)
-        rows.append(
-            f"| `{name}` | {_type(field, defs, seen)} | {default} | {_cell(text)} |"
-        )
+        rows.append(f"| `{name}` | {_type(field, defs, seen)} | {default} | {_cell(text)} |")
     return "\n".join(rows)
 
 
