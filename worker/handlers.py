@@ -188,7 +188,7 @@ BATCH_MARK = "__tablequeue_batch__"
 def batch_handler(function: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a Python handler as taking a batch: `handler(messages) -> outcomes`, one call for
     the messages of a lease (at most `concurrency` of them), one outcome per message, in order
-    (README "Batch handlers")."""
+    (docs/guides/workers.md, "Batch handlers")."""
     setattr(function, BATCH_MARK, True)
     return function
 
