@@ -21,7 +21,8 @@ its pages include with `--8<--`) is run or checked here; a block no rule covers 
 - ```json: parsed. ```sql: the ready-made SQL of docs/guides/operating.md, run on every engine
   by tests/core/test_readme_sql.py (checked here to be exactly its snippets).
 - ```dockerfile: every instruction is a Dockerfile instruction. ```text and ```mermaid are
-  output, trees and diagrams, not code.
+  output, trees and diagrams, not code; but the tree of docs/internals/layout.md names only
+  modules and folders that exist.
 """
 
 from __future__ import annotations
@@ -149,6 +150,20 @@ def test_dockerfile_blocks_are_instructions(block: Block) -> None:
     for line in logical:
         if line.strip() and not line.startswith("#"):
             assert line.split()[0] in _DOCKERFILE, f"{block}: {line}"
+
+
+def test_the_layout_names_modules_and_folders_that_exist() -> None:
+    (tree,) = [b for b in blocks("docs/internals/layout.md") if b.language == "text"]
+    code_folders = ["tablequeue", "worker", "api", "operator", "pipeline", "cli"]
+    modules = {p.name for folder in code_folders for p in (ROOT / folder).rglob("*.py")}
+    folders = {p.name for folder in code_folders for p in (ROOT / folder).rglob("*") if p.is_dir()}
+    names = re.findall(r"(?<![\w/.])([a-z_]+(?:\.py|/))(?=[\s,;:)]|$)", tree.code, re.M)
+    assert len(names) > 30
+    for name in names:
+        if name.endswith(".py"):
+            assert name in modules, f"{tree}: no module {name}"
+        else:
+            assert name[:-1] in folders | set(code_folders), f"{tree}: no folder {name}"
 
 
 # --- YAML -------------------------------------------------------------------------------------
