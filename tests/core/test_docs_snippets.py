@@ -17,7 +17,9 @@ its pages include with `--8<--`) is run or checked here; a block no rule covers 
   `curl localhost:8000/...` against the API application, `python FILE`. A block marked
   `<!-- snippet: covered-by PATH ... -->` (helm, kubectl, spark-submit, long-running processes)
   is not run: each of its commands must appear in those files, an existing test that runs them
-  (its program, subcommands and every option).
+  (its program, subcommands and every option; what none runs is listed in UNTESTED, with why);
+  `tablequeue` command lines are parsed by the CLI, and helm's `--set` keys must be in the
+  chart's values schema.
 - ```json: parsed. ```sql: the ready-made SQL of docs/guides/operating.md, run on every engine
   by tests/core/test_readme_sql.py (checked here to be exactly its snippets).
 - ```dockerfile: every instruction is a Dockerfile instruction. ```text and ```mermaid are
@@ -359,6 +361,15 @@ def parse(arguments: list[str]) -> list[str]:
     return names
 
 
+def assert_chart_value(key: str, where: str) -> None:
+    """A `--set` key is a property of the chart's values schema (values.schema.json)."""
+    schema = json.loads((ROOT / "charts" / "tablequeue" / "values.schema.json").read_text())
+    for part in key.split("."):
+        properties = schema.get("properties", {})
+        assert part in properties, f"{where}: --set {key}: no {part!r} in the values schema"
+        schema = properties[part]
+
+
 def test_mapped_shell_blocks_are_in_the_tests_that_run_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -378,6 +389,9 @@ def test_mapped_shell_blocks_are_in_the_tests_that_run_them(
                 parse(["pipeline", *arguments[script + 1 :]])
                 required = significant(" ".join(map(shlex.quote, arguments[: script + 1])))
                 required[0] = "spark-submit"
+            if name == "helm":
+                for key in [arguments[i + 1] for i, a in enumerate(arguments) if a == "--set"]:
+                    assert_chart_value(key.split("=", 1)[0], str(block))
             missing = {word for word in required if word not in source}
             assert missing <= set(UNTESTED), f"{block}: {command!r}: {missing} not in {paths}"
             untested |= missing
