@@ -1,4 +1,4 @@
-"""Every Prometheus metric tablequeue exports, by the names of DESIGN.md ("Metrics")."""
+"""Every Prometheus metric tablequeue exports; docs/reference/metrics.md is generated from here."""
 
 from prometheus_client import Counter, Gauge, Histogram
 

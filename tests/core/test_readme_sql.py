@@ -1,6 +1,6 @@
-"""The ready-made SQL of README.md ("Operating tablequeue") stays true: every snippet runs
-against a real queue table on its engine (SQL Server's are parsed as T-SQL) and answers its
-question on known data."""
+"""The ready-made SQL of docs/guides/operating.md ("Operating tablequeue") stays true: every
+snippet runs against a real queue table on its engine (SQL Server's are parsed as T-SQL) and
+answers its question on known data."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ import sqlglot
 from tablequeue import Queue, connect
 from tablequeue.spec import QueueResource
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "operating.md"
 _SNIPPET = re.compile(r"```sql\n-- ([a-z]+): ([^\n]+)\n(.*?)```", re.S)
 QUESTIONS = ("oldest due message", "errors in the last hour", "messages of one customer")
 LIVE = {"postgresql": "postgres_url", "sqlite": "sqlite_url", "mariadb": "mariadb_url"}
 
 
 def snippets() -> dict[str, dict[str, str]]:
-    """{engine: {question: sql}} from README.md."""
+    """{engine: {question: sql}} from the page."""
     found: dict[str, dict[str, str]] = {}
-    for engine, question, sql in _SNIPPET.findall(README.read_text()):
+    for engine, question, sql in _SNIPPET.findall(PAGE.read_text()):
         found.setdefault(engine, {})[question] = sql.strip().removesuffix(";")
     return found
 

@@ -43,7 +43,7 @@ def test_two_workers_drain_through_the_pooler_exactly_once(
 ) -> None:
     direct, url = through_pooler
     pooled = url + "?pooler=transaction"
-    with connect(direct) as db:  # apply over the direct URL, as README says
+    with connect(direct) as db:  # apply over the direct URL, as docs/guides/pgbouncer.md says
         db.apply(QueueResource.from_name("orders", keep_processed_for="1h"))
     workers = [
         start_worker(
