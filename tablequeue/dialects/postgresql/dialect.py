@@ -93,7 +93,7 @@ QUERY_CANCELED = "57014"
 POOLERS = ("transaction",)
 """Values of the URL parameter `?pooler=`: the pooling mode of a pooler between tablequeue
 and PostgreSQL (PgBouncer's `pool_mode = transaction`), under which a server connection
-belongs to a client for one transaction only. README, "Behind PgBouncer"."""
+belongs to a client for one transaction only. See the PgBouncer guide (docs/guides/pgbouncer.md)."""
 
 log = logging.getLogger("tablequeue.worker")
 
