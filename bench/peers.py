@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
@@ -100,9 +101,7 @@ def plan(
                 key = {"workload": "enqueue", "group": workload, "engine": engine}
                 add(
                     key | {"system": s.label, "mode": mode},
-                    lambda s=s, mode=mode: enqueue(
-                        s, mode, size.messages, size.one_box, size.batch_box
-                    ),
+                    partial(enqueue, s, mode, size.messages, size.one_box, size.batch_box),
                 )
     for engine, systems in engines:
         workload = engine if engine != "postgresql" else "drain"
@@ -117,16 +116,14 @@ def plan(
                     key = {"workload": "drain", "group": workload, "engine": engine}
                     add(
                         key | {"system": s.label, "workers": workers, "batch": batch},
-                        lambda s=s, w=workers, b=batch, d=depth: drain(
-                            s, w, b, d, size.drain_box, tmp
-                        ),
+                        partial(drain, s, workers, batch, depth, size.drain_box, tmp),
                     )
     latency_systems = [("latency", pg[name]) for name in ("worker", "pgmq", "pgqueuer")]
     latency_systems += [("latency", pg["procrastinate"]), ("sqlite", sqlite["worker"])]
     for group, s in latency_systems:
         add(
             {"workload": "latency", "group": group, "engine": s.engine, "system": s.label},
-            lambda s=s: latency(s, size.rate, size.latency_seconds, tmp),
+            partial(latency, s, size.rate, size.latency_seconds, tmp),
         )
     return items
 
@@ -207,12 +204,12 @@ def _measure(items: list[tuple[Row, Callable[[], Row]]], repeats: int) -> list[R
     return [summarize(key, done) for (key, _), done in zip(items, runs, strict=True)]
 
 
-def _one_off(row: Row, measure: Callable[[], Row], failed: Callable[[Exception], Row]) -> Row:
-    """A measurement made once: its row, or what `failed` says of its error."""
+def _one_off(row: Row, measure: Callable[[], Row], failed: Row) -> Row:
+    """A measurement made once: its row, or `failed` and the error."""
     try:
         result = row | measure()
     except Exception as error:
-        result = row | failed(error)
+        result = row | failed | {"errors": [repr(error)[:300]]}
     print(result, flush=True)
     return result
 
@@ -227,37 +224,25 @@ def _costs(
         assert isinstance(tq, TableQueue)
         for rows in size.stats_rows:
             row = {"workload": "stats", "engine": "postgresql", "system": tq.label}
-            results.append(
-                _one_off(
-                    row,
-                    lambda rows=rows: stats_cost(tq, rows),
-                    lambda e, rows=rows: {"rows": rows, "errors": [repr(e)[:300]]},
-                )
-            )
+            results.append(_one_off(row, partial(stats_cost, tq, rows), {"rows": rows}))
     if not only or {"stats", "sqlite"} & set(only):
         lite_tq = lite["tq"]
         assert isinstance(lite_tq, TableQueue)
         for rows in (r for r in size.stats_rows if r <= SQLITE_STATS_MAX_ROWS):
             row = {"workload": "stats", "engine": "sqlite", "system": lite_tq.label}
-            results.append(
-                _one_off(
-                    row,
-                    lambda rows=rows: stats_cost_sqlite(lite_tq, rows),
-                    lambda e, rows=rows: {"rows": rows, "errors": [repr(e)[:300]]},
-                )
-            )
+            results.append(_one_off(row, partial(stats_cost_sqlite, lite_tq, rows), {"rows": rows}))
     if not only or "bloat" in only:
         for name in ("worker", "pgmq", "pgqueuer"):
             s = pg[name]
             key = {"workload": "bloat", "engine": "postgresql", "system": s.label}
             results.append(
-                _one_off(
-                    key,
-                    lambda s=s: {"runs": [bloat(s, size.bloat_messages, tmp)]},
-                    lambda e: {"runs": [], "errors": [repr(e)[:300]]},
-                )
+                _one_off(key, partial(_bloat_runs, s, size.bloat_messages, tmp), {"runs": []})
             )
     return results
+
+
+def _bloat_runs(system: System, messages: int, tmp: Path) -> Row:
+    return {"runs": [bloat(system, messages, tmp)]}
 
 
 def main() -> None:

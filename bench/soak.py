@@ -25,6 +25,7 @@ Writes bench/results/soak-<date>[-short].{md,json}. A benchmark, not a test.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -55,7 +56,8 @@ from bench.worker import (
 )
 from tablequeue import Database, Queue, connect
 from tablequeue.spec import QueueResource
-from tests.support.postgres_server import free_port, postgres_server
+from tests.support.ports import free_port
+from tests.support.postgres_server import postgres_server
 
 Row = dict[str, Any]
 HANDLER = "python:bench.handlers:record_start"
@@ -187,7 +189,7 @@ def soak(url: str, server: int, args: argparse.Namespace, tmp: Path) -> Row:
     log = tmp / "workers.log"
     with processes(commands, env, log) as procs:
         for port, proc in zip(ports, procs, strict=True):
-            wait_until(lambda port=port: is_ready(port), "worker ready", proc)
+            wait_until(functools.partial(is_ready, port), "worker ready", proc)
         pids = [p.pid for p in procs]
         start: Row = {"rss_mib": [rss_mib(pid) for pid in pids], "tables": tables(url, table)}
         start["load_1min"] = _load()
@@ -295,7 +297,7 @@ def _n(value: float | None, digits: int = 0) -> str:
 
 
 def _others(sizes_now: Row, queue_table: str) -> float:
-    return sum(t["total_mib"] for n, t in sizes_now.items() if n != queue_table)
+    return float(sum(t["total_mib"] for n, t in sizes_now.items() if n != queue_table))
 
 
 def _line(row: Row, queue_table: str) -> str:
