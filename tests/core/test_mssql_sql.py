@@ -62,7 +62,7 @@ def _tsql(text: str) -> exp.Expression:
     # An expanding IN list is rendered by SQLAlchemy at execution; here it is one parameter.
     text = re.sub(r"__\[POSTCOMPILE_\w+\]", "?", text)
     [statement] = sqlglot.parse(text, read="tsql", error_level=sqlglot.ErrorLevel.RAISE)
-    assert statement is not None
+    assert isinstance(statement, exp.Expression)
     return statement
 
 
