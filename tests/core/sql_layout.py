@@ -45,6 +45,7 @@ class _Level:
     line: int  # the indentation of the line this level began last (or its parent's, if none)
     clause: str = ""
     cases: int = 0  # CASE ... END open at this level
+    ors: bool = False  # an OR at this level: its ANDs stay on their line (precedence shows)
     parts: list[str] = field(default_factory=list)
 
 
@@ -56,7 +57,8 @@ def normalized(sql: str) -> str:
 def layout(sql: str) -> str:
     """`sql` laid out one clause a line; only whitespace between tokens changes."""
     tokens = _TOKEN.findall(sql)
-    levels = [_Level(query=True, base=0, line=0)]
+    with_or = _levels_with_or(tokens)
+    levels = [_Level(query=True, base=0, line=0, ors=-1 in with_or)]
     out: list[str] = []
     for n, token in enumerate(tokens):
         level = levels[-1]
@@ -70,7 +72,7 @@ def layout(sql: str) -> str:
             query = following.upper() in _QUERY_START
             clause = following.upper() if query else ""
             base = level.line + INDENT if query else level.base
-            levels.append(_Level(query, base, line=level.line, clause=clause))
+            levels.append(_Level(query, base, line=level.line, clause=clause, ors=n in with_or))
         elif token == ")" and len(levels) > 1:
             levels.pop()
         elif token.upper() == "CASE":
@@ -78,6 +80,26 @@ def layout(sql: str) -> str:
         elif token.upper() == "END" and level.cases:
             level.cases -= 1
     return "".join(out)
+
+
+def _levels_with_or(tokens: list[str]) -> set[int]:
+    """The levels (by the index of their opening parenthesis; -1: the statement) with an OR of
+    their own, outside CASE: `a AND b OR c` split at the AND would read as `a AND (b OR c)`."""
+    found: set[int] = set()
+    stack = [[-1, 0]]  # [the level's parenthesis, its CASEs open]
+    for n, token in enumerate(tokens):
+        word = token.upper()
+        if token == "(":
+            stack.append([n, 0])
+        elif token == ")" and len(stack) > 1:
+            stack.pop()
+        elif word == "CASE":
+            stack[-1][1] += 1
+        elif word == "END" and stack[-1][1]:
+            stack[-1][1] -= 1
+        elif word == "OR" and not stack[-1][1]:
+            found.add(stack[-1][0])
+    return found
 
 
 def sql_after(tokens: list[str], start: int, length: int = 40) -> str:
@@ -99,7 +121,7 @@ def _whitespace(run: str, before: str, after: str, level: _Level) -> str:
         if clause and before.upper() != "DELETE":  # DELETE FROM stays one
             level.clause = clause.group(0)
             return _new_line(level, level.base)
-        if level.clause in _CONDITIONS and re.match(r"AND\b", after):
+        if level.clause in _CONDITIONS and not level.ors and re.match(r"AND\b", after):
             return _new_line(level, level.base + 2)
         if level.clause in _LISTS and before == ",":
             return _new_line(level, level.base + INDENT)

@@ -246,6 +246,14 @@ def test_the_layout_changes_only_whitespace() -> None:
     assert normalized(layout(sql)) == normalized(sql)
     assert sql.split() == layout(sql).split()  # what `git diff --word-diff` compares
     assert normalized("a  'x  y'") != normalized("a 'x y'")  # quotes keep their spaces
+    # An OR beside the ANDs: they stay on one line, so the layout never suggests other groups.
+    assert layout("SELECT 1 FROM t WHERE a AND b OR c AND (d OR e)") == (
+        "SELECT 1\nFROM t\nWHERE a AND b OR c AND (d OR e)"
+    )
+    assert (
+        layout("SELECT 1 FROM t WHERE a AND (b OR c)")
+        == "SELECT 1\nFROM t\nWHERE a\n  AND (b OR c)"
+    )
 
 
 def test_rendering_is_deterministic() -> None:
