@@ -182,7 +182,9 @@ ANALYZE = {"postgresql": "ANALYZE orders", "sqlite": "ANALYZE", "mariadb": "ANAL
 
 def _explain(database: Database, queue: Queue, where: str) -> str:
     table = queue.table
-    statement = sa.select(table.c.id).where(selection(queue._queue, where=where))
+    condition = selection(queue._queue, where=where)
+    assert condition is not None
+    statement = sa.select(table.c.id).where(condition)
     sql_dialect = database.engine.dialect
     compiled = statement.compile(dialect=sql_dialect, compile_kwargs={"render_postcompile": True})
     params: Any = compiled.params

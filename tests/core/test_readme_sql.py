@@ -13,6 +13,7 @@ import sqlglot
 
 from tablequeue import Queue, connect
 from tablequeue.spec import QueueResource
+from tests.support.stored import stored_id
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "operating.md"
 _SNIPPET = re.compile(r"```sql\n-- ([a-z]+): ([^\n]+)\n(.*?)```", re.S)
@@ -38,16 +39,17 @@ def test_every_engine_answers_every_question() -> None:
 def test_sql_server_snippets_parse_as_t_sql() -> None:
     for question, sql in snippets()["mssql"].items():
         parsed = sqlglot.parse_one(sql, read="tsql")
-        assert parsed.find(sqlglot.exp.Table).name == "orders", question
+        table = parsed.find(sqlglot.exp.Table)
+        assert table is not None and table.name == "orders", question
 
 
 def _fill(queue: Queue) -> dict[str, set[int]]:
     """Messages whose answers are known; the expected ids per question."""
-    first = queue.enqueue({"Customer": {"Id": "C-42"}, "Total": 10}).id
+    first = stored_id(queue.enqueue({"Customer": {"Id": "C-42"}, "Total": 10}))
     queue.enqueue({"Customer": {"Id": "C-7"}, "Total": 20})
     queue.enqueue({"Customer": {"Id": "C-42"}}, after=3600)  # Sleeping, not due
-    failed = queue.enqueue({"Customer": {"Id": "C-42"}, "Total": 30}).id
-    old_error = queue.enqueue({"Customer": {"Id": "C-9"}}).id
+    failed = stored_id(queue.enqueue({"Customer": {"Id": "C-42"}, "Total": 30}))
+    old_error = stored_id(queue.enqueue({"Customer": {"Id": "C-9"}}))
     assert queue.set_status("Error", ids=[failed, old_error]) == 2
     table = queue.table
     with queue.database.transaction() as connection:
