@@ -35,6 +35,7 @@ import re
 import shlex
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -353,12 +354,20 @@ def parse(arguments: list[str]) -> list[str]:
     context = command.make_context("tablequeue", list(arguments))
     names = []
     while isinstance(command, click.Group):
-        name, sub, rest = command.resolve_command(context, context.protected_args + context.args)
+        name, sub, rest = command.resolve_command(context, _group_tokens(context))
         assert name is not None and sub is not None, f"no command in {arguments}"
         names.append(name)
         command = sub
         context = command.make_context(name, rest, parent=context)
     return names
+
+
+def _group_tokens(context: click.Context) -> list[str]:
+    """What follows a group's own options: Click 8 keeps the subcommand's name apart, in
+    `protected_args` (deprecated: Click 9 puts everything in `args`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [*context.protected_args, *context.args]
 
 
 def assert_chart_value(key: str, where: str) -> None:
