@@ -1,4 +1,5 @@
-"""The FastAPI application: JSON routes of DESIGN.md ("HTTP API and admin UI"), probes, admin UI.
+"""The FastAPI application: JSON routes (docs/guides/api.md, docs/reference/http-api.md),
+probes, admin UI.
 
 `create_app` only assembles: the routers live in `routes/` (JSON API, one module a resource) and
 `ui/` (pages). Routes are plain `def`s: FastAPI runs them in its thread pool, where the

@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any, Self, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
-from tablequeue.limits import MAX_PRIORITY
+from tablequeue.limits import ATTEMPTS_KEPT, MAX_PRIORITY
 from tablequeue.models import Delivery as CoreDelivery
 from tablequeue.models import Enqueued, Message, NewMessage
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 from tablequeue.queue import history
-from tablequeue.storage.history import ATTEMPTS_KEPT
 
 from .limits import MAX_BATCH
 

@@ -19,13 +19,15 @@ import pstats
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
 from bench.cpu import Meter, postmaster_pid
 from bench.worker import body
-from tablequeue import connect
+from tablequeue import Queue, connect
 from tablequeue.spec import QueueResource
 from tests.support.postgres_server import PostgresServer
 
@@ -39,6 +41,68 @@ def _statements_between_marks(log: Path) -> int:
     return sum(1 for line in between if "LOG:  statement:" in line or "LOG:  execute" in line)
 
 
+def _enqueuer(queue: Queue, own: psycopg.Connection[Any] | None) -> Callable[[int], None]:
+    """Enqueues n messages one call each, in the caller's transaction when `own` is given."""
+
+    def enqueue(n: int) -> None:
+        for i in range(n):
+            if own is None:
+                queue.enqueue(body(i))
+            else:
+                with own.transaction():
+                    queue.enqueue(body(i), connection=own)
+
+    return enqueue
+
+
+def _round_trips(server: PostgresServer, enqueue: Callable[[int], None]) -> float:
+    """The statements PostgreSQL logs per enqueue (its statement log switched on for this)."""
+    with psycopg.connect(server.url, autocommit=True) as admin:
+        admin.execute("ALTER SYSTEM SET log_statement = 'all'")
+        admin.execute("SELECT pg_reload_conf()")
+        time.sleep(0.5)  # the reload reaches every backend before its next statement
+        enqueue(3)
+        admin.execute(f"SELECT '{MARK}'")
+        enqueue(10)
+        admin.execute(f"SELECT '{MARK}'")
+    return _statements_between_marks(server.base / "log") / 10
+
+
+def _measure(args: argparse.Namespace, server: PostgresServer) -> None:
+    db = connect(server.url)
+    db.apply(QueueResource.from_name("orders"))
+    queue = db.queue("orders")
+    own = psycopg.connect(server.url) if args.connection else None
+    enqueue = _enqueuer(queue, own)
+    enqueue(200)  # warm: pool, prepared statements, compiled cache
+    load = os.getloadavg()
+    meter = Meter(postmaster_pid(server.data))
+    began = time.perf_counter()
+    profile = cProfile.Profile(time.process_time) if args.profile else None  # CPU, not waiting
+    if profile is not None:
+        profile.runcall(enqueue, args.messages)
+    else:
+        enqueue(args.messages)
+    elapsed = time.perf_counter() - began
+    cpu = meter.per_message(args.messages)
+    end_load = os.getloadavg()
+    round_trips = _round_trips(server, enqueue)
+    if os.environ.get("SHOW_LOG"):
+        print((server.base / "log").read_text()[-6000:])
+    print(
+        f"{args.messages} enqueues{' (caller transaction)' if own else ''}:"
+        f" {args.messages / elapsed:,.0f} msg/s, client {cpu['client_cpu_us']:.0f} µs/msg,"
+        f" server {cpu['server_cpu_us']:.0f} µs/msg, round trips per enqueue {round_trips:g},"
+        f" load {load[0]:.2f} -> {end_load[0]:.2f}"
+    )
+    if profile is not None:
+        pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
+    if own is not None:
+        own.close()
+    db.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=3000)
@@ -50,55 +114,7 @@ def main() -> None:
     try:
         server.init()
         server.start()
-        db = connect(server.url)
-        db.apply(QueueResource.from_name("orders"))
-        queue = db.queue("orders")
-        own = psycopg.connect(server.url) if args.connection else None
-
-        def enqueue(n: int) -> None:
-            for i in range(n):
-                if own is None:
-                    queue.enqueue(body(i))
-                else:
-                    with own.transaction():
-                        queue.enqueue(body(i), connection=own)
-
-        enqueue(200)  # warm: pool, prepared statements, compiled cache
-        load = os.getloadavg()
-        meter = Meter(postmaster_pid(server.data))
-        began = time.perf_counter()
-        if args.profile:
-            profile = cProfile.Profile(time.process_time)  # CPU, not waiting
-            profile.runcall(enqueue, args.messages)
-        else:
-            enqueue(args.messages)
-        elapsed = time.perf_counter() - began
-        cpu = meter.per_message(args.messages)
-        end_load = os.getloadavg()
-
-        with psycopg.connect(server.url, autocommit=True) as admin:
-            admin.execute("ALTER SYSTEM SET log_statement = 'all'")
-            admin.execute("SELECT pg_reload_conf()")
-            time.sleep(0.5)  # the reload reaches every backend before its next statement
-            enqueue(3)
-            admin.execute(f"SELECT '{MARK}'")
-            enqueue(10)
-            admin.execute(f"SELECT '{MARK}'")
-        round_trips = _statements_between_marks(base / "log") / 10
-        if os.environ.get("SHOW_LOG"):
-            print((base / "log").read_text()[-6000:])
-        print(
-            f"{args.messages} enqueues{' (caller transaction)' if own else ''}:"
-            f" {args.messages / elapsed:,.0f} msg/s, client {cpu['client_cpu_us']:.0f} µs/msg,"
-            f" server {cpu['server_cpu_us']:.0f} µs/msg, round trips per enqueue {round_trips:g},"
-            f" load {load[0]:.2f} -> {end_load[0]:.2f}"
-        )
-        if args.profile:
-            pstats.Stats(profile).sort_stats("tottime").print_stats(25)
-            pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
-        if own is not None:
-            own.close()
-        db.close()
+        _measure(args, server)
     finally:
         try:
             server.stop("immediate")

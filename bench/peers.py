@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
@@ -52,8 +53,8 @@ from bench.systems.pgqueuer_peer import Pgqueuer
 from bench.systems.procrastinate_peer import Procrastinate
 from bench.systems.tq import TableQueue, TableQueueWorker
 from bench.worker import ROOT
-from tests.support.mariadb_server import mariadb_server
-from tests.support.postgres_server import postgres_server
+from tests.support.mariadb_server import MariaDbServer, mariadb_server
+from tests.support.postgres_server import PostgresServer, postgres_server
 
 WORKLOADS = ("enqueue", "drain", "latency", "stats", "bloat", "sqlite", "mariadb")
 PEERS = ("pgmq", "pgqueuer", "procrastinate", "asyncpg", "psycopg", "sqlalchemy")
@@ -100,9 +101,7 @@ def plan(
                 key = {"workload": "enqueue", "group": workload, "engine": engine}
                 add(
                     key | {"system": s.label, "mode": mode},
-                    lambda s=s, mode=mode: enqueue(
-                        s, mode, size.messages, size.one_box, size.batch_box
-                    ),
+                    partial(enqueue, s, mode, size.messages, size.one_box, size.batch_box),
                 )
     for engine, systems in engines:
         workload = engine if engine != "postgresql" else "drain"
@@ -117,21 +116,19 @@ def plan(
                     key = {"workload": "drain", "group": workload, "engine": engine}
                     add(
                         key | {"system": s.label, "workers": workers, "batch": batch},
-                        lambda s=s, w=workers, b=batch, d=depth: drain(
-                            s, w, b, d, size.drain_box, tmp
-                        ),
+                        partial(drain, s, workers, batch, depth, size.drain_box, tmp),
                     )
     latency_systems = [("latency", pg[name]) for name in ("worker", "pgmq", "pgqueuer")]
     latency_systems += [("latency", pg["procrastinate"]), ("sqlite", sqlite["worker"])]
     for group, s in latency_systems:
         add(
             {"workload": "latency", "group": group, "engine": s.engine, "system": s.label},
-            lambda s=s: latency(s, size.rate, size.latency_seconds, tmp),
+            partial(latency, s, size.rate, size.latency_seconds, tmp),
         )
     return items
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument(
@@ -146,16 +143,112 @@ def main() -> None:
     )
     parser.add_argument("--report", type=Path, help="only rewrite the .md of a results .json")
     parser.add_argument("--note", action="append", help="with --report: add a note to the .md")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _rewrite_report(report: Path, notes: list[str] | None) -> None:
+    """--report: the targets and the .md of a results .json written again."""
+    document = json.loads(report.read_text())
+    document["targets"] = goals = targets(document["results"])
+    report.write_text(json.dumps(document, indent=1, default=str) + "\n")
+    about, command = document["machine"], document["command"]
+    document["notes"] = document.get("notes", []) + (notes or [])
+    report.write_text(json.dumps(document, indent=1, default=str) + "\n")
+    text = markdown(document["results"], about, command, goals, document["notes"])
+    report.with_suffix(".md").write_text(text)
+
+
+def _about(server: PostgresServer, maria: MariaDbServer, sqlite_url: str, repeats: int) -> Row:
+    """The machine, the servers and the peers' versions, for the report."""
+    about = machine(server.url, sqlite_url)
+    about["mariadb"] = (
+        f"{maria.version()} (throwaway server from tests/support/mariadb_server.py, same "
+        "machine: no binary log, innodb_flush_log_at_trx_commit=0, no doublewrite), PyMySQL"
+    )
+    load = os.getloadavg()[0]
+    if load >= LOAD_LIMIT:
+        about["load warning"] = (
+            f"1-minute load average {load:.2f} at the start (>= {LOAD_LIMIT}): other work "
+            "shared the 2 cores; absolute figures are low and noisy, ratios less so"
+        )
+    about["pgbench"] = subprocess.run(
+        [pgbench_binary(), "--version"], capture_output=True, text=True
+    ).stdout.strip()
+    about["peers"] = ", ".join(f"{p} {metadata.version(p)}" for p in PEERS)
+    about["repeats"] = repeats
+    return about
+
+
+def _postgres_systems(url: str) -> dict[str, System]:
+    return {
+        "tq": TableQueue(url),
+        "worker": TableQueueWorker(url),
+        "pgmq": Pgmq(url),
+        "pgqueuer": Pgqueuer(url),
+        "procrastinate": Procrastinate(url),
+        "pgbench": Pgbench(url),
+        "pgbench1": PgbenchDelete(url),
+    }
+
+
+def _measure(items: list[tuple[Row, Callable[[], Row]]], repeats: int) -> list[Row]:
+    """Each planned measurement `repeats` times, round-robin; a summary row each."""
+    runs: list[list[Row]] = [[] for _ in items]
+    for repeat in range(repeats):
+        for (key, measure), done in zip(items, runs, strict=True):
+            try:
+                done.append(measure())
+            except Exception as error:  # one failed measurement must not lose the run
+                done.append({"error": f"{type(error).__name__}: {str(error)[:300]}"})
+            print(f"[{repeat + 1}/{repeats}] {key} {done[-1]}", flush=True)
+    return [summarize(key, done) for (key, _), done in zip(items, runs, strict=True)]
+
+
+def _one_off(row: Row, measure: Callable[[], Row], failed: Row) -> Row:
+    """A measurement made once: its row, or `failed` and the error."""
+    try:
+        result = row | measure()
+    except Exception as error:
+        result = row | failed | {"errors": [repr(error)[:300]]}
+    print(result, flush=True)
+    return result
+
+
+def _costs(
+    only: list[str], pg: dict[str, System], lite: dict[str, System], size: Sizes, tmp: Path
+) -> list[Row]:
+    """The statistics' cost (PostgreSQL, SQLite) and the table bloat, once each."""
+    results: list[Row] = []
+    if not only or "stats" in only:
+        tq = pg["tq"]
+        assert isinstance(tq, TableQueue)
+        for rows in size.stats_rows:
+            row = {"workload": "stats", "engine": "postgresql", "system": tq.label}
+            results.append(_one_off(row, partial(stats_cost, tq, rows), {"rows": rows}))
+    if not only or {"stats", "sqlite"} & set(only):
+        lite_tq = lite["tq"]
+        assert isinstance(lite_tq, TableQueue)
+        for rows in (r for r in size.stats_rows if r <= SQLITE_STATS_MAX_ROWS):
+            row = {"workload": "stats", "engine": "sqlite", "system": lite_tq.label}
+            results.append(_one_off(row, partial(stats_cost_sqlite, lite_tq, rows), {"rows": rows}))
+    if not only or "bloat" in only:
+        for name in ("worker", "pgmq", "pgqueuer"):
+            s = pg[name]
+            key = {"workload": "bloat", "engine": "postgresql", "system": s.label}
+            results.append(
+                _one_off(key, partial(_bloat_runs, s, size.bloat_messages, tmp), {"runs": []})
+            )
+    return results
+
+
+def _bloat_runs(system: System, messages: int, tmp: Path) -> Row:
+    return {"runs": [bloat(system, messages, tmp)]}
+
+
+def main() -> None:
+    args = _arguments()
     if args.report:
-        document = json.loads(args.report.read_text())
-        document["targets"] = goals = targets(document["results"])
-        args.report.write_text(json.dumps(document, indent=1, default=str) + "\n")
-        about, command = document["machine"], document["command"]
-        document["notes"] = document.get("notes", []) + (args.note or [])
-        args.report.write_text(json.dumps(document, indent=1, default=str) + "\n")
-        text = markdown(document["results"], about, command, goals, document["notes"])
-        args.report.with_suffix(".md").write_text(text)
+        _rewrite_report(args.report, args.note)
         return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     repeats = args.repeats or (1 if args.quick else 3)
@@ -168,31 +261,8 @@ def main() -> None:
     with postgres_server() as server, mariadb_server() as maria:
         sqlite_url = f"sqlite:///{tmp / 'bench.db'}"
         maria_url = maria.create_database("bench")
-        about = machine(server.url, sqlite_url)
-        about["mariadb"] = (
-            f"{maria.version()} (throwaway server from tests/support/mariadb_server.py, same "
-            "machine: no binary log, innodb_flush_log_at_trx_commit=0, no doublewrite), PyMySQL"
-        )
-        load = os.getloadavg()[0]
-        if load >= LOAD_LIMIT:
-            about["load warning"] = (
-                f"1-minute load average {load:.2f} at the start (>= {LOAD_LIMIT}): other work "
-                "shared the 2 cores; absolute figures are low and noisy, ratios less so"
-            )
-        about["pgbench"] = subprocess.run(
-            [pgbench_binary(), "--version"], capture_output=True, text=True
-        ).stdout.strip()
-        about["peers"] = ", ".join(f"{p} {metadata.version(p)}" for p in PEERS)
-        about["repeats"] = repeats
-        pg: dict[str, System] = {
-            "tq": TableQueue(server.url),
-            "worker": TableQueueWorker(server.url),
-            "pgmq": Pgmq(server.url),
-            "pgqueuer": Pgqueuer(server.url),
-            "procrastinate": Procrastinate(server.url),
-            "pgbench": Pgbench(server.url),
-            "pgbench1": PgbenchDelete(server.url),
-        }
+        about = _about(server, maria, sqlite_url, repeats)
+        pg = _postgres_systems(server.url)
         lite: dict[str, System] = {
             "tq": TableQueue(sqlite_url),
             "worker": TableQueueWorker(sqlite_url),
@@ -210,44 +280,8 @@ def main() -> None:
             for k, m in plan(pg, lite, size, tmp, maria_systems)
             if not args.only or {k["group"], k["system"]} & set(args.only)
         ]
-        runs: list[list[Row]] = [[] for _ in items]
-        for repeat in range(repeats):
-            for (key, measure), done in zip(items, runs, strict=True):
-                try:
-                    done.append(measure())
-                except Exception as error:  # one failed measurement must not lose the run
-                    done.append({"error": f"{type(error).__name__}: {str(error)[:300]}"})
-                print(f"[{repeat + 1}/{repeats}] {key} {done[-1]}", flush=True)
-        results = [summarize(key, done) for (key, _), done in zip(items, runs, strict=True)]
-        if not args.only or "stats" in args.only:
-            tq = pg["tq"]
-            assert isinstance(tq, TableQueue)
-            for rows in size.stats_rows:
-                row = {"workload": "stats", "engine": "postgresql", "system": tq.label}
-                try:
-                    results.append(row | stats_cost(tq, rows))
-                except Exception as error:
-                    results.append(row | {"rows": rows, "errors": [repr(error)[:300]]})
-                print(results[-1], flush=True)
-        if not args.only or {"stats", "sqlite"} & set(args.only):
-            lite_tq = lite["tq"]
-            assert isinstance(lite_tq, TableQueue)
-            for rows in (r for r in size.stats_rows if r <= SQLITE_STATS_MAX_ROWS):
-                row = {"workload": "stats", "engine": "sqlite", "system": lite_tq.label}
-                try:
-                    results.append(row | stats_cost_sqlite(lite_tq, rows))
-                except Exception as error:
-                    results.append(row | {"rows": rows, "errors": [repr(error)[:300]]})
-                print(results[-1], flush=True)
-        if not args.only or "bloat" in args.only:
-            for name in ("worker", "pgmq", "pgqueuer"):
-                s = pg[name]
-                key = {"workload": "bloat", "engine": "postgresql", "system": s.label}
-                try:
-                    results.append(key | {"runs": [bloat(s, size.bloat_messages, tmp)]})
-                except Exception as error:
-                    results.append(key | {"runs": [], "errors": [repr(error)[:300]]})
-                print(results[-1], flush=True)
+        results = _measure(items, repeats)
+        results += _costs(args.only, pg, lite, size, tmp)
         for s in [*pg.values(), *lite.values(), *maria_systems.values()]:
             s.close()
         about["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())

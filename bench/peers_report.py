@@ -141,9 +141,8 @@ def cpu_cells(row: Row) -> str:
     return f"{fmt(row.get('client_cpu_us'))} | {fmt(row.get('server_cpu_us'))}"
 
 
-def markdown(
-    results: list[Row], about: Row, command: str, goals: list[Row], notes: list[str] | None = None
-) -> str:
+def _preamble(about: Row, command: str, goals: list[Row], notes: list[str] | None) -> list[str]:
+    """The title, the warnings and notes, and the targets (issue 6)."""
     out = [f"# Peer benchmark, {about['date']}", "", f"Command: `{command}`", ""]
     if about.get("load warning"):
         out += [f"**WARNING: {about['load warning']}**", ""]
@@ -164,6 +163,12 @@ def markdown(
         shown = "-" if value is None else (f"{value:.2f}x" if "ratio" in g else f"{value:.1f}")
         met = {True: "met", False: "**not met**", None: "not assessed"}[g["met"]]
         out.append(f"| {g['target']} | {g['goal']} | {shown} | {met} |")
+    return out
+
+
+def _enqueue_section(results: list[Row], about: Row) -> list[str]:
+    """1. Enqueue, one producer."""
+    out: list[str] = []
     out += ["", "## 1. Enqueue, one producer", ""]
     out += [
         "`one`: one enqueue call per message (time-boxed: as many as fit in the box of "
@@ -182,6 +187,12 @@ def markdown(
             f"| {r['engine']} | {r['system']} | {r['mode']} | {r['runs'][0]['messages']:,} | "
             f"{fmt(r['rate'])} | {cpu_cells(r)} |"
         )
+    return out
+
+
+def _drain_section(results: list[Row], about: Row) -> list[str]:
+    """2. Drain with a no-op handler."""
+    out: list[str] = []
     out += ["", "## 2. Drain with a no-op handler", ""]
     out += [
         f"Consumers start on an empty queue; then {about['sizes']['messages']:,} messages "
@@ -207,6 +218,12 @@ def markdown(
             f"{int(statistics.median(x['messages'] for x in r['runs'])):,} | {fmt(r['rate'])} | "
             f"{cpu_cells(r)} |"
         )
+    return out
+
+
+def _latency_section(results: list[Row], about: Row) -> list[str]:
+    """3. Steady state: enqueue-to-start latency."""
+    out: list[str] = []
     out += ["", "## 3. Steady state: enqueue-to-start latency", ""]
     out += [
         f"One producer enqueues one message per call at {about['sizes']['rate']:g}/s for "
@@ -226,6 +243,12 @@ def markdown(
             f"| {r['engine']} | {r['system']} | {fmt(r['achieved_rate'])} | {fmt(r['samples'])} | "
             f"{fmt(r['p50_ms'], 1)} | {fmt(r['p99_ms'], 1)} | {cpu_cells(r)} |"
         )
+    return out
+
+
+def _stats_section(results: list[Row]) -> list[str]:
+    """4. The stats query, and its plans."""
+    out: list[str] = []
     out += ["", "## 4. The stats query (`Queue.stats()`)", ""]
     out += [
         "A queue table filled in SQL (PostgreSQL: INSERT ... SELECT generate_series, indexes "
@@ -252,6 +275,12 @@ def markdown(
         for sql, plan in r["plans"].items():
             out += ["```", sql, plan, "```"]
         out += ["</details>"]
+    return out
+
+
+def _bloat_section(results: list[Row]) -> list[str]:
+    """5. Bloat after messages flowed through."""
+    out: list[str] = []
     out += ["", "## 5. Bloat after messages flowed through, PostgreSQL", ""]
     out += [
         "4 consumers x batch 100 drain while the driver keeps 10,000-20,000 messages waiting "
@@ -272,6 +301,12 @@ def markdown(
                 f"{final['table_mib'] + final['indexes_mib']:.1f} | {final['dead']:,} | "
                 f"{final['vacuums']} |"
             )
+    return out
+
+
+def _failures_section(results: list[Row]) -> list[str]:
+    """The measurements that failed, if any."""
+    out: list[str] = []
     failed = [r for r in results if r.get("errors")]
     if failed:
         out += ["", "## Measurements that failed", ""]
@@ -279,6 +314,28 @@ def markdown(
             what = {k: v for k, v in r.items() if k in ("workload", "engine", "system", "mode")}
             what |= {k: v for k, v in r.items() if k in ("workers", "batch")}
             out.append(f"- {what}: {'; '.join(sorted(set(r['errors'])))}")
+    return out
+
+
+def _machine_section(about: Row) -> list[str]:
+    """The machine."""
+    out: list[str] = []
     out += ["", "## Machine", ""]
     out += [f"- {k}: {v}" for k, v in about.items() if k not in ("sizes", "load warning")]
+    return out
+
+
+def markdown(
+    results: list[Row], about: Row, command: str, goals: list[Row], notes: list[str] | None = None
+) -> str:
+    out = [
+        *_preamble(about, command, goals, notes),
+        *_enqueue_section(results, about),
+        *_drain_section(results, about),
+        *_latency_section(results, about),
+        *_stats_section(results),
+        *_bloat_section(results),
+        *_failures_section(results),
+        *_machine_section(about),
+    ]
     return "\n".join(out) + "\n"

@@ -66,6 +66,12 @@ def alive(procs: list[Any], log: Path) -> None:
         raise RuntimeError(f"consumer exited early: {dead}; see {log}")
 
 
+def not_yet(procs: list[Any], log: Path) -> bool:
+    """False (not ready yet), once `alive` found every consumer still running."""
+    alive(procs, log)
+    return False
+
+
 def start(system: System, queue: str, workers: int, batch: int, tmp: Path, latency: Path | None):  # type: ignore[no-untyped-def]
     run = next(_runs)
     specs = [
@@ -104,7 +110,7 @@ def drain(system: System, workers: int, batch: int, n: int, box: float, tmp: Pat
     commands, ready, env = start(system, queue, workers, batch, tmp, None)
     log = tmp / "consumers.log"
     with consumers(commands, log, env) as procs:
-        wait_until(lambda: all(r() for r in ready) or bool(alive(procs, log)), "ready", 120)
+        wait_until(lambda: all(r() for r in ready) or not_yet(procs, log), "ready", 120)
         time.sleep(0.5)
         system.fill(queue, n)
         meter = Meter(system.server_pid, [p.pid for p in procs])
@@ -140,7 +146,7 @@ def latency(system: System, rate: float, duration: float, tmp: Path) -> Row:
     log = tmp / "consumers.log"
     committed: dict[int, float] = {}
     with consumers(commands, log, env) as procs:
-        wait_until(lambda: all(r() for r in ready) or bool(alive(procs, log)), "ready", 120)
+        wait_until(lambda: all(r() for r in ready) or not_yet(procs, log), "ready", 120)
         time.sleep(1.0)
         total = int(rate * duration)
         meter = Meter(system.server_pid, [p.pid for p in procs])
@@ -248,7 +254,7 @@ def bloat(system: System, n: int, tmp: Path, chunk: int = 10_000) -> Row:
     log = tmp / "consumers.log"
     snapshots: list[Row] = []
     with consumers(commands, log, env) as procs:
-        wait_until(lambda: all(r() for r in ready) or bool(alive(procs, log)), "ready", 120)
+        wait_until(lambda: all(r() for r in ready) or not_yet(procs, log), "ready", 120)
         began, filled = time.perf_counter(), 0
         while filled < n:
             alive(procs, log)

@@ -42,7 +42,8 @@ from bench.systems.tq import TableQueue
 from bench.worker import ROOT, tree_cpu_seconds
 from tablequeue import connect
 from tablequeue.models import Completion
-from tests.support.postgres_server import PostgresServer, free_port
+from tests.support.ports import free_port
+from tests.support.postgres_server import PostgresServer
 
 Row = dict[str, Any]
 POOL_SIZE = 20

@@ -25,6 +25,7 @@ Writes bench/results/soak-<date>[-short].{md,json}. A benchmark, not a test.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -53,9 +54,10 @@ from bench.worker import (
     wait_until,
     worker,
 )
-from tablequeue import Database, connect
+from tablequeue import Database, Queue, connect
 from tablequeue.spec import QueueResource
-from tests.support.postgres_server import free_port, postgres_server
+from tests.support.ports import free_port
+from tests.support.postgres_server import postgres_server
 
 Row = dict[str, Any]
 HANDLER = "python:bench.handlers:record_start"
@@ -187,7 +189,7 @@ def soak(url: str, server: int, args: argparse.Namespace, tmp: Path) -> Row:
     log = tmp / "workers.log"
     with processes(commands, env, log) as procs:
         for port, proc in zip(ports, procs, strict=True):
-            wait_until(lambda port=port: is_ready(port), "worker ready", proc)
+            wait_until(functools.partial(is_ready, port), "worker ready", proc)
         pids = [p.pid for p in procs]
         start: Row = {"rss_mib": [rss_mib(pid) for pid in pids], "tables": tables(url, table)}
         start["load_1min"] = _load()
@@ -199,30 +201,20 @@ def soak(url: str, server: int, args: argparse.Namespace, tmp: Path) -> Row:
         done_before, at = 0, producer.began
         for minute in range(1, args.minutes + 1):
             meters = Meter(server, pids), Meter(None)
-            end = producer.began + 60 * minute
-            while time.perf_counter() < end:
-                time.sleep(min(1.0, max(0.0, end - time.perf_counter())))
-                _check(procs, producer, log)
+            _wait_for_minute(producer.began + 60 * minute, procs, producer, log)
             done, now = len(producer.enqueued), time.perf_counter()
             values = starts.read(producer.enqueued)
             everything += values
             enqueued = done - done_before
             row: Row = {"minute": minute, "enqueued": enqueued, "rate": enqueued / (now - at)}
-            row |= latency(values) | {"backlog": queue.count()}
-            row["rss_mib"] = [rss_mib(pid) for pid in pids]
-            row["tables"] = tables(url, table)
-            row |= _cpu(meters, enqueued) | {"load_1min": _load()}
+            row |= _observe(url, queue, pids, values, meters, enqueued)
             rows.append(row)
             done_before, at = done, now
             print(_line(row, table), flush=True)
         producer.join()
         flowed = time.perf_counter() - producer.began
-        wait_until(lambda: queue.count() == 0, "the queue drained", procs[0])
-        drained = time.perf_counter() - producer.began
-        time.sleep(2.0)  # statistics reach pg_stat_user_tables with a delay
+        after = _drain(url, queue, procs, pids, flowed, producer.began)
         everything += starts.read(producer.enqueued)
-        after: Row = {"seconds_after_flow": drained - flowed, "rss_mib": [rss_mib(p) for p in pids]}
-        after["tables"] = tables(url, table)
         totals: Row = {
             "enqueued": len(producer.enqueued),
             "seconds": flowed,
@@ -239,6 +231,40 @@ def soak(url: str, server: int, args: argparse.Namespace, tmp: Path) -> Row:
         "totals": totals,
         "exactly_once": starts.check(producer.enqueued),
     }
+
+
+def _wait_for_minute(end: float, procs: list[Any], producer: Producer, log: Path) -> None:
+    """Until `end` (perf_counter), checking the workers and the producer every second."""
+    while time.perf_counter() < end:
+        time.sleep(min(1.0, max(0.0, end - time.perf_counter())))
+        _check(procs, producer, log)
+
+
+def _observe(
+    url: str,
+    queue: Queue,
+    pids: list[int],
+    values: list[float],
+    meters: tuple[Meter, Meter],
+    enqueued: int,
+) -> Row:
+    """A minute's latency, backlog, memory, table sizes, CPU and load."""
+    row: Row = latency(values) | {"backlog": queue.count()}
+    row["rss_mib"] = [rss_mib(pid) for pid in pids]
+    row["tables"] = tables(url, queue.table.name)
+    return row | _cpu(meters, enqueued) | {"load_1min": _load()}
+
+
+def _drain(
+    url: str, queue: Queue, procs: list[Any], pids: list[int], flowed: float, began: float
+) -> Row:
+    """After the flow: how long the queue took to drain, memory and table sizes then."""
+    wait_until(lambda: queue.count() == 0, "the queue drained", procs[0])
+    drained = time.perf_counter() - began
+    time.sleep(2.0)  # statistics reach pg_stat_user_tables with a delay
+    after: Row = {"seconds_after_flow": drained - flowed, "rss_mib": [rss_mib(p) for p in pids]}
+    after["tables"] = tables(url, queue.table.name)
+    return after
 
 
 def _check(procs: list[Any], producer: Producer, log: Path) -> None:
@@ -271,7 +297,7 @@ def _n(value: float | None, digits: int = 0) -> str:
 
 
 def _others(sizes_now: Row, queue_table: str) -> float:
-    return sum(t["total_mib"] for n, t in sizes_now.items() if n != queue_table)
+    return float(sum(t["total_mib"] for n, t in sizes_now.items() if n != queue_table))
 
 
 def _line(row: Row, queue_table: str) -> str:

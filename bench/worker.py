@@ -35,7 +35,8 @@ import psycopg
 
 from tablequeue import Database, NewMessage, Queue, connect
 from tablequeue.spec import QueueResource
-from tests.support.postgres_server import free_port, postgres_server
+from tests.support.ports import free_port
+from tests.support.postgres_server import postgres_server
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLEQUEUE = str(Path(sys.executable).with_name("tablequeue"))
@@ -196,6 +197,7 @@ class Bench:
         return queue
 
     def drop(self, queue: Queue) -> None:
+        assert isinstance(queue.database, Database)  # the queue of a `connect()`
         queue.database.delete_queue(queue.name, drop_table=True)
 
     def throughput(self, engine: str, handler: str, workers: int, batch: int) -> Row:

@@ -6,9 +6,8 @@ from typing import Any
 
 import click
 
-from tablequeue import connect
+from tablequeue import FlowState, connect
 from tablequeue.spec import load_queue_file
-from tablequeue.storage.flow_control import FlowState
 
 from . import progress
 from .options import db_options, emit

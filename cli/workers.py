@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from tablequeue import connect
+from tablequeue import WorkerInfo, connect, presence_of
 from tablequeue.durations import age
-from tablequeue.storage.workers import WorkerInfo, presence_of
 
 from .options import db_options, emit
 

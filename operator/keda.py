@@ -3,8 +3,8 @@ TriggerAuthentication that hands KEDA the Queue's own database Secret.
 
 Why the postgresql trigger (and not a prometheus one on tablequeue_backlog): KEDA then reads the
 table itself, with no Prometheus and no running operator in the path, so workers scale from and
-to zero even while the operator is down; and the number is the operator's own, compiled from the
-core's statement parts. The price: KEDA's scaler speaks only PostgreSQL, and it takes the Secret's
+to zero even while the operator is down; and the number is the core's own goldened statement
+(`Queries.load`). The price: KEDA's scaler speaks only PostgreSQL, and it takes the Secret's
 URL as a libpq URL (`postgresql://` or `postgres://`, not SQLAlchemy's `postgresql+psycopg://`).
 """
 
@@ -14,12 +14,9 @@ import math
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
-from tablequeue.dialects import postgresql as postgresql_dialect
+from tablequeue.scaling import postgresql_load_query
 from tablequeue.spec import QueueSpec
-from tablequeue.storage.flow_control import rate_limit_table
-from tablequeue.storage.schema import queue_table, registry_table
 
 from .builders import deployment_name, labels
 
@@ -32,19 +29,9 @@ CONNECTION_SCHEMES = ("postgresql", "postgres")
 
 def load_query(table_name: str) -> str:
     """The load KEDA scales on: due messages (the operator's backlog) plus leased ones (work in
-    hand, so busy workers are not scaled away), as one PostgreSQL statement.
-
-    count(*) of no rows is 0, never NULL: an empty queue reads 0 (KEDA would fail on NULL).
-    The table name is quoted by the compiler when it needs to be; no value is formatted in.
-    """
-    dialect = postgresql_dialect.DIALECT
-    metadata = sa.MetaData()
-    table = queue_table(metadata, table_name, dialect)
-    queries = dialect.queries(table, registry_table(metadata), rate_limit_table(metadata))
-    due = sa.and_(queries.leasable, table.c.process_after <= dialect.now())
-    statement = sa.select(sa.func.count()).where(sa.or_(due, queries.leased))
-    compiled = statement.compile(dialect=postgresql.dialect())  # type: ignore[no-untyped-call]
-    return " ".join(str(compiled).split())
+    hand, so busy workers are not scaled away), as one PostgreSQL statement; an empty queue
+    reads 0 (KEDA would fail on NULL)."""
+    return postgresql_load_query(table_name)
 
 
 def connection_problem(url: str) -> str | None:

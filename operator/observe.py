@@ -12,13 +12,12 @@ import kopf
 import sqlalchemy as sa
 from kubernetes.client.exceptions import ApiException
 
-from tablequeue import Database, metrics
+from tablequeue import Database, FlowState, metrics
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, QueueOwnedElsewhere
 from tablequeue.health import WorkerPresence
 from tablequeue.models import QueueStats
 from tablequeue.rollup import write_minutes
 from tablequeue.spec import QueueResource
-from tablequeue.storage.flow_control import FlowState
 
 from . import builders
 from .conditions import (

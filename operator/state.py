@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tablequeue import Database, TableQueueError
+from tablequeue import Database, TableQueueError, engine_name
 from tablequeue.spec import QueueResource
-from tablequeue.storage.urls import dialect_for_url
 
 from .conditions import NotReady
 from .databases import Databases
@@ -67,7 +66,6 @@ class OperatorState:
 
 def _is_sqlite(url: str) -> bool:
     try:
-        dialect, _ = dialect_for_url(url)
+        return engine_name(url) == "sqlite"
     except TableQueueError:
         return False  # connecting reports it (InvalidDatabaseURL)
-    return dialect.name == "sqlite"

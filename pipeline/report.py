@@ -4,7 +4,8 @@ and the archive together (an archived message is no longer in its table, so none
 What the tables record: `created_at` (enqueued), `process_after` (due), `started_at` (the lease
 of the attempt that finished began), `processed_at` (finished successfully), `updated_at` (last
 change; for Error rows, the last failure). The latencies of Processed messages: due -> finished
-(`latency`, the queue latency of DESIGN.md), enqueued -> finished (`timeInQueue`), due -> start
+(`latency`, the queue latency of the charts in docs/guides/api.md), enqueued -> finished
+(`timeInQueue`), due -> start
 (`dueToStart`), enqueued -> start (`enqueueToStart`) and start -> finished (`startToFinish`).
 The last three count messages with a start only: rows finished before tables recorded it
 (schema version 4) have none, and archives written before then lack the column.

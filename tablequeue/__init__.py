@@ -9,6 +9,7 @@ batch = queue.lease(owner="me", batch_size=10)
 
 from .database import Database, connect
 from .errors import TableQueueError
+from .health import WorkerPresence
 from .models import (
     Completion,
     Delivery,
@@ -20,6 +21,9 @@ from .models import (
     QueueStats,
 )
 from .queue import Queue
+from .storage.flow_control import FlowState
+from .storage.urls import engine_name, listen_url
+from .storage.workers import Heartbeat, WorkerInfo, presence_of
 
 __all__ = [
     "Completion",
@@ -27,11 +31,18 @@ __all__ = [
     "Delivery",
     "Enqueued",
     "Failure",
+    "FlowState",
+    "Heartbeat",
     "LeaseBatch",
     "Message",
     "NewMessage",
     "Queue",
     "QueueStats",
     "TableQueueError",
+    "WorkerInfo",
+    "WorkerPresence",
     "connect",
+    "engine_name",
+    "listen_url",
+    "presence_of",
 ]

@@ -3,7 +3,8 @@ compiler's view of them.
 
 A queue declares `indexes: [{path: Product.Sku}, {path: Total, type: number}]`. `apply`
 creates the missing ones and drops the `tqx_...` indexes of the table that the spec no longer
-names (never an index it did not make). Each engine's way is in `dialects/json_index.py`.
+names (never an index it did not make). Each engine's way is in its package under `dialects/`
+(`json_index.py`).
 """
 
 from __future__ import annotations

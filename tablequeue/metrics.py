@@ -1,4 +1,4 @@
-"""Every Prometheus metric tablequeue exports, by the names of DESIGN.md ("Metrics").
+"""Every Prometheus metric tablequeue exports; docs/reference/metrics.md is generated from here.
 
 The worker's and the operator's: the core never imports this module, so `pip install tablequeue`
 needs no prometheus-client; without it, importing this is one error that says what to install.

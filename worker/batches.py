@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -19,65 +20,84 @@ from tablequeue.models import Completion, Failure
 
 from . import outcomes
 from .handlers import MAX_ERROR_TEXT, BatchOutcome, HandlerFailed, PythonHandler
+from .metrics import WorkerMetrics
+from .running import Running
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from .held import HeldMessages, Running
+    from .tracing import Tracing
+
+Finish = Callable[[Running, Completion | Failure | None], None]
+"""Hands a message's outcome to the settlement (None: its lease was lost)."""
 
 
-async def handle(held: HeldMessages, entries: list[Running]) -> None:
-    """Run one call of the batch handler and hand each message's outcome to the settlement."""
-    handler = held.handler
-    assert isinstance(handler, PythonHandler)
-    m = held.metrics
+async def handle(
+    entries: list[Running],
+    handler: PythonHandler,
+    m: WorkerMetrics,
+    tracing: Tracing | None,
+    finish: Finish,
+) -> None:
+    """Run one call of the batch handler and hand each message's outcome to `finish`."""
     messages = [entry.message for entry in entries]
     now = datetime.now(UTC)
     for message in messages:
         m.queue_latency.observe(max((now - message.process_after).total_seconds(), 0.0))
-    spans = held.tracing.batch_spans(messages) if held.tracing is not None else []
-    results: list[BatchOutcome]
-    stopped_for: str | None = None  # the worker stopped the call: not the handler's error
+    spans = tracing.batch_spans(messages) if tracing is not None else []
     try:
-        results = await handler.call_batch(messages)
-    except HandlerFailed as failed:
-        results = [failed] * len(messages)
-    except Exception as error:  # a bug outside the handler: never strand the messages
-        trace = traceback.format_exc()
-        results = [HandlerFailed(f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")]
-        results *= len(messages)
-    except asyncio.CancelledError:
-        stopped = next((entry for entry in entries if entry.stop_fails), None)
-        if stopped is not None and stopped.stop_reason is not None:
-            stopped_for = stopped.stop_reason
-            results = [HandlerFailed(stopped_for)] * len(messages)
-        elif all(entry.stop_reason is not None for entry in entries):
-            results = [HandlerFailed("lease lost")] * len(messages)  # each outcome dropped below
-        else:
-            for opened in spans:
-                opened.end()
-            raise  # not stopped by the worker: the task itself is being cancelled
+        results, stopped_for = await _call(handler, entries, spans)
     finally:
         elapsed = time.monotonic() - entries[0].started
         for _ in entries:
             m.processing_seconds.observe(elapsed)
     each_span: list[Span | None] = [*spans] if spans else [None] * len(entries)
     for entry, result, span in zip(entries, results, each_span, strict=True):
-        message = entry.message
-        outcome: Completion | Failure | None
-        if entry.stop_reason is not None and not entry.stop_fails:
-            outcome = None  # its lease was lost while the call ran
-            m.lost.inc()
-            outcomes.log_stopped(message, entry.stop_reason)
-        elif isinstance(result, HandlerFailed):
-            if stopped_for is None:
-                m.handler_errors.inc()
-            outcome = Failure(message, result.error, permanent=result.permanent)
-            outcomes.log_failed(message, result.error)
-        else:
-            outcome = outcomes.completion(message, result)
-        if span is not None and held.tracing is not None:
+        outcome = _outcome(entry, result, stopped_for, m)
+        if span is not None and tracing is not None:
             if isinstance(outcome, Failure):
-                held.tracing.failed(span, outcome.error)
+                tracing.failed(span, outcome.error)
             span.end()
-        held.finish(entry, outcome)
+        finish(entry, outcome)
+
+
+async def _call(
+    handler: PythonHandler, entries: list[Running], spans: list[Span]
+) -> tuple[list[BatchOutcome], str | None]:
+    """The handler's outcome for each message, and why the worker stopped the call (then not
+    the handler's error), if it did. A task cancelled from outside ends the spans and raises."""
+    messages = [entry.message for entry in entries]
+    try:
+        return await handler.call_batch(messages), None
+    except HandlerFailed as failed:
+        return [failed] * len(messages), None
+    except Exception as error:  # a bug outside the handler: never strand the messages
+        trace = traceback.format_exc()
+        failure = HandlerFailed(f"worker error: {error!r}\n{trace[-MAX_ERROR_TEXT:]}")
+        return [failure] * len(messages), None
+    except asyncio.CancelledError:
+        stopped = next((entry for entry in entries if entry.stop_fails), None)
+        if stopped is not None and stopped.stop_reason is not None:
+            return [HandlerFailed(stopped.stop_reason)] * len(messages), stopped.stop_reason
+        if all(entry.stop_reason is not None for entry in entries):
+            return [HandlerFailed("lease lost")] * len(messages), None  # each dropped after
+        for opened in spans:
+            opened.end()
+        raise  # not stopped by the worker: the task itself is being cancelled
+
+
+def _outcome(
+    entry: Running, result: BatchOutcome, stopped_for: str | None, m: WorkerMetrics
+) -> Completion | Failure | None:
+    """One message's outcome of the call; None when its lease was lost while the call ran."""
+    message = entry.message
+    if entry.stop_reason is not None and not entry.stop_fails:
+        m.lost.inc()
+        outcomes.log_stopped(message, entry.stop_reason)
+        return None
+    if isinstance(result, HandlerFailed):
+        if stopped_for is None:
+            m.handler_errors.inc()
+        outcomes.log_failed(message, result.error)
+        return Failure(message, result.error, permanent=result.permanent)
+    return outcomes.completion(message, result)

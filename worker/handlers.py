@@ -1,7 +1,7 @@
 """Handlers: POST to the app on localhost, or call a Python function.
 
-HTTP contract (DESIGN.md): the body is `{id, messageId, message, previousMessage, attempts,
-headers, correlationId, trackingId}`; 2xx is success with an optional JSON body
+HTTP contract (docs/guides/workers.md): the body is `{id, messageId, message, previousMessage,
+attempts, headers, correlationId, trackingId}`; 2xx is success with an optional JSON body
 `{processAgainAt, result, progress}`; anything else or a timeout is a failure with the response
 text as the error, and a JSON error body with `"retry": false` sends the message to Error.
 The request carries the trace context current in the worker as `traceparent` (and `tracestate`)
@@ -188,7 +188,7 @@ BATCH_MARK = "__tablequeue_batch__"
 def batch_handler(function: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a Python handler as taking a batch: `handler(messages) -> outcomes`, one call for
     the messages of a lease (at most `concurrency` of them), one outcome per message, in order
-    (README "Batch handlers")."""
+    (docs/guides/workers.md, "Batch handlers")."""
     setattr(function, BATCH_MARK, True)
     return function
 

@@ -18,9 +18,9 @@ from importlib import metadata
 
 import sqlalchemy as sa
 
+from tablequeue import Heartbeat
 from tablequeue.database import Database
 from tablequeue.errors import TableQueueError
-from tablequeue.storage.workers import Heartbeat
 
 from .health import DATABASE_ERRORS
 from .waiting import sleep_unless

@@ -10,7 +10,6 @@ import traceback
 import uuid
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from tablequeue.queue import Queue
 from . import batches, logs, outcomes
 from .handlers import MAX_ERROR_TEXT, HandlerContext, HandlerFailed, HttpHandler, PythonHandler
 from .metrics import WorkerMetrics
+from .running import Running
 from .settling import Settlement
 
 if TYPE_CHECKING:
@@ -29,34 +29,6 @@ if TYPE_CHECKING:
 
     from .tracing import Tracing
 from .waiting import wait_any
-
-
-@dataclass
-class Running:
-    message: Message
-    started: float
-    task: asyncio.Task[None] | None = None
-    """The task that runs the handler (a batch call's one task for all its messages)."""
-    stop_reason: str | None = None
-    """Why the worker cancelled the handler, if it did."""
-    stop_fails: bool = False
-    """The stop is the message's failure (time limit, grace period), not a lost lease."""
-    call: list[Running] | None = None
-    """A batch handler's call runs the message with these others: a lost lease stops the call
-    only once every message of it has lost its lease."""
-
-    def stop(self, reason: str, *, fails: bool) -> None:
-        """Cancel the handler; `fails`: record the reason as the message's failure. The first
-        stop decides (a time limit that fired is the failure even if the lease is lost next).
-        A batch call is cancelled only by a failure (all its messages fail); a message whose
-        lease is lost meanwhile only loses its outcome, the others' go on."""
-        if self.stop_reason is None:
-            self.stop_reason = reason
-            self.stop_fails = fails
-        if self.call is not None and not fails and any(o.stop_reason is None for o in self.call):
-            return
-        if self.task is not None:  # None only before its task is made, in the same step
-            self.task.cancel()
 
 
 class HeldMessages:
@@ -123,7 +95,11 @@ class HeldMessages:
             self.running[message.id] = entry
             self.by_tracking_id[message.tracking_id] = entry
             entries.append(entry)
-        task = asyncio.create_task(batches.handle(self, entries))
+        handler = self.handler
+        assert isinstance(handler, PythonHandler)  # batch handlers are Python's
+        task = asyncio.create_task(
+            batches.handle(entries, handler, self.metrics, self.tracing, self.finish)
+        )
         for entry in entries:
             entry.task = task
         self.handler_started.set()

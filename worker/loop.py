@@ -27,11 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tablequeue import metrics
+from tablequeue import listen_url, metrics
 from tablequeue.database import Database
 from tablequeue.errors import QueueNotFound
+from tablequeue.models import LeaseBatch
 from tablequeue.queue import Queue
-from tablequeue.storage.urls import listen_url
 
 from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler
@@ -48,6 +48,8 @@ from .settling import Settlement
 from .waiting import sleep_unless
 
 if TYPE_CHECKING:
+    from tablequeue.backoff import Backoff
+
     from .tracing import Tracing
 
 log = logging.getLogger("tablequeue.worker")
@@ -227,67 +229,100 @@ class Worker:
     ) -> None:
         config = self.config
         assert config.batch_size and config.concurrency
-        poll_min, poll_max = config.poll_min or 0.1, config.poll_max or 5
-        delay = poll_min
+        delay = self._poll_bounds()[0]
         backoff = database_backoff()
         while not self.stopping.is_set():
             await held.wait_for_slot(config.concurrency, self.stopping)
             if self.stopping.is_set():
                 return
             if not held.waiting:
-                self._wake.clear()
-                wanted = config.batch_size
-                try:
-                    await lost.give_back()  # after a failed lease, before the next one
-                    batch = await settlement.settle_and_lease(wanted, config.lease_seconds)
-                except DATABASE_ERRORS as error:
-                    lost.owed = True  # the lease may have committed, its answer lost
-                    self.health.trouble(error)
-                    await sleep_unless(backoff.next(), self.stopping)
-                    continue
+                batch = await self._lease(settlement, held, rollup, lost, backoff)
                 if batch is None:
-                    continue  # an outcome broke the statement: the settler isolates it
-                backoff.reset()
-                self.health.ready = True
-                if batch.messages:
-                    self.metrics.lease_batches.inc()
-                    log.info(
-                        "leased batch",
-                        extra={
-                            "correlation_id": batch.correlation_id,
-                            "count": len(batch.messages),
-                        },
-                    )
-                held.add(batch.messages)
-                rollup.leased(batch.messages)
-                self._note_pause(batch.paused)
-                if batch.paused:
-                    # Enqueues would wake it for nothing: look again after the longest delay.
-                    delay = poll_max
-                    await sleep_unless(delay, self.stopping)
                     continue
-                if len(batch.messages) == wanted:
-                    delay = 0.0
-                elif batch.messages:
-                    delay = poll_min
-                elif batch.throttled_for is None:
-                    idle = config.exit_when_idle and not held.running and not settlement
-                    if idle and await self._nothing_due(queue):
-                        log.info("queue idle: exiting as asked")
-                        self.stop()
-                        return
-                    delay = min(max(delay * 2, poll_min), poll_max)
-                    await sleep_unless(delay, self.stopping, self._wake)
-                    continue
-                if batch.throttled_for is not None:
-                    # The rate limit: no token before then, whatever is enqueued meanwhile.
-                    self.metrics.throttled.inc()
-                    held.start_waiting(config.concurrency, self.stopping)
-                    await sleep_unless(_throttle(batch.throttled_for, poll_max), self.stopping)
+                delay, waited = await self._pace(batch, delay, queue, held, settlement)
+                if waited:
                     continue
             held.start_waiting(config.concurrency, self.stopping)
             if delay and not held.waiting:
                 await sleep_unless(delay, self.stopping, self._wake)
+
+    def _poll_bounds(self) -> tuple[float, float]:
+        """The shortest and the longest delay between two leases."""
+        return self.config.poll_min or 0.1, self.config.poll_max or 5
+
+    async def _lease(
+        self,
+        settlement: Settlement,
+        held: HeldMessages,
+        rollup: Rollup,
+        lost: LostLeases,
+        backoff: Backoff,
+    ) -> LeaseBatch | None:
+        """One lease, recording the outcomes finished so far; its messages held. None after a
+        database error (backed off already) or when an outcome broke the statement."""
+        self._wake.clear()
+        wanted = self.config.batch_size
+        assert wanted
+        try:
+            await lost.give_back()  # after a failed lease, before the next one
+            batch = await settlement.settle_and_lease(wanted, self.config.lease_seconds)
+        except DATABASE_ERRORS as error:
+            lost.owed = True  # the lease may have committed, its answer lost
+            self.health.trouble(error)
+            await sleep_unless(backoff.next(), self.stopping)
+            return None
+        if batch is None:
+            return None  # an outcome broke the statement: the settler isolates it
+        backoff.reset()
+        self.health.ready = True
+        if batch.messages:
+            self.metrics.lease_batches.inc()
+            log.info(
+                "leased batch",
+                extra={"correlation_id": batch.correlation_id, "count": len(batch.messages)},
+            )
+        held.add(batch.messages)
+        rollup.leased(batch.messages)
+        self._note_pause(batch.paused)
+        return batch
+
+    async def _pace(
+        self,
+        batch: LeaseBatch,
+        delay: float,
+        queue: Queue,
+        held: HeldMessages,
+        settlement: Settlement,
+    ) -> tuple[float, bool]:
+        """After a lease: the delay before the next one, and whether this round has waited
+        already (paused, nothing leased, throttled; or stopping, the queue idle)."""
+        config = self.config
+        poll_min, poll_max = self._poll_bounds()
+        if batch.paused:
+            # Enqueues would wake it for nothing: look again after the longest delay.
+            await sleep_unless(poll_max, self.stopping)
+            return poll_max, True
+        if len(batch.messages) == config.batch_size:
+            delay = 0.0
+        elif batch.messages:
+            delay = poll_min
+        elif batch.throttled_for is None:
+            idle = config.exit_when_idle and not held.running and not settlement
+            if idle and await self._nothing_due(queue):
+                log.info("queue idle: exiting as asked")
+                self.stop()
+                return delay, True
+            delay = min(max(delay * 2, poll_min), poll_max)
+            await sleep_unless(delay, self.stopping, self._wake)
+            return delay, True
+        if batch.throttled_for is not None:
+            # The rate limit: no token before then, whatever is enqueued meanwhile.
+            assert config.concurrency
+            self.metrics.throttled.inc()
+            held.start_waiting(config.concurrency, self.stopping)
+            await sleep_unless(_throttle(batch.throttled_for, poll_max), self.stopping)
+            return delay, True
+        return delay, False
 
     async def _nothing_due(self, queue: Queue) -> bool:
         """After a lease that took nothing: whether nothing is due either. The lease skips the

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from tablequeue import listen_url
 from tablequeue.database import Database, connect
 from tablequeue.errors import InvalidInput
-from tablequeue.storage.urls import listen_url
 
 from . import logs, otel, server
 from .config import WorkerConfig

@@ -6,8 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from tablequeue import Database, Queue
-from tablequeue.storage.flow_control import FlowState
+from tablequeue import Database, FlowState, Queue
 
 from ..dependencies import ADMIN, READER, DatabaseArg, QueueArg
 from ..schemas import DefaultStatusRequest, FlowResponse, QueueDetail, QueueSummary

@@ -12,8 +12,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from tablequeue import errors
-from tablequeue.storage.workers import WorkerInfo, presence_of
+from tablequeue import WorkerInfo, errors, presence_of
 
 from ..dependencies import READER, DatabaseArg, QueueArg
 from ..http_errors import lost_table

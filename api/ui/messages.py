@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from tablequeue import errors, names
-from tablequeue.storage.history import ATTEMPTS_KEPT
+from tablequeue.limits import ATTEMPTS_KEPT
 
 from ..dependencies import DatabaseArg
 from .paging import message_id as parse_message_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from tablequeue.storage.workers import presence_of
+from tablequeue import presence_of
 
 from ..dependencies import DatabaseArg
 from .rendering import RenderArg

@@ -38,7 +38,7 @@ def pgbench_binary() -> str:
 
 def scripts(system: TableQueue, queue: str, batch: int) -> dict[str, str]:
     q = system.db.queue(queue)
-    dialect = postgresql.psycopg.dialect()  # type: ignore[attr-defined]
+    dialect = postgresql.psycopg.dialect()  # type: ignore[no-untyped-call]
     queries = q.database.queries(q.table)
     lease = str(queries.lease().compile(dialect=dialect))
     done = str(queries.delete_done()[0].compile(dialect=dialect))

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -22,7 +23,7 @@ from bench.worker import TABLEQUEUE, is_ready
 from tablequeue import NewMessage, connect
 from tablequeue.models import Completion, Message
 from tablequeue.spec import QueueResource
-from tests.support.postgres_server import free_port
+from tests.support.ports import free_port
 
 _names = itertools.count()
 BODY_SQL_MARIADB = (
@@ -85,7 +86,7 @@ class TableQueue(System):
         else:
             source = sa.func.generate_series(1, n).table_valued("i").render_derived("g")
             body, tracking = BODY_SQL_PG, "gen_random_uuid()"
-        select = sa.select(
+        values: list[sa.ColumnElement[Any]] = [
             sa.literal_column("'Pending'"),
             sa.literal_column("0"),
             sa.literal_column(body),
@@ -95,7 +96,8 @@ class TableQueue(System):
             sa.literal_column(tracking),
             d.now(),
             d.now(),
-        ).select_from(source)
+        ]
+        select = sa.select(*values).select_from(source)
         columns = ["status", "priority", "message", "version", "attempts", "process_after"]
         columns += ["tracking_id", "created_at", "updated_at"]
         with self.db.transaction() as connection:

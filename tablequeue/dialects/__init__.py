@@ -1,29 +1,52 @@
-"""One protocol for every database engine (`base.Dialect`), one module per engine.
+"""What tablequeue asks of a database engine (`Dialect`), and one package per engine.
 
-Adding an engine means one module with a `SqlDialect` subclass (overriding whole operations
-where its SQL differs), registered in `DIALECTS`, plus an entry in tests/conftest.py's
-`ENGINES` with its URL fixture, and its golden SQL; the conformance suite runs unchanged.
+Adding an engine means a package beside `postgresql/`: a `Dialect` subclass in its
+`dialect.py` (supplying the SQL parts, overriding whole operations where its SQL differs),
+its statements and its JSON index strategy, registered in `DIALECTS`; plus an entry in
+tests/conftest.py's `ENGINES` with its URL fixture, and its golden SQL. The conformance suite
+runs unchanged.
 """
 
-from . import mssql, mysql, postgresql, sqlite
-from .base import Capabilities, Dialect, JsonKind, JsonPath, notify_channel
-from .sql import SqlDialect
+from .dialect import Dialect
+from .mariadb.dialect import DIALECT as MARIADB
+from .mssql.dialect import DIALECT as MSSQL
+from .postgresql.dialect import DIALECT as POSTGRESQL
+from .sqlite.dialect import DIALECT as SQLITE
+from .types import (
+    Capabilities,
+    EnqueueBatch,
+    FinishOutcome,
+    JsonKind,
+    JsonPath,
+    LeasedRows,
+    LeaseRequest,
+    Settlement,
+    notify_channel,
+)
 
 DIALECTS: dict[str, Dialect] = {
-    "postgresql": postgresql.DIALECT,
-    "sqlite": sqlite.DIALECT,
-    "mariadb": mysql.DIALECT,
-    "mssql": mssql.DIALECT,
+    "postgresql": POSTGRESQL,
+    "sqlite": SQLITE,
+    "mariadb": MARIADB,
+    "mssql": MSSQL,
 }
 """Every engine, by SQLAlchemy backend name."""
 
 __all__ = [
     "DIALECTS",
+    "MARIADB",
+    "MSSQL",
+    "POSTGRESQL",
+    "SQLITE",
     "Capabilities",
     "Dialect",
+    "EnqueueBatch",
+    "FinishOutcome",
     "JsonKind",
     "JsonPath",
-    "SqlDialect",
+    "LeaseRequest",
+    "LeasedRows",
+    "Settlement",
     "for_url_scheme",
     "notify_channel",
 ]

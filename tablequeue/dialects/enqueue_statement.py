@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
 from .. import names
+from .parts import SqlParts
 from .per_row import PerRow
 from .statuses import literal_status
 
-if TYPE_CHECKING:
-    from .queries import Queries
-
 
 def enqueue_statement(
-    queries: Queries, upsert: bool, idempotent: bool, one_row: bool = False
+    d: SqlParts,
+    t: sa.Table,
+    registry: sa.Table,
+    upsert: bool,
+    idempotent: bool,
+    one_row: bool = False,
 ) -> tuple[sa.Insert, PerRow]:
     """The INSERT (or upsert by messageId) of new messages: per-row parameters, or scalar ones
     for exactly one message (`one_row`); the status from the queue's registry row."""
-    t, d = queries.table, queries.dialect
     now = d.now()
     per_row = PerRow(
         d,
@@ -43,9 +45,7 @@ def enqueue_statement(
     # Scalar parameters (one row, or SQLite's multi-row VALUES, one tuple per message): one
     # registry lookup per row. The rows of a source share the lookups of `_status_of_source`.
     scheduled = (
-        _status_per_row(queries.registry, b)
-        if per_row.source is None
-        else _status_of_source(queries.registry, b)
+        _status_per_row(registry, b) if per_row.source is None else _status_of_source(registry, b)
     )
     values: dict[str, Any] = {
         "message_id": b["b_message_id"],
@@ -80,7 +80,7 @@ def enqueue_statement(
     # A status that keeps messages from workers (OnHold, Paused) applies at once, though:
     # the old version's outcome then finds its lease gone and changes nothing.
     keeps_lease = sa.and_(
-        queries.leased,
+        t.c.status == literal_status(names.LEASED),
         new.status.in_([literal_status(names.PENDING), literal_status(names.SLEEPING)]),
     )
     set_ = {

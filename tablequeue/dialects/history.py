@@ -19,9 +19,9 @@ from sqlalchemy.sql.dml import Insert
 
 from .. import names
 from ..limits import ATTEMPTS_KEPT
-from .base import Dialect
+from .dialect import Dialect
 from .per_row import PerRow
-from .queries import HELD_COLUMNS, Queries
+from .statements import HELD_COLUMNS, Queries
 from .statuses import literal_status
 
 S = TypeVar("S")

@@ -11,30 +11,17 @@ every engine: the single enqueue on PostgreSQL, without a JSON document to encod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import sqlalchemy as sa
 
-
-class PerRowSource(Protocol):
-    """What a dialect supplies for per-row parameters."""
-
-    def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias | None:
-        """A FROM source with one row per message, read from one parameter holding every row,
-        or None: then statements run once per message (executemany) with scalar parameters."""
-
-    def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        """The parameter(s) `per_row`'s source reads: one dict of column values per message."""
-
-    def per_row_arrays(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias | None:
-        """`per_row` for a statement the dialect runs itself (its `enqueue_round`), which may
-        read one array per column instead (PostgreSQL); by default `per_row`'s source."""
+from .parts import SqlParts
 
 
 class PerRow:
     def __init__(
         self,
-        dialect: PerRowSource,
+        dialect: SqlParts,
         columns: Sequence[sa.ColumnClause[Any]],
         arrays: bool = False,
         one_row: bool = False,

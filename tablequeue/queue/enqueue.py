@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .. import trace_context
+from ..dialects import EnqueueBatch
 from ..models import Enqueued, NewMessage
 from ..storage import registry
 from .context import QueueContext
@@ -59,14 +60,10 @@ def enqueue_in(
     results: list[Enqueued | None] = [None] * len(messages)
     for round_indexes in rounds or _rounds_of_unique_ids(messages):
         rows = _round_rows(messages, round_indexes, now, trace_headers)
-        returned = queue.dialect.enqueue_round(
-            connection,
-            queue.queries,
-            queue=queue.name,
-            rows=rows,
-            upsert=_upserts(messages, round_indexes),
-            idempotent=queue.spec.idempotent,
+        batch = EnqueueBatch(
+            queue.name, rows, _upserts(messages, round_indexes), queue.spec.idempotent
         )
+        returned = queue.dialect.enqueue_round(connection, queue.queries, batch)
         _round_results(messages, round_indexes, rows, returned, results)
     return [result for result in results if result is not None]
 
@@ -78,14 +75,10 @@ def _enqueue_alone(
     with `capabilities.enqueues_alone`): one round trip, no BEGIN or COMMIT."""
     rows = _round_rows(messages, round_indexes, datetime.now(UTC), trace_context.current_headers())
     with queue.storage.autocommit() as dbapi_connection:
-        returned = queue.dialect.enqueue_alone(
-            dbapi_connection,
-            queue.queries,
-            queue=queue.name,
-            rows=rows,
-            upsert=_upserts(messages, round_indexes),
-            idempotent=queue.spec.idempotent,
+        batch = EnqueueBatch(
+            queue.name, rows, _upserts(messages, round_indexes), queue.spec.idempotent
         )
+        returned = queue.dialect.enqueue_alone(dbapi_connection, queue.queries, batch)
     results: list[Enqueued | None] = [None] * len(messages)
     _round_results(messages, round_indexes, rows, returned, results)
     return [result for result in results if result is not None]

@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from ..dialects.base import LeasedRows
+from ..dialects import LeasedRows, LeaseRequest
 from ..storage.flow_control import flow_state
 from .context import QueueContext
 
@@ -48,16 +48,8 @@ def lease_rows(
     """Up to `batch_size` due messages, as the queue's pause and rate limit allow."""
 
     def take(n: int, limited: bool) -> LeasedRows:
-        return queue.dialect.lease(
-            connection,
-            queue.queries,
-            queue=queue.name,
-            owner=owner,
-            batch_size=n,
-            lease_seconds=lease_seconds,
-            correlation_id=correlation_id,
-            limited=limited,
-        )
+        request = LeaseRequest(queue.name, owner, n, lease_seconds, correlation_id, limited)
+        return queue.dialect.lease(connection, queue.queries, request)
 
     if not queue.flow.limited:
         rows = take(batch_size, False)

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from ..dialects import Settlement
 from ..errors import InvalidInput
 from ..limits import MAX_LEASE_BATCH, MAX_SECONDS
 from ..models import Completion, Failure, LeaseBatch, Message, Settled, retry_delay
@@ -130,21 +131,17 @@ def complete(
         )
     elif deleted:
         rows = [_held(c.message) for c in deleted]
-        settled.deleted = dialect.finish(
-            connection, queries, outcome="delete", owner=owner, rows=rows
-        )
+        settled.deleted = dialect.finish(connection, queries, "delete", Settlement(owner, rows))
     if processed and results:
         settled.processed = history.complete_recording(
             queue, connection, owner, processed, _finished(processed), delete=False
         )
     elif processed:
-        settled.processed = dialect.finish(
-            connection, queries, outcome="processed", owner=owner, rows=_finished(processed)
-        )
+        finished = Settlement(owner, _finished(processed))
+        settled.processed = dialect.finish(connection, queries, "processed", finished)
     if again:
-        settled.rescheduled = dialect.finish(
-            connection, queries, outcome="again", owner=owner, rows=_finished(again)
-        )
+        rescheduled = Settlement(owner, _finished(again))
+        settled.rescheduled = dialect.finish(connection, queries, "again", rescheduled)
     settled_count = settled.deleted + settled.processed + settled.rescheduled
     if settled_count < len(completions):  # rare: a new version arrived, or a lease was lost
         newer = [_held(c.message) | {"b_previous": c.message.message} for c in completions]
@@ -175,7 +172,7 @@ def fail(
             settled.errored += 1
         else:
             settled.retrying += 1
-    failed = queue.dialect.fail(connection, queue.queries, owner=owner, rows=rows) if rows else 0
+    failed = queue.dialect.fail(connection, queue.queries, Settlement(owner, rows)) if rows else 0
     recorded = [
         (f.message, row["b_error"], row["b_give_up"]) for f, row in zip(failures, rows, strict=True)
     ]
@@ -203,8 +200,7 @@ def _requeue_newer(
     return queue.dialect.requeue_newer(
         connection,
         queue.queries,
-        owner=owner,
-        rows=rows,
+        Settlement(owner, rows),
         default_status=registry.default_status(queue.storage, connection, queue.name),
         completed=completed,
     )

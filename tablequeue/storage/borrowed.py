@@ -12,20 +12,15 @@ NOTIFY they carry only at that commit, and drops it on rollback.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import _AdhocProxiedConnection
 from sqlalchemy.pool.base import _ConnectionRecord
 
 from ..errors import InvalidInput
-
-if TYPE_CHECKING:
-    from .engine import Storage
 
 
 class _CallersConnection(Connection):
@@ -41,41 +36,14 @@ class _CallersConnection(Connection):
         raise AssertionError("tablequeue never commits the caller's transaction")
 
 
-@contextlib.contextmanager
-def borrowed(storage: Storage, connection: Any) -> Iterator[Connection]:
-    """A SQLAlchemy connection for the queue's statements inside the caller's transaction.
-
-    Refuses (InvalidInput) a connection that is not one this database can use: another engine
-    or driver, another database or server, an asynchronous connection, or a connection that
-    would commit each statement on its own (autocommit outside a transaction)."""
-    dbapi_connection = _dbapi_connection(storage, connection)
-    ours = storage.identity()  # also: the engine's dialect initialized on a connection of ours
-    mine = bare(storage, dbapi_connection)
-    if storage.dialect.autocommits(dbapi_connection):
-        raise InvalidInput(
-            "the connection is in autocommit mode outside a transaction: the message would "
-            "commit on its own; enqueue inside a transaction (`with connection.begin():`, "
-            "psycopg's `with conn.transaction():`)"
-        )
-    theirs = storage.dialect.identity(mine)
-    if theirs != ours:
-        ours = storage.identity(fresh=True)
-    if theirs != ours:
-        raise InvalidInput(
-            f"the connection is to another database ({_shown(theirs)}) than the queue's "
-            f"{storage.shown_url} ({_shown(ours)})"
-        )
-    yield mine
-
-
-def bare(storage: Storage, dbapi_connection: Any) -> Connection:
+def bare(engine: Engine, dbapi_connection: Any) -> Connection:
     """A SQLAlchemy connection of this database's engine over a DB-API connection, that never
     begins, commits or rolls back (no BEGIN IMMEDIATE either: SQLite's would wait for the
     caller's own write lock)."""
-    record = _ConnectionRecord(storage.engine.pool, connect=False)
+    record = _ConnectionRecord(engine.pool, connect=False)
     record.dbapi_connection = dbapi_connection
     return _CallersConnection(
-        storage.engine,
+        engine,
         connection=_AdhocProxiedConnection(dbapi_connection, record),
         _has_events=False,
         _allow_revalidate=False,
@@ -83,18 +51,19 @@ def bare(storage: Storage, dbapi_connection: Any) -> Connection:
     )
 
 
-def _dbapi_connection(storage: Storage, connection: Any) -> Any:
-    """The DB-API connection under a caller's SQLAlchemy Connection, or the one given."""
+def dbapi_connection_of(engine: Engine, shown_url: str, connection: Any) -> Any:
+    """The DB-API connection under a caller's SQLAlchemy Connection, or the one given;
+    InvalidInput for one the queue's database (`engine`, shown as `shown_url`) cannot use."""
     if isinstance(connection, sa.engine.Connection):
-        if connection.dialect.name != storage.engine.dialect.name:
+        if connection.dialect.name != engine.dialect.name:
             raise InvalidInput(
                 f"the connection is to a {connection.dialect.name} database; the queue is in "
-                f"{storage.shown_url} ({storage.engine.dialect.name})"
+                f"{shown_url} ({engine.dialect.name})"
             )
-        if connection.dialect.driver != storage.engine.dialect.driver:
+        if connection.dialect.driver != engine.dialect.driver:
             raise InvalidInput(
                 f"the connection uses the {connection.dialect.driver} driver; the queue's "
-                f"database {storage.shown_url} is used through {storage.engine.dialect.driver}"
+                f"database {shown_url} is used through {engine.dialect.driver}"
             )
         if connection.closed or connection.invalidated:
             raise InvalidInput("the connection is closed")
@@ -103,13 +72,13 @@ def _dbapi_connection(storage: Storage, connection: Any) -> Any:
         return connection.connection.dbapi_connection
     if type(connection).__module__.startswith("sqlalchemy.orm"):
         raise InvalidInput("pass the session's connection (`session.connection()`), not a Session")
-    dbapi = storage.engine.dialect.loaded_dbapi
+    dbapi = engine.dialect.loaded_dbapi
     module = type(connection).__module__.split(".")[0]
     if module != dbapi.__name__.split(".")[0] or not callable(getattr(connection, "cursor", None)):
         raise InvalidInput(
             f"cannot enqueue through a {type(connection).__module__}."
             f"{type(connection).__name__}: pass a SQLAlchemy Connection or a "
-            f"{dbapi.__name__} connection to the queue's database ({storage.shown_url})"
+            f"{dbapi.__name__} connection to the queue's database ({shown_url})"
         )
     if inspect.iscoroutinefunction(getattr(type(connection), "commit", None)):
         raise InvalidInput("an asynchronous connection cannot be used: pass a synchronous one")
@@ -118,5 +87,5 @@ def _dbapi_connection(storage: Storage, connection: Any) -> Any:
     return connection
 
 
-def _shown(identity: tuple[Any, ...]) -> str:
+def shown_identity(identity: tuple[Any, ...]) -> str:
     return ", ".join(str(part) for part in identity)

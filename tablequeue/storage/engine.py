@@ -12,18 +12,23 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..dialects import Dialect
-from ..dialects.queries import Queries
-from ..errors import DatabaseUnavailable
+from ..dialects.statements import Queries
+from ..errors import DatabaseUnavailable, InvalidInput
 from ..models import canonical_json
-from .borrowed import bare, borrowed
-from .flow_control import rate_limit_table
-from .history import HistoryTables, history_tables
-from .schedules import schedules_table
-from .schema import queue_table, registry_table
-from .subscriptions import SUBSCRIPTIONS_TABLE, subscriptions_table
+from .borrowed import bare, dbapi_connection_of, shown_identity
+from .schema import (
+    SUBSCRIPTIONS_TABLE,
+    HistoryTables,
+    history_tables,
+    queue_table,
+    rate_limit_table,
+    registry_table,
+    schedules_table,
+    subscriptions_table,
+    workers_table,
+)
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
-from .workers import workers_table
 
 PING_AFTER_IDLE_SECONDS = 1.0
 
@@ -199,13 +204,37 @@ class Storage:
         try:
             if self._setup is not None:
                 self._setup(pooled.dbapi_connection)
-            yield bare(self, pooled.dbapi_connection)
+            yield bare(self.engine, pooled.dbapi_connection)
         finally:
             pooled.close()  # the pool's reset on return rolls back
 
-    def borrowed(self, connection: Any) -> contextlib.AbstractContextManager[Connection]:
-        """The queue's statements inside the caller's transaction (see `storage.borrowed`)."""
-        return borrowed(self, connection)
+    @contextlib.contextmanager
+    def borrowed(self, connection: Any) -> Iterator[Connection]:
+        """A SQLAlchemy connection for the queue's statements inside the caller's transaction
+        (see `storage.borrowed`).
+
+        Refuses (InvalidInput) a connection that is not one this database can use: another
+        engine or driver, another database or server, an asynchronous connection, or a
+        connection that would commit each statement on its own (autocommit outside a
+        transaction)."""
+        dbapi_connection = dbapi_connection_of(self.engine, self.shown_url, connection)
+        ours = self.identity()  # also: the engine's dialect initialized on a connection of ours
+        mine = bare(self.engine, dbapi_connection)
+        if self.dialect.autocommits(dbapi_connection):
+            raise InvalidInput(
+                "the connection is in autocommit mode outside a transaction: the message would "
+                "commit on its own; enqueue inside a transaction (`with connection.begin():`, "
+                "psycopg's `with conn.transaction():`)"
+            )
+        theirs = self.dialect.identity(mine)
+        if theirs != ours:
+            ours = self.identity(fresh=True)
+        if theirs != ours:
+            raise InvalidInput(
+                f"the connection is to another database ({shown_identity(theirs)}) than the "
+                f"queue's {self.shown_url} ({shown_identity(ours)})"
+            )
+        yield mine
 
     def ping(self) -> None:
         with self.transaction() as connection:

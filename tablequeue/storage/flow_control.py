@@ -19,25 +19,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import QueueNotFound
-from ..sqltypes import UtcDateTime
 
 if TYPE_CHECKING:
     from ..spec import RateLimit
     from .engine import Storage
-
-RATE_LIMIT_TABLE = "tablequeue_rate_limits"
-
-
-def rate_limit_table(metadata: sa.MetaData) -> sa.Table:
-    return sa.Table(
-        RATE_LIMIT_TABLE,
-        metadata,
-        sa.Column("queue", sa.String(63), primary_key=True),
-        sa.Column("messages_per_second", sa.Double(), nullable=False),
-        sa.Column("burst", sa.Integer(), nullable=False),
-        sa.Column("theoretical_arrival", sa.Double(), nullable=False),
-        sa.Column("updated_at", UtcDateTime(), nullable=False),
-    )
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,6 @@ def _apply_table(
     declared = spec.database.dialect if spec.database is not None else None
     check_declared_dialect(declared, storage.dialect, storage.shown_url)
     table_name = spec.table_for(name)
-    settings = spec_settings(spec)
     subscriptions.check(spec)
     indexes.check(storage.dialect, spec.indexes)
     registry = storage.registry
@@ -126,84 +125,128 @@ def _apply_table(
     with storage.transaction() as connection:
         storage.dialect.lock_for_ddl(connection, "registry")
         row = connection.execute(sa.select(registry).where(registry.c.name == name)).first()
-        _check_owner(name, row, owner)
-        if row is not None and row.schema_version > SCHEMA_VERSION:
-            raise SchemaTooNew(
-                f"queue {name!r} has schema version {row.schema_version}; this tablequeue "
-                f"knows up to {SCHEMA_VERSION}: upgrade tablequeue"
-            )
-        if row is not None and row.table_name != table_name:
-            raise Conflict(
-                f"queue {name!r} already uses table {row.table_name!r}; "
-                f"moving it to {table_name!r} is not supported"
-            )
-        other_queue = connection.execute(
-            sa.select(registry.c.name).where(
-                registry.c.table_name == table_name, registry.c.name != name
-            )
-        ).scalar()
-        if other_queue is not None:
-            raise Conflict(f"table {table_name!r} already belongs to queue {other_queue!r}")
-        table = storage.table(table_name)
-        existed = sa.inspect(connection).has_table(table_name)
-        if existed:
-            _check_queue_table(connection, table_name)
-        table.create(connection, checkfirst=True)
-        if existed and (row is None or row.schema_version < SCHEMA_VERSION):
-            # A kept table of a deleted queue has no registry row: assume the oldest this
-            # engine had.
-            oldest = storage.dialect.capabilities.first_schema_version
-            migrate(connection, table, row.schema_version if row is not None else oldest)
-        storage.dialect.tune_table(connection, table)
+        _check_registry_row(storage, connection, name, row, owner, table_name)
+        _make_table(storage, connection, table_name, row)
         created = indexes.create_before_registry(
             connection, storage.dialect, table_name, spec.indexes
         )
         schedules.sync(connection, storage.schedules, storage.dialect, name, spec.schedules)
         subscriptions.write(storage, connection, name, spec)
-        now = datetime.now(UTC)
         if row is None:
-            connection.execute(
-                registry.insert().values(
-                    name=name,
-                    table_name=table_name,
-                    category=spec.category,
-                    default_status=spec.default_status,
-                    settings=settings,
-                    schema_version=SCHEMA_VERSION,
-                    created_at=now,
-                    updated_at=now,
-                    owner=owner,
-                    paused_at=declared_pause(storage, spec.paused),
-                )
-            )
-            sync_rate_limit(storage, connection, name, spec.rate_limit, now)
+            _insert_registry_row(storage, connection, name, table_name, spec, owner)
             return "created", created
-        claims = owner is not None and row.owner is None
-        if row.settings == settings and row.schema_version == SCHEMA_VERSION and not claims:
-            return "unchanged", created
-        values: dict[str, Any] = {
-            "category": spec.category,
-            "settings": settings,
-            "schema_version": SCHEMA_VERSION,
-            "updated_at": now,
-        }
-        if claims:  # a queue made by the CLI or before owners were recorded
-            values["owner"] = owner
-        # The declared default status wins only when the declaration changed, so a status
-        # set at runtime (admin UI, API) survives re-applying an unchanged spec.
-        if row.settings.get("defaultStatus", "Pending") != spec.default_status:
-            values["default_status"] = spec.default_status
-        # The same rule for a pause: `queue pause`/`resume` at runtime hold until spec.paused
-        # itself changes (a pause declared again keeps the time it began).
-        if row.settings.get("paused", False) != spec.paused:
-            if not spec.paused:
-                values["paused_at"] = None
-            elif row.paused_at is None:
-                values["paused_at"] = declared_pause(storage, True)
-        connection.execute(registry.update().where(registry.c.name == name).values(**values))
-        if row.settings.get("rateLimit") != settings.get("rateLimit"):
-            sync_rate_limit(storage, connection, name, spec.rate_limit, now)
-        return "updated", created
+        return _update_registry_row(storage, connection, name, row, spec, owner), created
+
+
+def _check_registry_row(
+    storage: Storage,
+    connection: Connection,
+    name: str,
+    row: Any,
+    owner: str | None,
+    table_name: str,
+) -> None:
+    """Refuse an apply the queue's registry row (or another queue's) rules out."""
+    _check_owner(name, row, owner)
+    if row is not None and row.schema_version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"queue {name!r} has schema version {row.schema_version}; this tablequeue "
+            f"knows up to {SCHEMA_VERSION}: upgrade tablequeue"
+        )
+    if row is not None and row.table_name != table_name:
+        raise Conflict(
+            f"queue {name!r} already uses table {row.table_name!r}; "
+            f"moving it to {table_name!r} is not supported"
+        )
+    registry = storage.registry
+    other_queue = connection.execute(
+        sa.select(registry.c.name).where(
+            registry.c.table_name == table_name, registry.c.name != name
+        )
+    ).scalar()
+    if other_queue is not None:
+        raise Conflict(f"table {table_name!r} already belongs to queue {other_queue!r}")
+
+
+def _make_table(storage: Storage, connection: Connection, table_name: str, row: Any) -> None:
+    """Create the queue table, or check and migrate the one there; tune its storage."""
+    table = storage.table(table_name)
+    existed = sa.inspect(connection).has_table(table_name)
+    if existed:
+        _check_queue_table(connection, table_name)
+    table.create(connection, checkfirst=True)
+    if existed and (row is None or row.schema_version < SCHEMA_VERSION):
+        # A kept table of a deleted queue has no registry row: assume the oldest this
+        # engine had.
+        oldest = storage.dialect.capabilities.first_schema_version
+        migrate(connection, table, row.schema_version if row is not None else oldest)
+    storage.dialect.tune_table(connection, table)
+
+
+def _insert_registry_row(
+    storage: Storage,
+    connection: Connection,
+    name: str,
+    table_name: str,
+    spec: QueueSpec,
+    owner: str | None,
+) -> None:
+    now = datetime.now(UTC)
+    connection.execute(
+        storage.registry.insert().values(
+            name=name,
+            table_name=table_name,
+            category=spec.category,
+            default_status=spec.default_status,
+            settings=spec_settings(spec),
+            schema_version=SCHEMA_VERSION,
+            created_at=now,
+            updated_at=now,
+            owner=owner,
+            paused_at=declared_pause(storage, spec.paused),
+        )
+    )
+    sync_rate_limit(storage, connection, name, spec.rate_limit, now)
+
+
+def _update_registry_row(
+    storage: Storage,
+    connection: Connection,
+    name: str,
+    row: Any,
+    spec: QueueSpec,
+    owner: str | None,
+) -> str:
+    """Bring the registry row up to the spec: "updated", or "unchanged" when it already is."""
+    settings = spec_settings(spec)
+    claims = owner is not None and row.owner is None
+    if row.settings == settings and row.schema_version == SCHEMA_VERSION and not claims:
+        return "unchanged"
+    now = datetime.now(UTC)
+    values: dict[str, Any] = {
+        "category": spec.category,
+        "settings": settings,
+        "schema_version": SCHEMA_VERSION,
+        "updated_at": now,
+    }
+    if claims:  # a queue made by the CLI or before owners were recorded
+        values["owner"] = owner
+    # The declared default status wins only when the declaration changed, so a status
+    # set at runtime (admin UI, API) survives re-applying an unchanged spec.
+    if row.settings.get("defaultStatus", "Pending") != spec.default_status:
+        values["default_status"] = spec.default_status
+    # The same rule for a pause: `queue pause`/`resume` at runtime hold until spec.paused
+    # itself changes (a pause declared again keeps the time it began).
+    if row.settings.get("paused", False) != spec.paused:
+        if not spec.paused:
+            values["paused_at"] = None
+        elif row.paused_at is None:
+            values["paused_at"] = declared_pause(storage, True)
+    registry = storage.registry
+    connection.execute(registry.update().where(registry.c.name == name).values(**values))
+    if row.settings.get("rateLimit") != settings.get("rateLimit"):
+        sync_rate_limit(storage, connection, name, spec.rate_limit, now)
+    return "updated"
 
 
 def spec_settings(spec: QueueSpec) -> dict[str, Any]:

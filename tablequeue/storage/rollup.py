@@ -17,20 +17,11 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from ..sqltypes import UtcDateTime
+from .schema import BUCKET_BOUNDS, BUCKET_COLUMNS, rollup_table
 
-ROLLUP_TABLE = "tablequeue_rollup"
 HORIZON = timedelta(days=8)
 """Rows older than this are deleted: a week of charts and a day of slack."""
 
-BUCKET_BOUNDS: tuple[float, ...] = (
-    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500,
-    1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000,
-)  # fmt: skip
-"""Upper bounds (seconds, inclusive) of the latency buckets, 1-2.5-5 per decade from 10 ms to
-about 28 hours; one more bucket counts everything slower."""
-BUCKETS = len(BUCKET_BOUNDS) + 1
-BUCKET_COLUMNS = tuple(f"latency_b{n:02d}" for n in range(BUCKETS))
 ADDED_UP = ("processed", "failed", "latency_sum", *BUCKET_COLUMNS)
 """Columns each write adds to (workers' counts)."""
 LARGEST = ("latency_max", "last_id")
@@ -39,31 +30,6 @@ SMALLEST = ("first_id",)
 """Columns that keep the smaller of the stored and the written value."""
 LATEST = ("backlog",)
 """Columns a write replaces, unless it has no value for them."""
-
-
-def rollup_table(metadata: sa.MetaData) -> sa.Table:
-    """The table, defined once per MetaData."""
-    if ROLLUP_TABLE in metadata.tables:
-        return metadata.tables[ROLLUP_TABLE]
-    table = sa.Table(
-        ROLLUP_TABLE,
-        metadata,
-        sa.Column("queue", sa.String(63), primary_key=True),
-        sa.Column("minute", UtcDateTime(), primary_key=True),
-        sa.Column("processed", sa.BigInteger(), nullable=False, server_default="0"),
-        sa.Column("failed", sa.BigInteger(), nullable=False, server_default="0"),
-        sa.Column("latency_sum", sa.Float(), nullable=False, server_default="0"),
-        sa.Column("latency_max", sa.Float(), nullable=True),
-        *(
-            sa.Column(name, sa.BigInteger(), nullable=False, server_default="0")
-            for name in BUCKET_COLUMNS
-        ),
-        sa.Column("first_id", sa.BigInteger(), nullable=True),
-        sa.Column("last_id", sa.BigInteger(), nullable=True),
-        sa.Column("backlog", sa.BigInteger(), nullable=True),
-    )
-    sa.Index(f"{ROLLUP_TABLE}_minute", table.c.minute)  # pruning, across queues
-    return table
 
 
 def ensure_rollup(connection: sa.Connection, metadata: sa.MetaData) -> None:

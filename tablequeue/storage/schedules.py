@@ -26,26 +26,6 @@ if TYPE_CHECKING:
     from ..dialects import Dialect
     from ..spec import Schedule
 
-SCHEDULES_TABLE = "tablequeue_schedules"
-
-
-def schedules_table(metadata: sa.MetaData) -> sa.Table:
-    return sa.Table(
-        SCHEDULES_TABLE,
-        metadata,
-        sa.Column("queue", sa.String(63), primary_key=True),
-        sa.Column("schedule", sa.String(63), primary_key=True),
-        sa.Column("cron", sa.String(200), nullable=False),
-        sa.Column("time_zone", sa.String(64), nullable=False),
-        sa.Column("next_tick", UtcDateTime(), nullable=False),
-        sa.Column("last_tick", UtcDateTime(), nullable=True),
-        sa.Column("last_fired_at", UtcDateTime(), nullable=True),
-        sa.Column("last_message", sa.BigInteger(), nullable=True),
-        sa.Column("fired", sa.Integer(), nullable=False),
-        sa.Column("skipped", sa.Integer(), nullable=False),
-        sa.Column("updated_at", UtcDateTime(), nullable=False),
-    )
-
 
 @dataclass(frozen=True)
 class ScheduleState:

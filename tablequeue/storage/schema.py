@@ -1,16 +1,22 @@
-"""The one description of a queue table and of the registry, for every engine.
+"""The one description of every table tablequeue owns, for every engine, and the migrations
+of tables made by an older tablequeue.
 
-The columns come from `Message` (models.py); a dialect supplies the JSON type, the id column,
-table options and how an index is made partial. Everything else is SQLAlchemy Core types that
-each backend renders natively (timestamptz / ISO text, uuid / char(32)).
+Per queue, its queue table; per database, the registry of queues, rate limits, the job history
+(results, attempts, housekeeping), live workers, schedules, topic subscriptions and the chart
+rollup. A queue table's columns come from `Message` (models.py); a dialect supplies the JSON
+type, the id column, table options and how an index is made partial. Everything else is
+SQLAlchemy Core types that each backend renders natively (timestamptz / ISO text, uuid /
+char(32)).
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from .. import names
 from ..dialects import Dialect
+from ..limits import MAX_MESSAGE_ID_LENGTH
 from ..models import message_columns
 from ..sqltypes import UtcDateTime
 
@@ -119,3 +125,181 @@ def migrate_registry(connection: sa.Connection, registry: sa.Table) -> None:
 REGISTRY_ADDED_COLUMNS = ("owner", "paused_at")
 """Registry columns added after schema 2: `owner` (3), `paused_at` (when the queue was paused;
 null while it runs)."""
+
+
+# --- the tables of each database, beside its queue tables ------------------------------------
+
+RATE_LIMIT_TABLE = "tablequeue_rate_limits"
+
+
+def rate_limit_table(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
+        RATE_LIMIT_TABLE,
+        metadata,
+        sa.Column("queue", sa.String(63), primary_key=True),
+        sa.Column("messages_per_second", sa.Double(), nullable=False),
+        sa.Column("burst", sa.Integer(), nullable=False),
+        sa.Column("theoretical_arrival", sa.Double(), nullable=False),
+        sa.Column("updated_at", UtcDateTime(), nullable=False),
+    )
+
+
+SUBSCRIPTIONS_TABLE = "tablequeue_subscriptions"
+
+
+def subscriptions_table(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
+        SUBSCRIPTIONS_TABLE,
+        metadata,
+        sa.Column("topic", sa.String(63), primary_key=True),
+        sa.Column("queue_name", sa.String(63), primary_key=True),
+        sa.Column("where_text", sa.Text(), nullable=True),
+    )
+
+
+SCHEDULES_TABLE = "tablequeue_schedules"
+
+
+def schedules_table(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
+        SCHEDULES_TABLE,
+        metadata,
+        sa.Column("queue", sa.String(63), primary_key=True),
+        sa.Column("schedule", sa.String(63), primary_key=True),
+        sa.Column("cron", sa.String(200), nullable=False),
+        sa.Column("time_zone", sa.String(64), nullable=False),
+        sa.Column("next_tick", UtcDateTime(), nullable=False),
+        sa.Column("last_tick", UtcDateTime(), nullable=True),
+        sa.Column("last_fired_at", UtcDateTime(), nullable=True),
+        sa.Column("last_message", sa.BigInteger(), nullable=True),
+        sa.Column("fired", sa.Integer(), nullable=False),
+        sa.Column("skipped", sa.Integer(), nullable=False),
+        sa.Column("updated_at", UtcDateTime(), nullable=False),
+    )
+
+
+WORKERS_TABLE = "tablequeue_workers"
+WORKER_ID_LENGTH = 200  # as a message's lease_owner: the worker id is its lease owner
+HOST_LENGTH = 253
+
+
+def workers_table(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
+        WORKERS_TABLE,
+        metadata,
+        sa.Column("worker_id", sa.String(WORKER_ID_LENGTH), primary_key=True),
+        sa.Column("queue", sa.String(63), nullable=False),
+        sa.Column("host", sa.String(HOST_LENGTH), nullable=False),
+        sa.Column("pid", sa.Integer(), nullable=False),
+        sa.Column("version", sa.String(64), nullable=False),
+        sa.Column("heartbeat_seconds", sa.Float(), nullable=False),
+        sa.Column("started_at", UtcDateTime(), nullable=False),
+        sa.Column("last_seen", UtcDateTime(), nullable=False),
+        sa.Column("in_flight", sa.Integer(), nullable=False),
+        sa.Column("processed", sa.BigInteger(), nullable=False),
+        sa.Column("failed", sa.BigInteger(), nullable=False),
+        sa.Index("tablequeue_workers_queue", "queue"),
+    )
+
+
+RESULTS_TABLE = "tablequeue_results"
+ATTEMPTS_TABLE = "tablequeue_attempts"
+HOUSEKEEPING_TABLE = "tablequeue_housekeeping"
+QUEUE_NAME_LENGTH = 63
+ATTEMPT_OWNER_LENGTH = 200
+CORRELATION_LENGTH = 100
+
+
+@dataclass(frozen=True)
+class HistoryTables:
+    """The shared tables of job history, one set per database: results that outlive their
+    message, the last attempts of each message, and the housekeeping lease that lets one worker
+    at a time purge a queue. Rows name their queue, so the table names are fixed."""
+
+    results: sa.Table
+    attempts: sa.Table
+    housekeeping: sa.Table
+
+    def all(self) -> list[sa.Table]:
+        return [self.results, self.attempts, self.housekeeping]
+
+
+def history_tables(metadata: sa.MetaData, dialect: Dialect) -> HistoryTables:
+    results = sa.Table(
+        RESULTS_TABLE,
+        metadata,
+        sa.Column("tracking_id", sa.Uuid(), primary_key=True),
+        sa.Column("queue", sa.String(QUEUE_NAME_LENGTH), nullable=False),
+        sa.Column("message_pk", sa.BigInteger(), nullable=False),
+        sa.Column("message_id", sa.String(MAX_MESSAGE_ID_LENGTH), nullable=True),
+        sa.Column("status", sa.String(64), nullable=False),
+        sa.Column("result", dialect.json_type, nullable=True),
+        sa.Column("last_error", sa.Text(), nullable=True),
+        sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("processed_at", UtcDateTime(), nullable=False),
+        **dialect.table_options(),
+    )
+    sa.Index("tablequeue_results_queue_processed", results.c.queue, results.c.processed_at)
+    attempts = sa.Table(
+        ATTEMPTS_TABLE,
+        metadata,
+        dialect.id_column(),
+        sa.Column("queue", sa.String(QUEUE_NAME_LENGTH), nullable=False),
+        sa.Column("tracking_id", sa.Uuid(), nullable=False),
+        sa.Column("message_pk", sa.BigInteger(), nullable=False),
+        sa.Column("attempt", sa.Integer(), nullable=False),
+        sa.Column("kind", sa.String(16), nullable=False),
+        sa.Column("at", UtcDateTime(), nullable=False),
+        sa.Column("owner", sa.String(ATTEMPT_OWNER_LENGTH), nullable=True),
+        sa.Column("correlation_id", sa.String(CORRELATION_LENGTH), nullable=True),
+        sa.Column("error", sa.Text(), nullable=True),
+        **dialect.table_options(),
+    )
+    sa.Index("tablequeue_attempts_tracking", attempts.c.tracking_id, attempts.c.id)
+    sa.Index("tablequeue_attempts_queue", attempts.c.queue, attempts.c.id)
+    housekeeping = sa.Table(
+        HOUSEKEEPING_TABLE,
+        metadata,
+        sa.Column("queue", sa.String(QUEUE_NAME_LENGTH), primary_key=True),
+        sa.Column("owner", sa.String(ATTEMPT_OWNER_LENGTH), nullable=True),
+        sa.Column("lease_expires_at", UtcDateTime(), nullable=True),
+        sa.Column("purged_at", UtcDateTime(), nullable=True),
+        **dialect.table_options(),
+    )
+    return HistoryTables(results, attempts, housekeeping)
+
+
+ROLLUP_TABLE = "tablequeue_rollup"
+BUCKET_BOUNDS: tuple[float, ...] = (
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500,
+    1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000,
+)  # fmt: skip
+"""Upper bounds (seconds, inclusive) of the latency buckets, 1-2.5-5 per decade from 10 ms to
+about 28 hours; one more bucket counts everything slower."""
+BUCKETS = len(BUCKET_BOUNDS) + 1
+BUCKET_COLUMNS = tuple(f"latency_b{n:02d}" for n in range(BUCKETS))
+
+
+def rollup_table(metadata: sa.MetaData) -> sa.Table:
+    """The table, defined once per MetaData."""
+    if ROLLUP_TABLE in metadata.tables:
+        return metadata.tables[ROLLUP_TABLE]
+    table = sa.Table(
+        ROLLUP_TABLE,
+        metadata,
+        sa.Column("queue", sa.String(63), primary_key=True),
+        sa.Column("minute", UtcDateTime(), primary_key=True),
+        sa.Column("processed", sa.BigInteger(), nullable=False, server_default="0"),
+        sa.Column("failed", sa.BigInteger(), nullable=False, server_default="0"),
+        sa.Column("latency_sum", sa.Float(), nullable=False, server_default="0"),
+        sa.Column("latency_max", sa.Float(), nullable=True),
+        *(
+            sa.Column(name, sa.BigInteger(), nullable=False, server_default="0")
+            for name in BUCKET_COLUMNS
+        ),
+        sa.Column("first_id", sa.BigInteger(), nullable=True),
+        sa.Column("last_id", sa.BigInteger(), nullable=True),
+        sa.Column("backlog", sa.BigInteger(), nullable=True),
+    )
+    sa.Index(f"{ROLLUP_TABLE}_minute", table.c.minute)  # pruning, across queues
+    return table

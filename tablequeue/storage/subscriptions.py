@@ -16,18 +16,6 @@ if TYPE_CHECKING:
     from ..spec import QueueSpec
     from .engine import Storage
 
-SUBSCRIPTIONS_TABLE = "tablequeue_subscriptions"
-
-
-def subscriptions_table(metadata: sa.MetaData) -> sa.Table:
-    return sa.Table(
-        SUBSCRIPTIONS_TABLE,
-        metadata,
-        sa.Column("topic", sa.String(63), primary_key=True),
-        sa.Column("queue_name", sa.String(63), primary_key=True),
-        sa.Column("where_text", sa.Text(), nullable=True),
-    )
-
 
 def ensure(storage: Storage, connection: Connection) -> None:
     """Create the table if it is missing (idempotent; under the registry's DDL lock)."""

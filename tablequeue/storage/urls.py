@@ -30,6 +30,13 @@ def dialect_for_url(url: str) -> tuple[Dialect, sa.URL]:
     return dialect.for_url(parsed.set(drivername=scheme))
 
 
+def engine_name(url: str) -> str:
+    """The engine a database URL names (`postgresql`, `sqlite`, `mariadb`, `mssql`);
+    InvalidInput for a URL tablequeue cannot use."""
+    dialect, _ = dialect_for_url(url)
+    return dialect.name
+
+
 def listen_url(url: str, dialect: Dialect) -> tuple[Dialect, sa.URL]:
     """A worker's separate URL for LISTEN (`--listen-db`, behind a transaction pooler): the
     same engine as its database, reaching the server directly (or a session-mode pool)."""

@@ -21,11 +21,11 @@ from .. import names
 from ..errors import InvalidInput
 from ..health import WorkerPresence
 from ..sqltypes import UtcDateTime
+from .schema import HOST_LENGTH, WORKER_ID_LENGTH, WORKERS_TABLE
 
 if TYPE_CHECKING:
     from .engine import Storage
 
-WORKERS_TABLE = "tablequeue_workers"
 DEFAULT_HEARTBEAT_SECONDS = 5.0
 STALE_AFTER_BEATS = 3
 MIN_STALE_SECONDS = 10.0
@@ -33,29 +33,8 @@ FORGET_AFTER_SECONDS = 3600.0
 """A worker silent this long is deleted (and never shown): the table stays bounded."""
 MAX_LISTED = 1000
 """The most workers one read returns (by queue, then start time)."""
-WORKER_ID_LENGTH = 200  # as a message's lease_owner: the worker id is its lease owner
-HOST_LENGTH = 253
 
 WorkerState = Literal["live", "stale"]
-
-
-def workers_table(metadata: sa.MetaData) -> sa.Table:
-    return sa.Table(
-        WORKERS_TABLE,
-        metadata,
-        sa.Column("worker_id", sa.String(WORKER_ID_LENGTH), primary_key=True),
-        sa.Column("queue", sa.String(63), nullable=False),
-        sa.Column("host", sa.String(HOST_LENGTH), nullable=False),
-        sa.Column("pid", sa.Integer(), nullable=False),
-        sa.Column("version", sa.String(64), nullable=False),
-        sa.Column("heartbeat_seconds", sa.Float(), nullable=False),
-        sa.Column("started_at", UtcDateTime(), nullable=False),
-        sa.Column("last_seen", UtcDateTime(), nullable=False),
-        sa.Column("in_flight", sa.Integer(), nullable=False),
-        sa.Column("processed", sa.BigInteger(), nullable=False),
-        sa.Column("failed", sa.BigInteger(), nullable=False),
-        sa.Index("tablequeue_workers_queue", "queue"),
-    )
 
 
 def stale_after(heartbeat_seconds: float) -> float:

@@ -100,7 +100,7 @@ def test_chart_routes(database: Database, make_queue: MakeQueue) -> None:
 
 def _drawn(tab: Any, name: str) -> dict[str, Any]:
     """What uPlot holds for a chart: its data columns and series labels."""
-    return tab.evaluate(
+    drawn: dict[str, Any] = tab.evaluate(
         """name => {
             const chart = window.tqCharts[name];
             return {data: chart.data, labels: chart.series.map(s => s.label),
@@ -108,6 +108,7 @@ def _drawn(tab: Any, name: str) -> dict[str, Any]:
         }""",
         name,
     )
+    return drawn
 
 
 @needs_browser

@@ -137,86 +137,15 @@ def shot(page: Any, name: str, db_url: str) -> None:
 def test_fix_failed_messages_through_the_ui(
     db_url: str, database: Database, make_queue: MakeQueue, page: Any
 ) -> None:
-    from playwright.sync_api import expect
-
     queue, ids = seed(make_queue)
     assert len(ids["sku_123_errors"]) == 5 and len(ids["other_errors"]) == 2
+    other = ids["other_errors"][0]
     with serve_api(database) as url:
-        # The queues, by category, with counts and health.
-        page.goto(url + "/")
-        expect(page).to_have_url(url + "/ui")
-        expect(page.locator("h2")).to_have_text(["Ops", "Sales"])
-        orders = page.locator("tr[data-queue=orders]")
-        expect(orders.locator(".badge").first).to_have_text("Unhealthy")
-        expect(orders).to_contain_text("7 message(s) in Error")
-        expect(orders).to_contain_text("OnHold 1")
-        shot(page, "queues", db_url)
-
-        # Find the failed messages of SKU 123; a bad predicate is one line, not a crash.
-        orders.locator("a", has_text="orders").click()
-        expect(page.locator("h1")).to_have_text("orders")
-        expect(page.locator("#messages tbody tr[data-id]")).to_have_count(30)
-        page.fill("#filter input[name=where]", "Product.Sku = 123")
-        page.click("#filter button")
-        expect(page.locator("#filter-error")).to_have_text(
-            "invalid predicate at column 13: unexpected '='"
-        )
-        page.select_option("#filter select[name=status]", "Error")
-        page.fill("#filter input[name=where]", SKU_123)
-        page.click("#filter button")
-        rows = page.locator("#messages tbody tr[data-id]")
-        expect(rows).to_have_count(5)
-        shown = sorted(int(i) for i in rows.evaluate_all("rows => rows.map(r => r.dataset.id)"))
-        assert shown == ids["sku_123_errors"]
-        shot(page, "queue", db_url)
-
-        # Bulk: the confirmation says how many before anything changes.
-        page.fill("#bulk input[name=to]", "Pending")
-        page.click("#bulk button")
-        expect(page.locator("#count")).to_have_attribute("data-count", "5")
-        expect(page.locator("#apply")).to_have_text("Change 5 messages")
-        assert queue.count(status="Error", where=SKU_123) == 5  # nothing changed yet
-        shot(page, "confirm", db_url)
-        page.click("#apply")
-        expect(page.locator("#apply-form .outcome")).to_contain_text(
-            "Changed 5 message(s) to Pending."
-        )
-        expect(page.locator("#apply")).to_be_disabled()
-
-        # Enqueue from the prefilled example.
-        page.goto(url + "/ui/queues/orders")
-        textarea = page.locator("#enqueue textarea")
-        assert json.loads(textarea.input_value()) == EXAMPLE
-        page.fill("#enqueue input[name=messageId]", "from-the-ui")
-        page.fill("#enqueue input[name=priority]", "3")
-        page.click("#enqueue button.primary")
-        outcome = page.locator("#enqueue .outcome")
-        expect(outcome).to_contain_text("inserted, status Pending")
-        enqueued_id = int(re.findall(r"#(\d+)", outcome.inner_text())[0])
-
-        # The default enqueue status.
-        page.fill("#default-status-card input[name=status]", "Paused")
-        page.click("#default-status-card button")
-        expect(page.locator("#default-status")).to_have_text("Paused")
-
-        # One message: its error, then a new status.
-        other = ids["other_errors"][0]
-        page.goto(f"{url}/ui/queues/orders/messages/{other}")
-        expect(page.locator("#status")).to_have_text("Error")
-        expect(page.locator("#last-error")).to_contain_text("ValueError: no price for SKU 9")
-        expect(page.locator("#details")).to_contain_text("worker-1")
-        # Its attempt history: one failure, by worker-1 in the batch that leased it.
-        attempts = page.locator("#attempts tbody tr")
-        expect(attempts).to_have_count(1)
-        cells = attempts.first.locator("td")
-        expect(cells.nth(0)).to_have_text("1")
-        expect(cells.nth(1)).to_have_text("failed")
-        expect(cells.nth(3)).to_have_text("worker-1")
-        expect(cells.nth(4)).to_have_text(queue.get(other).correlation_id or "?")
-        expect(cells.nth(5)).to_contain_text("ValueError: no price for SKU 9")
-        shot(page, "message", db_url)
-        page.click("#actions button[data-status=OnHold]")
-        expect(page.locator("#status")).to_have_text("OnHold")
+        _see_the_queues(page, url, db_url)
+        _fix_sku_123_in_bulk(page, queue, ids, db_url)
+        enqueued_id = _enqueue_the_example(page, url)
+        _pause_new_messages(page)
+        _hold_one_message(page, url, queue, other, db_url)
 
     # Every effect, read back through the core.
     for message_id in ids["sku_123_errors"]:
@@ -236,6 +165,100 @@ def test_fix_failed_messages_through_the_ui(
     assert database.default_status_of("orders") == "Paused"
     assert queue.enqueue({"after": "pause"}).status == "Paused"
     assert database.default_status_of("audit-log") == "Pending"
+
+
+def _see_the_queues(page: Any, url: str, db_url: str) -> None:
+    """The queues, by category, with counts and health."""
+    from playwright.sync_api import expect
+
+    page.goto(url + "/")
+    expect(page).to_have_url(url + "/ui")
+    expect(page.locator("h2")).to_have_text(["Ops", "Sales"])
+    orders = page.locator("tr[data-queue=orders]")
+    expect(orders.locator(".badge").first).to_have_text("Unhealthy")
+    expect(orders).to_contain_text("7 message(s) in Error")
+    expect(orders).to_contain_text("OnHold 1")
+    shot(page, "queues", db_url)
+
+
+def _fix_sku_123_in_bulk(page: Any, queue: Queue, ids: dict[str, list[int]], db_url: str) -> None:
+    """From the queues page: find the failed messages of SKU 123 (a bad predicate is one line,
+    not a crash), then set them Pending in bulk, confirmed with their count first."""
+    from playwright.sync_api import expect
+
+    page.locator("tr[data-queue=orders]").locator("a", has_text="orders").click()
+    expect(page.locator("h1")).to_have_text("orders")
+    expect(page.locator("#messages tbody tr[data-id]")).to_have_count(30)
+    page.fill("#filter input[name=where]", "Product.Sku = 123")
+    page.click("#filter button")
+    expect(page.locator("#filter-error")).to_have_text(
+        "invalid predicate at column 13: unexpected '='"
+    )
+    page.select_option("#filter select[name=status]", "Error")
+    page.fill("#filter input[name=where]", SKU_123)
+    page.click("#filter button")
+    rows = page.locator("#messages tbody tr[data-id]")
+    expect(rows).to_have_count(5)
+    shown = sorted(int(i) for i in rows.evaluate_all("rows => rows.map(r => r.dataset.id)"))
+    assert shown == ids["sku_123_errors"]
+    shot(page, "queue", db_url)
+
+    # Bulk: the confirmation says how many before anything changes.
+    page.fill("#bulk input[name=to]", "Pending")
+    page.click("#bulk button")
+    expect(page.locator("#count")).to_have_attribute("data-count", "5")
+    expect(page.locator("#apply")).to_have_text("Change 5 messages")
+    assert queue.count(status="Error", where=SKU_123) == 5  # nothing changed yet
+    shot(page, "confirm", db_url)
+    page.click("#apply")
+    expect(page.locator("#apply-form .outcome")).to_contain_text("Changed 5 message(s) to Pending.")
+    expect(page.locator("#apply")).to_be_disabled()
+
+
+def _enqueue_the_example(page: Any, url: str) -> int:
+    """Enqueue from the prefilled example; the new message's id."""
+    from playwright.sync_api import expect
+
+    page.goto(url + "/ui/queues/orders")
+    textarea = page.locator("#enqueue textarea")
+    assert json.loads(textarea.input_value()) == EXAMPLE
+    page.fill("#enqueue input[name=messageId]", "from-the-ui")
+    page.fill("#enqueue input[name=priority]", "3")
+    page.click("#enqueue button.primary")
+    outcome = page.locator("#enqueue .outcome")
+    expect(outcome).to_contain_text("inserted, status Pending")
+    return int(re.findall(r"#(\d+)", outcome.inner_text())[0])
+
+
+def _pause_new_messages(page: Any) -> None:
+    """The default enqueue status."""
+    from playwright.sync_api import expect
+
+    page.fill("#default-status-card input[name=status]", "Paused")
+    page.click("#default-status-card button")
+    expect(page.locator("#default-status")).to_have_text("Paused")
+
+
+def _hold_one_message(page: Any, url: str, queue: Queue, other: int, db_url: str) -> None:
+    """One message: its error and attempt history, then a new status."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{url}/ui/queues/orders/messages/{other}")
+    expect(page.locator("#status")).to_have_text("Error")
+    expect(page.locator("#last-error")).to_contain_text("ValueError: no price for SKU 9")
+    expect(page.locator("#details")).to_contain_text("worker-1")
+    # Its attempt history: one failure, by worker-1 in the batch that leased it.
+    attempts = page.locator("#attempts tbody tr")
+    expect(attempts).to_have_count(1)
+    cells = attempts.first.locator("td")
+    expect(cells.nth(0)).to_have_text("1")
+    expect(cells.nth(1)).to_have_text("failed")
+    expect(cells.nth(3)).to_have_text("worker-1")
+    expect(cells.nth(4)).to_have_text(queue.get(other).correlation_id or "?")
+    expect(cells.nth(5)).to_contain_text("ValueError: no price for SKU 9")
+    shot(page, "message", db_url)
+    page.click("#actions button[data-status=OnHold]")
+    expect(page.locator("#status")).to_have_text("OnHold")
 
 
 @needs_browser

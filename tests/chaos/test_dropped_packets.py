@@ -22,6 +22,7 @@ from tablequeue import NewMessage, connect
 from tablequeue.errors import DatabaseUnavailable
 from tablequeue.spec import QueueResource
 from tests.support.postgres_server import PostgresServer, postgres_server
+from tests.support.stored import stored_id
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_records
 from tests.worker.helpers import FAST_POLL, SYNC, StartWorker
@@ -90,7 +91,7 @@ def test_workers_ride_out_a_dropping_network_without_losing_or_repeating_a_messa
     options = ("--batch-size", "10", "--concurrency", "4", *FAST_POLL)
     worker = start_worker("orders", url, SYNC, *options)
     ids = [
-        e.id
+        stored_id(e)
         for e in queue.enqueue_many(
             [NewMessage(message={"n": n, "sleep": 0.02}) for n in range(MESSAGES)]
         )

@@ -23,6 +23,7 @@ from tablequeue import NewMessage, connect
 from tablequeue.errors import DatabaseUnavailable
 from tablequeue.spec import QueueResource
 from tests.support.postgres_server import PostgresServer
+from tests.support.stored import stored_id
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_records
 from tests.worker.helpers import FAST_POLL, SYNC, StartWorker
@@ -94,7 +95,7 @@ def test_a_failover_to_a_synchronous_replica_loses_nothing(
         options = ("--batch-size", "10", "--concurrency", "4", *FAST_POLL)
         workers = [start_worker("orders", url, SYNC, *options) for _ in range(2)]
         bodies = [NewMessage(message={"n": n, "sleep": 0.02}) for n in range(MESSAGES)]
-        ids = [e.id for e in queue.enqueue_many(bodies)]
+        ids = [stored_id(e) for e in queue.enqueue_many(bodies)]
         wait_until(lambda: len(read_records(records)) >= 100, timeout=60)
         with psycopg.connect(primary.url) as direct:
             states = direct.execute("SELECT sync_state FROM pg_stat_replication").fetchall()
@@ -139,7 +140,9 @@ def test_a_failover_to_a_server_with_another_clock_moves_lease_expiry_by_the_dif
     with primary_and_replica(primary_clock_ahead="+10m") as (primary, replica):
         database = connect(primary.url)
         with database.transaction() as connection:
-            ahead = connection.exec_driver_sql("SELECT now()").scalar() - datetime.now(UTC)
+            primary_now = connection.exec_driver_sql("SELECT now()").scalar()
+            assert primary_now is not None
+            ahead = primary_now - datetime.now(UTC)
         database.apply(QueueResource.from_name("orders", lease_seconds=30))
         database.queue("orders").enqueue({"n": 1})
         [leased] = database.queue("orders").lease("w1", 1).messages
@@ -154,6 +157,7 @@ def test_a_failover_to_a_server_with_another_clock_moves_lease_expiry_by_the_dif
             now = connection.exec_driver_sql("SELECT now()").scalar()
         assert queue.sweep().abandoned == 0  # not expired: the new primary's clock is behind
         [message] = queue.messages()
+        assert message.lease_expires_at is not None and now is not None
         left = (message.lease_expires_at - now).total_seconds()
         print(
             f"\nprimary clock ahead by {ahead.total_seconds():.0f} s; "

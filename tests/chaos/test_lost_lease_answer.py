@@ -17,6 +17,7 @@ import pytest
 
 from tablequeue import NewMessage, connect
 from tablequeue.spec import QueueResource
+from tests.support.stored import stored_id
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_records
 from tests.worker.helpers import FAST_POLL, SYNC, StartWorker, WorkerProcess
@@ -42,7 +43,7 @@ def test_rows_of_a_lost_lease_answer_go_back_and_run_once(
         worker = start_worker("orders", through_proxy, SYNC, "--concurrency", "4", *FAST_POLL)
         worker.wait_ready()
         owner = worker.name  # the fixture names the owner after the worker
-        held = [e.id for e in queue.enqueue_many([NewMessage(message={"hang": True})] * 2)]
+        held = [stored_id(e) for e in queue.enqueue_many([NewMessage(message={"hang": True})] * 2)]
         wait_until(lambda: set(_events(records, "start")) == set(held), timeout=30)
 
         proxy.cut()

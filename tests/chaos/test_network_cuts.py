@@ -12,6 +12,7 @@ import pytest
 
 from tablequeue import NewMessage, connect
 from tablequeue.spec import QueueResource
+from tests.support.stored import stored_id
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_records
 from tests.worker.helpers import FAST_POLL, SYNC, StartWorker, WorkerProcess
@@ -35,7 +36,7 @@ def test_cut_network_loses_and_duplicates_nothing(
         options = ("--batch-size", "10", "--concurrency", "4", *FAST_POLL)
         workers = [start_worker("orders", through_proxy, SYNC, *options) for _ in range(2)]
         bodies = [NewMessage(message={"n": n, "sleep": 0.02}) for n in range(MESSAGES)]
-        ids = [e.id for e in queue.enqueue_many(bodies)]
+        ids = [stored_id(e) for e in queue.enqueue_many(bodies)]
         unfinished = []
         for _ in range(CUTS):
             before = len(read_records(records))

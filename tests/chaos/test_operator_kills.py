@@ -58,7 +58,11 @@ def test_operator_killed_mid_reconcile_duplicates_nothing(
         before = len(_queue_tables(postgres_url))
         operator.start()
         # Kill as soon as this start has made a table: it is then inside the batch.
-        wait_until(lambda b=before: len(_queue_tables(postgres_url)) > b, timeout=60, interval=0.05)
+
+        def made_a_table(before: int = before) -> bool:
+            return len(_queue_tables(postgres_url)) > before
+
+        wait_until(made_a_table, timeout=60, interval=0.05)
         operator.kill()
         mid_batch += len(_queue_tables(postgres_url)) < QUEUES
     tables_at_last_kill = len(_queue_tables(postgres_url))

@@ -9,6 +9,7 @@ import random
 import signal
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,11 @@ def test_workers_killed_mid_batch_lose_nothing(
     handler: str,
 ) -> None:
     database = connect(postgres_url)
-    spec = {"lease_seconds": 2, "on_lease_expired": policy, "keep_processed_for": "1h"}
+    spec: dict[str, Any] = {
+        "lease_seconds": 2,
+        "on_lease_expired": policy,
+        "keep_processed_for": "1h",
+    }
     database.apply(QueueResource.from_name("orders", max_attempts=10, **spec))
     queue = database.queue("orders")
     ids = set(enqueue(queue, [{"sleep": 0.02, "n": n} for n in range(MESSAGES)]))

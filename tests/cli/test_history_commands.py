@@ -4,6 +4,7 @@ its tracking id, in its queue or, once the row is gone, in the kept results."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from click.testing import CliRunner, Result
 
@@ -16,7 +17,7 @@ def _run(db_url: str, *args: str) -> Result:
     return CliRunner().invoke(main, list(args), env={"TABLEQUEUE_DB": db_url})
 
 
-def _queue(database: Database, **spec: object) -> Queue:
+def _queue(database: Database, **spec: Any) -> Queue:
     database.apply(QueueResource.from_name("orders", **spec))
     return database.queue("orders")
 

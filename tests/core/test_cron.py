@@ -13,8 +13,10 @@ from tablequeue.errors import SpecError
 from tablequeue.spec import QueueResource
 
 
-def utc(*fields: int) -> datetime:
-    return datetime(*fields, tzinfo=UTC)
+def utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 def ticks(expression: str, zone: str, start: datetime, count: int) -> list[datetime]:

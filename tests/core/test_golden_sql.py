@@ -2,8 +2,11 @@
 
 `tests/core/golden/<engine>/<statement>.sql` holds the text each engine's driver receives for
 the table `orders`: the DDL (tables, indexes) and every named builder of
-`tablequeue/dialects/queries.py`, with bind parameters as the driver's placeholders (`%(b_n)s`,
+`tablequeue/dialects/statements.py`, with bind parameters as the driver's placeholders (`%(b_n)s`,
 `?`; an expanding list shows as `__[POSTCOMPILE_b_ids]`). Paste one into EXPLAIN with values.
+The files are laid out one clause a line (`tests/core/sql_layout.py`), by changing only the
+whitespace between tokens; the test compares the laid-out text and, so that a layout bug cannot
+hide a change, the rendered text itself with its whitespace normalized.
 
 The test fails when a rendering changes unnoticed, when a statement has no golden file, or a
 golden file no statement. After a deliberate change, rewrite them and review the diff:
@@ -28,13 +31,14 @@ import sqlalchemy as sa
 from tablequeue import indexes, predicate
 from tablequeue.dialects import DIALECTS
 from tablequeue.dialects.history import HistoryQueries
-from tablequeue.dialects.queries import Queries
+from tablequeue.dialects.statements import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
 from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
 from tablequeue.spec import QueueSpec
 from tablequeue.storage import Storage, schedules
 from tablequeue.storage.schedules import ScheduleState
 from tablequeue.storage.workers import Heartbeat, heartbeat_statement
+from tests.core.sql_layout import layout, normalized
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("TABLEQUEUE_UPDATE_GOLDEN") == "1"
@@ -70,6 +74,7 @@ QUERIES: dict[str, Callable[[Queries], Any]] = {
     "expire": lambda q: q.expire(),
     "backlog": lambda q: q.backlog(),
     "due": lambda q: q.due(),
+    "load": lambda q: q.load(),
     "count_by_status": lambda q: q.count_by_status(),
 }
 
@@ -207,12 +212,48 @@ def test_rendered_sql_matches_the_golden_files(engine: str) -> None:
         for stale in set(folder.glob("*.sql")) - {folder / f"{n}.sql" for n in rendered}:
             stale.unlink()
         for name, text in rendered.items():
-            (folder / f"{name}.sql").write_text(text)
+            (folder / f"{name}.sql").write_text(layout(text))
     kept = {path.stem: path.read_text() for path in folder.glob("*.sql")}
     hint = "deliberate? rewrite with TABLEQUEUE_UPDATE_GOLDEN=1 and review the diff"
     assert sorted(kept) == sorted(rendered), f"statements added or removed: {hint}"
-    changed = [name for name in rendered if rendered[name] != kept[name]]
+    # Token for token: the SQL the driver receives, whitespace aside, is the file's.
+    changed = [name for name in rendered if normalized(rendered[name]) != normalized(kept[name])]
     assert not changed, f"{engine} rendering changed for {changed}: {hint}"
+    # And the file is laid out as the layout lays it out (so a re-layout shows in a diff).
+    relaid = [name for name in rendered if layout(rendered[name]) != kept[name]]
+    assert not relaid, f"{engine} golden files laid out differently: {relaid}: {hint}"
+
+
+def test_the_layout_changes_only_whitespace() -> None:
+    sql = (
+        "UPDATE t SET a=1, b='x,  y' WHERE t.id IN (SELECT t.id \nFROM t "
+        "WHERE t.s = 'FROM  a' AND t.n > 1 ORDER BY t.id LIMIT ? FOR UPDATE SKIP LOCKED) "
+        "RETURNING t.id;\n"
+    )
+    assert layout(sql) == (
+        "UPDATE t\n"
+        "SET a=1,\n"
+        "    b='x,  y'\n"
+        "WHERE t.id IN (SELECT t.id\n"
+        "    FROM t\n"
+        "    WHERE t.s = 'FROM  a'\n"
+        "      AND t.n > 1\n"
+        "    ORDER BY t.id\n"
+        "    LIMIT ?\n"
+        "    FOR UPDATE SKIP LOCKED)\n"
+        "RETURNING t.id;\n"
+    )
+    assert normalized(layout(sql)) == normalized(sql)
+    assert sql.split() == layout(sql).split()  # what `git diff --word-diff` compares
+    assert normalized("a  'x  y'") != normalized("a 'x y'")  # quotes keep their spaces
+    # An OR beside the ANDs: they stay on one line, so the layout never suggests other groups.
+    assert layout("SELECT 1 FROM t WHERE a AND b OR c AND (d OR e)") == (
+        "SELECT 1\nFROM t\nWHERE a AND b OR c AND (d OR e)"
+    )
+    assert (
+        layout("SELECT 1 FROM t WHERE a AND (b OR c)")
+        == "SELECT 1\nFROM t\nWHERE a\n  AND (b OR c)"
+    )
 
 
 def test_rendering_is_deterministic() -> None:

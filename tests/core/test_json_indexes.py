@@ -15,7 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue import Database, Queue, predicate
-from tablequeue.dialects.json_index import MARIADB_KEY_BYTES, MARIADB_PATH_STEPS, PREFIX
+from tablequeue.dialects.json_index import PREFIX
+from tablequeue.dialects.mariadb.json_index import MARIADB_KEY_BYTES, MARIADB_PATH_STEPS
 from tablequeue.errors import InvalidInput, SpecError
 from tablequeue.indexes import resolve
 from tablequeue.models import NewMessage
@@ -181,7 +182,9 @@ ANALYZE = {"postgresql": "ANALYZE orders", "sqlite": "ANALYZE", "mariadb": "ANAL
 
 def _explain(database: Database, queue: Queue, where: str) -> str:
     table = queue.table
-    statement = sa.select(table.c.id).where(selection(queue._queue, where=where))
+    condition = selection(queue._queue, where=where)
+    assert condition is not None
+    statement = sa.select(table.c.id).where(condition)
     sql_dialect = database.engine.dialect
     compiled = statement.compile(dialect=sql_dialect, compile_kwargs={"render_postcompile": True})
     params: Any = compiled.params
@@ -263,7 +266,7 @@ def test_an_invalid_index_left_by_a_failed_build_is_rebuilt(postgres_url: str) -
 
 def test_one_apply_builds_postgresql_indexes_at_a_time(postgres_url: str) -> None:
     from tablequeue import connect
-    from tablequeue.dialects.json_index import _DDL_LOCK
+    from tablequeue.dialects.postgresql.json_index import _DDL_LOCK
     from tablequeue.errors import IndexBuildBusy
 
     with connect(postgres_url) as database, database.engine.connect() as other:

@@ -19,8 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tablequeue import NewMessage, Queue
-from tablequeue.predicate import And, Comparison, Not, Or, Predicate, parse, render
-from tests.core.test_predicate import holds
+from tablequeue.predicate import And, Comparison, Not, Or, Predicate, holds, parse, render
 
 pytestmark = pytest.mark.slow
 

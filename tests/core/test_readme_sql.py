@@ -1,6 +1,6 @@
-"""The ready-made SQL of README.md ("Operating tablequeue") stays true: every snippet runs
-against a real queue table on its engine (SQL Server's are parsed as T-SQL) and answers its
-question on known data."""
+"""The ready-made SQL of docs/guides/operating.md ("Operating tablequeue") stays true: every
+snippet runs against a real queue table on its engine (SQL Server's are parsed as T-SQL) and
+answers its question on known data."""
 
 from __future__ import annotations
 
@@ -13,17 +13,18 @@ import sqlglot
 
 from tablequeue import Queue, connect
 from tablequeue.spec import QueueResource
+from tests.support.stored import stored_id
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "operating.md"
 _SNIPPET = re.compile(r"```sql\n-- ([a-z]+): ([^\n]+)\n(.*?)```", re.S)
 QUESTIONS = ("oldest due message", "errors in the last hour", "messages of one customer")
 LIVE = {"postgresql": "postgres_url", "sqlite": "sqlite_url", "mariadb": "mariadb_url"}
 
 
 def snippets() -> dict[str, dict[str, str]]:
-    """{engine: {question: sql}} from README.md."""
+    """{engine: {question: sql}} from the page."""
     found: dict[str, dict[str, str]] = {}
-    for engine, question, sql in _SNIPPET.findall(README.read_text()):
+    for engine, question, sql in _SNIPPET.findall(PAGE.read_text()):
         found.setdefault(engine, {})[question] = sql.strip().removesuffix(";")
     return found
 
@@ -38,16 +39,17 @@ def test_every_engine_answers_every_question() -> None:
 def test_sql_server_snippets_parse_as_t_sql() -> None:
     for question, sql in snippets()["mssql"].items():
         parsed = sqlglot.parse_one(sql, read="tsql")
-        assert parsed.find(sqlglot.exp.Table).name == "orders", question
+        table = parsed.find(sqlglot.exp.Table)
+        assert table is not None and table.name == "orders", question
 
 
 def _fill(queue: Queue) -> dict[str, set[int]]:
     """Messages whose answers are known; the expected ids per question."""
-    first = queue.enqueue({"Customer": {"Id": "C-42"}, "Total": 10}).id
+    first = stored_id(queue.enqueue({"Customer": {"Id": "C-42"}, "Total": 10}))
     queue.enqueue({"Customer": {"Id": "C-7"}, "Total": 20})
     queue.enqueue({"Customer": {"Id": "C-42"}}, after=3600)  # Sleeping, not due
-    failed = queue.enqueue({"Customer": {"Id": "C-42"}, "Total": 30}).id
-    old_error = queue.enqueue({"Customer": {"Id": "C-9"}}).id
+    failed = stored_id(queue.enqueue({"Customer": {"Id": "C-42"}, "Total": 30}))
+    old_error = stored_id(queue.enqueue({"Customer": {"Id": "C-9"}}))
     assert queue.set_status("Error", ids=[failed, old_error]) == 2
     table = queue.table
     with queue.database.transaction() as connection:

@@ -175,7 +175,7 @@ def test_monitoring_every_panel_and_alert_returns_series_from_real_targets(
                 "labels": labels | {"container": "tablequeue-worker"},
             }
 
-        scrape_configs = [
+        scrape_configs: list[dict[str, Any]] = [
             {
                 "job_name": "tablequeue-system/tq-tablequeue-operator",
                 "honor_labels": True,  # as the chart's ServiceMonitor: the Queue's namespace

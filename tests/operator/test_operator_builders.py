@@ -4,8 +4,9 @@ and the CRD generated from the pydantic spec (committed file and generator must 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import kopf
 import pytest
 import yaml
 
@@ -33,7 +34,7 @@ def env_of(container: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_deployment_adds_the_worker_sidecar_to_the_users_template() -> None:
-    template = {
+    template: dict[str, Any] = {
         "metadata": {"labels": {"team": "shop"}},
         "spec": {"containers": [{"name": "app", "image": "shop/app:1"}]},
     }
@@ -169,11 +170,16 @@ def test_ready_needs_the_table_and_workers_nothing_refused() -> None:
     )
 
 
+def raw(body: dict[str, Any]) -> kopf.RawBody:
+    """A plain dict as the body kopf hands a patch function (a typed dict of the same keys)."""
+    return cast(kopf.RawBody, body)
+
+
 def test_conditions_are_written_into_the_freshest_body() -> None:
     table = condition("TableReady", True, "TableReady")
     refused = condition("WorkersReady", False, "WorkersRefused", "the API server refused ...")
     body: dict[str, Any] = {"status": {"counts": {"Pending": 1}}}
-    written([table, refused], 1)(body)
+    written([table, refused], 1)(raw(body))
     assert body["status"]["counts"] == {"Pending": 1}
 
     def reasons() -> dict[str, str]:
@@ -181,13 +187,13 @@ def test_conditions_are_written_into_the_freshest_body() -> None:
 
     # The timer's WorkersReady never replaces reconcile's refusal; reconcile's success does.
     starting = condition("WorkersReady", False, "WorkersStarting", "0 of 1 worker replicas ready")
-    written([starting], 1, timer=True)(body)
+    written([starting], 1, timer=True)(raw(body))
     assert reasons() == {
         "Ready": "WorkersRefused",
         "TableReady": "TableReady",
         "WorkersReady": "WorkersRefused",
     }
-    written([table], 2, workers_applied=True)(body)
+    written([table], 2, workers_applied=True)(raw(body))
     assert reasons() == {
         "Ready": "Reconciled",
         "TableReady": "TableReady",

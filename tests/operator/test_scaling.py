@@ -141,13 +141,16 @@ def test_default_status_change_and_switching_to_hpa_and_back(
         # ... and puts it back there if anything scales it to 0. The operator may do so before
         # any poll sees the 0 (its timer ticks every second): the Deployment's generation tells
         # that its spec changed again after the scale (which kubectl has applied when it returns).
-        before = get(kube, "deployment", "mail-workers", namespace)["metadata"]["generation"]
+        scaled = get(kube, "deployment", "mail-workers", namespace)
+        assert scaled is not None
+        before = scaled["metadata"]["generation"]
         kube.kubectl("scale", "deployment", "mail-workers", "-n", namespace, "--replicas=0")
 
         def restored() -> bool:
             deployment = get(kube, "deployment", "mail-workers", namespace)
             return (
-                deployment["metadata"]["generation"] >= before + 2
+                deployment is not None
+                and deployment["metadata"]["generation"] >= before + 2
                 and deployment["spec"]["replicas"] == 1
             )
 

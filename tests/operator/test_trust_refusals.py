@@ -5,6 +5,7 @@ the red team's own: the operator under an admission policy that refuses its writ
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -276,7 +277,7 @@ def test_under_api_server_refusals_every_condition_and_finalizer_is_right(
         found = wait(condition_is(kube, name, namespace, "Ready", "False", "WorkersRefused"))
         assert "refused by the red team" in conditions(found)["Ready"]["message"]
         assert conditions(found)["TableReady"]["status"] == "True"
-        wait(lambda name=name: warned(kube, namespace, name, "WorkersRefused"))
+        wait(functools.partial(warned, kube, namespace, name, "WorkersRefused"))
         assert get(kube, "deployment", f"{name}-workers", namespace) is None
     never_ready(kube, operator, "plain", namespace)
 

@@ -271,7 +271,7 @@ def test_an_hour_of_data_is_ticked_in_minutes(spark: SparkSession, sqlite_url: s
     figure, _ = chart_figure(report)
     figure.canvas.draw()  # lays out the ticks
     throughput = figure.axes[0]
-    ticks = [mdates.num2date(value) for value in throughput.get_xticks()]
+    ticks = [mdates.num2date(value) for value in throughput.get_xticks()]  # type: ignore[no-untyped-call]
     labels = [label.get_text() for label in throughput.get_xticklabels()]
     plt.close(figure)
     assert len(ticks) >= 3, labels

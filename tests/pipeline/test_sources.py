@@ -94,7 +94,7 @@ BODIES = [
 """JSON bodies with quotes, commas, backslashes, line breaks and non-ASCII text."""
 
 
-def enqueue_csv(path: Path, queue_url: str, *options: str) -> dict[str, Any]:
+def enqueue_csv(path: Path, queue_url: str, *options: str) -> dict[str | None, Any]:
     """`tablequeue pipeline enqueue` of a CSV whose Payload column is the body: every row
     inserted, none rejected; the messages by id."""
     rejects = path.parent / "rejects"

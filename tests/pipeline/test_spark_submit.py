@@ -1,4 +1,4 @@
-"""Jobs run as the README shows, each in a process of its own: `spark-submit
+"""Jobs run as docs/guides/pipeline.md shows, each in a process of its own: `spark-submit
 pipeline/__main__.py ...` (pip's pyspark puts spark-submit next to the virtualenv's Python) and
 the `tablequeue` console script."""
 

@@ -102,7 +102,7 @@ class MariaDbServer:
             cursor.execute(f"GRANT ALL ON *.* TO '{USER}'@'%'")
 
     @contextlib.contextmanager
-    def root(self) -> Iterator[pymysql.Connection]:  # type: ignore[type-arg]
+    def root(self) -> Iterator[pymysql.Connection]:
         # No TLS on the socket: PyMySQL would load the system's CA store for every connection
         # (27 ms of CPU), and the suite opens one per fresh database.
         connection = pymysql.connect(

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -43,7 +44,7 @@ def test_two_workers_drain_through_the_pooler_exactly_once(
 ) -> None:
     direct, url = through_pooler
     pooled = url + "?pooler=transaction"
-    with connect(direct) as db:  # apply over the direct URL, as README says
+    with connect(direct) as db:  # apply over the direct URL, as docs/guides/pgbouncer.md says
         db.apply(QueueResource.from_name("orders", keep_processed_for="1h"))
     workers = [
         start_worker(
@@ -74,7 +75,11 @@ def test_two_workers_drain_through_the_pooler_exactly_once(
     assert set(done) == ids
     for worker in workers:
         said = worker.logs
-        wait_until(lambda said=said: any(x["message"] == NO_VACUUM for x in said()), 60)
+
+        def logged(said: Callable[[], list[dict[str, Any]]] = said) -> bool:
+            return any(x["message"] == NO_VACUUM for x in said())
+
+        wait_until(logged, 60)
         lines = worker.logs()
         assert [x["message"] for x in lines].count(POLLING) == 1
         assert [x["message"] for x in lines].count(NO_VACUUM) == 1
@@ -100,7 +105,9 @@ def test_statement_timeout_is_set_per_transaction_and_cancels_through_the_pooler
     with connect(url + "?pooler=transaction", timeouts=timeouts) as db:
         with db.transaction() as connection:
             assert connection.exec_driver_sql("SHOW statement_timeout").scalar() == "1s"
-            assert connection.connection.dbapi_connection.prepare_threshold is None
+            driver_connection = connection.connection.dbapi_connection
+            assert driver_connection is not None
+            assert driver_connection.prepare_threshold is None
         with db.reading() as connection:
             assert connection.exec_driver_sql("SHOW statement_timeout").scalar() == "1s"
         cancelled = pytest.raises(DatabaseUnavailable, match="cancelled a statement")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -43,9 +45,21 @@ TRACED = "python:tests.support.worker_handlers:traced"
 STEPS = ("lease orders", "handle orders", "settle orders")
 
 
-def _ids(span: ReadableSpan) -> tuple[str, str]:
+def _ids(span: ReadableSpan | trace.Span) -> tuple[str, str]:
     context = span.get_span_context()
+    assert context is not None
     return trace.format_trace_id(context.trace_id), trace.format_span_id(context.span_id)
+
+
+def _times(span: ReadableSpan) -> tuple[int, int]:
+    """A finished span's start and end (ns)."""
+    assert span.start_time is not None and span.end_time is not None
+    return span.start_time, span.end_time
+
+
+def _attributes(span: ReadableSpan) -> Mapping[str, Any]:
+    assert span.attributes is not None
+    return span.attributes
 
 
 def _parent(span: ReadableSpan) -> str | None:
@@ -110,14 +124,14 @@ def test_one_trace_from_enqueue_to_settle_in_process(
         assert handle.kind == SpanKind.CONSUMER
         assert seen[message_id]["trace_id"] == checkout_trace
         assert seen[message_id]["span_id"] == _ids(handle)[1]
-        assert steps["lease orders"].start_time <= handle.start_time
-        assert handle.end_time <= steps["settle orders"].end_time
+        assert _times(steps["lease orders"])[0] <= _times(handle)[0]
+        assert _times(handle)[1] <= _times(steps["settle orders"])[1]
     assert _steps(spans, ok)["handle orders"].status.status_code == StatusCode.UNSET
     failed = _steps(spans, failing)
     assert failed["handle orders"].status.status_code == StatusCode.ERROR
-    assert "out of stock" in str(failed["handle orders"].attributes["tablequeue.error"])
-    assert failed["settle orders"].attributes["tablequeue.outcome"] == "failed"
-    assert _steps(spans, ok)["settle orders"].attributes["tablequeue.outcome"] == "completed"
+    assert "out of stock" in str(_attributes(failed["handle orders"])["tablequeue.error"])
+    assert _attributes(failed["settle orders"])["tablequeue.outcome"] == "failed"
+    assert _attributes(_steps(spans, ok)["settle orders"])["tablequeue.outcome"] == "completed"
 
     # Without a trace context the lease starts a trace; handle and settle are its children.
     steps = _steps(spans, untraced)

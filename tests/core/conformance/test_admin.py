@@ -93,7 +93,9 @@ def test_expired_leases_follow_the_policy(make_queue: MakeQueue, policy: str) ->
     queue = make_queue(on_lease_expired=policy, max_attempts=2)
     queue.enqueue({"n": 1})
     [m] = queue.lease("w1", 5, lease_seconds=0.2, correlation_id="c-1").messages
-    swept = wait_until(lambda: (s := queue.sweep()).abandoned + s.retried and s, timeout=10)
+    swept = wait_until(
+        lambda: s if (s := queue.sweep()).abandoned + s.retried else None, timeout=10
+    )
     stored = queue.get(m.id)
     assert stored.last_error and "held by w1" in stored.last_error and "c-1" in stored.last_error
     if policy == "Abandon":

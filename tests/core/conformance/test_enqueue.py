@@ -14,6 +14,7 @@ import pytest
 from tablequeue import Completion, Database, NewMessage
 from tablequeue.errors import InvalidInput
 from tablequeue.spec import QueueResource
+from tests.support.stored import stored_id
 from tests.support.waiting import wait_until
 
 from .helpers import MakeQueue, lease_all
@@ -37,7 +38,7 @@ def test_enqueue_stores_body_headers_priority_and_tracking_id(make_queue: MakeQu
 def test_batch_enqueue_keeps_fifo_order(make_queue: MakeQueue) -> None:
     queue = make_queue()
     results = queue.enqueue_many([NewMessage(message={"n": n}) for n in range(2500)])
-    ids = [r.id for r in results]
+    ids = [stored_id(r) for r in results]
     assert ids == sorted(ids) and len(set(ids)) == 2500
     leased = queue.lease("w1", 10).messages
     assert [m.message["n"] for m in leased] == list(range(10))
@@ -113,7 +114,7 @@ def test_scheduled_messages_are_not_leased_early(make_queue: MakeQueue) -> None:
     else:
         assert past.id in first
     leased_later = [] if soon.id in first else wait_until(lambda: lease_all(queue), timeout=20)
-    assert sorted(first + leased_later) == sorted([past.id, soon.id])
+    assert sorted(first + leased_later) == sorted([stored_id(past), stored_id(soon)])
     assert queue.get(later.id or 0).status == "Sleeping"
 
 
@@ -235,7 +236,7 @@ def test_values_no_engine_can_store_are_rejected_up_front(
 ) -> None:
     queue = make_queue()
     with pytest.raises(ValueError, match=r"NUL|less than or equal"):
-        queue.enqueue(**options)  # type: ignore[arg-type]
+        queue.enqueue(**options)
     assert queue.count() == 0
     with pytest.raises(InvalidInput, match="out of range"):
         queue.lease("w1", 1, lease_seconds=1e12)

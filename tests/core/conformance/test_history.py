@@ -14,7 +14,8 @@ import sqlalchemy as sa
 
 from tablequeue import Completion, Database, Failure, NewMessage
 from tablequeue.errors import MessageNotFound
-from tablequeue.storage.history import ATTEMPTS_KEPT, ERROR_LENGTH
+from tablequeue.limits import ATTEMPTS_KEPT
+from tablequeue.storage.history import ERROR_LENGTH
 from tests.support.waiting import wait_until
 
 from .helpers import MakeQueue

@@ -117,6 +117,7 @@ def test_commit_as_you_go_and_a_dbapi_connection(app: sa.Engine, make_queue: Mak
     proxied = app.raw_connection()
     try:
         driver_connection = proxied.dbapi_connection
+        assert driver_connection is not None
         queue.enqueue({"n": 3}, connection=driver_connection)
         driver_connection.rollback()
         queue.enqueue({"n": 4}, connection=driver_connection)

@@ -59,7 +59,8 @@ def test_a_retried_message_gets_the_start_of_its_later_attempt(
     first_stored = queue.get(first.id).started_at
     assert queue.fail("w1", [Failure(first, "boom")]).retrying == 1
     assert queue.get(first.id).started_at == first_stored  # the failed attempt's start
-    wait_until(lambda: _database_now(database) > first.started_at, timeout=10)
+    started = first.started_at
+    wait_until(lambda: _database_now(database) > started, timeout=10)
     [second] = wait_until(lambda: queue.lease("w1", 5).messages, timeout=10)
     assert second.attempts == 2 and second.started_at is not None
     assert second.started_at > first.started_at

@@ -138,4 +138,5 @@ def test_health_wants_a_live_worker_only_while_due_messages_wait(database: Datab
     # A worker that once heartbeat for a queue makes the queue expect one.
     beat(database, "w2", queue="plain")
     age(database, "w2", 600)
-    assert plain.stats().health == "Unhealthy"
+    expecting = plain.stats()
+    assert expecting.health == "Unhealthy", (expecting, database.workers("plain"))

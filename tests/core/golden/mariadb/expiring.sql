@@ -1,4 +1,5 @@
-SELECT orders.id 
-FROM orders 
-WHERE orders.status IN ('Pending', 'Sleeping') AND orders.expires_at <= utc_timestamp(6) 
- LIMIT %(b_n)s;
+SELECT orders.id
+FROM orders
+WHERE orders.status IN ('Pending', 'Sleeping')
+  AND orders.expires_at <= utc_timestamp(6)
+LIMIT %(b_n)s;

@@ -1,3 +1,3 @@
-SELECT orders.id 
-FROM orders 
+SELECT orders.id
+FROM orders
 WHERE orders.id IN (__[POSTCOMPILE_b_ids]);

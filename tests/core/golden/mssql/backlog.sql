@@ -1,3 +1,4 @@
-SELECT count(*) AS count_1, min(orders.process_after) AS min_1, sysutcdatetime() AS sysutcdatetime_1 
-FROM orders 
-WHERE orders.status IN ('Pending', 'Sleeping') AND orders.process_after <= sysutcdatetime();
+SELECT count(*) AS count_1, min(orders.process_after) AS min_1, sysutcdatetime() AS sysutcdatetime_1
+FROM orders
+WHERE orders.status IN ('Pending', 'Sleeping')
+  AND orders.process_after <= sysutcdatetime();

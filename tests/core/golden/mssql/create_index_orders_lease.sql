@@ -1,1 +1,2 @@
-CREATE INDEX orders_lease ON orders (priority DESC, process_after, id) WHERE status IN ('Pending', 'Sleeping');
+CREATE INDEX orders_lease ON orders (priority DESC, process_after, id)
+WHERE status IN ('Pending', 'Sleeping');

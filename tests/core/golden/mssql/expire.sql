@@ -1,1 +1,6 @@
-UPDATE orders SET status='Expired', updated_at=sysutcdatetime() OUTPUT inserted.id WHERE orders.status IN ('Pending', 'Sleeping') AND orders.expires_at <= sysutcdatetime();
+UPDATE orders
+SET status='Expired',
+    updated_at=sysutcdatetime()
+OUTPUT inserted.id
+WHERE orders.status IN ('Pending', 'Sleeping')
+  AND orders.expires_at <= sysutcdatetime();

@@ -1,1 +1,7 @@
-DELETE FROM orders USING json_to_recordset(CAST(%(b_rows)s::VARCHAR AS JSON)) AS b(b_id BIGINT, b_version INTEGER, b_cid VARCHAR) WHERE orders.id = b.b_id AND orders.version = b.b_version AND orders.lease_owner = %(b_owner)s::VARCHAR AND orders.correlation_id = b.b_cid AND orders.status = 'Leased';
+DELETE FROM orders
+USING json_to_recordset(CAST(%(b_rows)s::VARCHAR AS JSON)) AS b(b_id BIGINT, b_version INTEGER, b_cid VARCHAR)
+WHERE orders.id = b.b_id
+  AND orders.version = b.b_version
+  AND orders.lease_owner = %(b_owner)s::VARCHAR
+  AND orders.correlation_id = b.b_cid
+  AND orders.status = 'Leased';

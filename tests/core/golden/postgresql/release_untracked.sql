@@ -1,1 +1,9 @@
-UPDATE orders SET status='Pending', attempts=CASE WHEN (orders.attempts > %(attempts_1)s::INTEGER) THEN orders.attempts - %(attempts_2)s::INTEGER ELSE %(param_1)s::INTEGER END, lease_expires_at=%(lease_expires_at)s::TIMESTAMP WITH TIME ZONE, updated_at=now() WHERE orders.status = 'Leased' AND orders.lease_owner = %(b_owner)s::VARCHAR AND orders.started_at >= %(b_since)s::TIMESTAMP WITH TIME ZONE AND (orders.id NOT IN (__[POSTCOMPILE_b_tracked]));
+UPDATE orders
+SET status='Pending',
+    attempts=CASE WHEN (orders.attempts > %(attempts_1)s::INTEGER) THEN orders.attempts - %(attempts_2)s::INTEGER ELSE %(param_1)s::INTEGER END,
+    lease_expires_at=%(lease_expires_at)s::TIMESTAMP WITH TIME ZONE,
+    updated_at=now()
+WHERE orders.status = 'Leased'
+  AND orders.lease_owner = %(b_owner)s::VARCHAR
+  AND orders.started_at >= %(b_since)s::TIMESTAMP WITH TIME ZONE
+  AND (orders.id NOT IN (__[POSTCOMPILE_b_tracked]));

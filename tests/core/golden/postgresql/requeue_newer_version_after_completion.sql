@@ -1,1 +1,12 @@
-UPDATE orders SET status=CASE WHEN (orders.process_after > now()) THEN 'Sleeping' ELSE %(param_1)s::VARCHAR END, previous_message=CASE WHEN (orders.message_id IS NOT NULL) THEN b.b_previous ELSE orders.previous_message END, attempts=%(attempts)s::INTEGER, lease_expires_at=%(lease_expires_at)s::TIMESTAMP WITH TIME ZONE, updated_at=now() FROM json_to_recordset(CAST(%(b_rows)s::VARCHAR AS JSON)) AS b(b_id BIGINT, b_version INTEGER, b_cid VARCHAR, b_previous JSONB) WHERE orders.id = b.b_id AND orders.version != b.b_version AND orders.lease_owner = %(b_owner)s::VARCHAR AND orders.correlation_id = b.b_cid AND orders.status = 'Leased';
+UPDATE orders
+SET status=CASE WHEN (orders.process_after > now()) THEN 'Sleeping' ELSE %(param_1)s::VARCHAR END,
+    previous_message=CASE WHEN (orders.message_id IS NOT NULL) THEN b.b_previous ELSE orders.previous_message END,
+    attempts=%(attempts)s::INTEGER,
+    lease_expires_at=%(lease_expires_at)s::TIMESTAMP WITH TIME ZONE,
+    updated_at=now()
+FROM json_to_recordset(CAST(%(b_rows)s::VARCHAR AS JSON)) AS b(b_id BIGINT, b_version INTEGER, b_cid VARCHAR, b_previous JSONB)
+WHERE orders.id = b.b_id
+  AND orders.version != b.b_version
+  AND orders.lease_owner = %(b_owner)s::VARCHAR
+  AND orders.correlation_id = b.b_cid
+  AND orders.status = 'Leased';

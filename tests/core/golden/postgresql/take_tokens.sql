@@ -1,1 +1,4 @@
-UPDATE tablequeue_rate_limits SET theoretical_arrival=%(b_arrival)s, updated_at=now() WHERE tablequeue_rate_limits.queue = %(b_queue)s::VARCHAR;
+UPDATE tablequeue_rate_limits
+SET theoretical_arrival=%(b_arrival)s,
+    updated_at=now()
+WHERE tablequeue_rate_limits.queue = %(b_queue)s::VARCHAR;

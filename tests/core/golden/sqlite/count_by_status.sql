@@ -1,2 +1,3 @@
-SELECT orders.status, count(*) AS count_1 
-FROM orders GROUP BY orders.status;
+SELECT orders.status, count(*) AS count_1
+FROM orders
+GROUP BY orders.status;

@@ -1,12 +1,12 @@
 CREATE TABLE tablequeue_results (
-	tracking_id CHAR(32) NOT NULL, 
-	queue VARCHAR(63) NOT NULL, 
-	message_pk BIGINT NOT NULL, 
-	message_id VARCHAR(400), 
-	status VARCHAR(64) NOT NULL, 
-	result JSON, 
-	last_error TEXT, 
-	attempts INTEGER NOT NULL, 
-	processed_at DATETIME NOT NULL, 
+	tracking_id CHAR(32) NOT NULL,
+	queue VARCHAR(63) NOT NULL,
+	message_pk BIGINT NOT NULL,
+	message_id VARCHAR(400),
+	status VARCHAR(64) NOT NULL,
+	result JSON,
+	last_error TEXT,
+	attempts INTEGER NOT NULL,
+	processed_at DATETIME NOT NULL,
 	PRIMARY KEY (tracking_id)
 );

@@ -1,1 +1,6 @@
-DELETE FROM orders WHERE orders.id = ? AND orders.version = ? AND orders.lease_owner = ? AND orders.correlation_id = ? AND orders.status = 'Leased';
+DELETE FROM orders
+WHERE orders.id = ?
+  AND orders.version = ?
+  AND orders.lease_owner = ?
+  AND orders.correlation_id = ?
+  AND orders.status = 'Leased';

@@ -1,1 +1,2 @@
-DELETE FROM tablequeue_results WHERE tablequeue_results.tracking_id IN (__[POSTCOMPILE_b_tracking]);
+DELETE FROM tablequeue_results
+WHERE tablequeue_results.tracking_id IN (__[POSTCOMPILE_b_tracking]);

@@ -1,1 +1,9 @@
-UPDATE orders SET status='Pending', attempts=CASE WHEN (orders.attempts > ?) THEN orders.attempts - ? ELSE ? END, lease_expires_at=?, updated_at=(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000') WHERE orders.status = 'Leased' AND orders.lease_owner = ? AND orders.started_at >= ? AND (orders.id NOT IN (__[POSTCOMPILE_b_tracked]));
+UPDATE orders
+SET status='Pending',
+    attempts=CASE WHEN (orders.attempts > ?) THEN orders.attempts - ? ELSE ? END,
+    lease_expires_at=?,
+    updated_at=(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')
+WHERE orders.status = 'Leased'
+  AND orders.lease_owner = ?
+  AND orders.started_at >= ?
+  AND (orders.id NOT IN (__[POSTCOMPILE_b_tracked]));

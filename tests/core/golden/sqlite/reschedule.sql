@@ -1,1 +1,15 @@
-UPDATE orders SET status='Sleeping', previous_message=CASE WHEN (orders.message_id IS NOT NULL) THEN orders.message ELSE orders.previous_message END, attempts=?, process_after=?, lease_expires_at=?, result=?, progress=coalesce(?, orders.progress), updated_at=(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), processed_at=(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000') WHERE orders.id = ? AND orders.version = ? AND orders.lease_owner = ? AND orders.correlation_id = ? AND orders.status = 'Leased';
+UPDATE orders
+SET status='Sleeping',
+    previous_message=CASE WHEN (orders.message_id IS NOT NULL) THEN orders.message ELSE orders.previous_message END,
+    attempts=?,
+    process_after=?,
+    lease_expires_at=?,
+    result=?,
+    progress=coalesce(?, orders.progress),
+    updated_at=(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'),
+    processed_at=(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')
+WHERE orders.id = ?
+  AND orders.version = ?
+  AND orders.lease_owner = ?
+  AND orders.correlation_id = ?
+  AND orders.status = 'Leased';

@@ -1,1 +1,34 @@
-INSERT INTO tablequeue_rollup (queue, minute, processed, failed, latency_sum, latency_max, latency_b00, latency_b01, latency_b02, latency_b03, latency_b04, latency_b05, latency_b06, latency_b07, latency_b08, latency_b09, latency_b10, latency_b11, latency_b12, latency_b13, latency_b14, latency_b15, latency_b16, latency_b17, latency_b18, latency_b19, latency_b20, latency_b21, latency_b22, first_id, last_id, backlog) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (queue, minute) DO UPDATE SET processed = (tablequeue_rollup.processed + excluded.processed), failed = (tablequeue_rollup.failed + excluded.failed), latency_sum = (tablequeue_rollup.latency_sum + excluded.latency_sum), latency_max = CASE WHEN (tablequeue_rollup.latency_max IS NULL OR excluded.latency_max > tablequeue_rollup.latency_max) THEN excluded.latency_max ELSE tablequeue_rollup.latency_max END, latency_b00 = (tablequeue_rollup.latency_b00 + excluded.latency_b00), latency_b01 = (tablequeue_rollup.latency_b01 + excluded.latency_b01), latency_b02 = (tablequeue_rollup.latency_b02 + excluded.latency_b02), latency_b03 = (tablequeue_rollup.latency_b03 + excluded.latency_b03), latency_b04 = (tablequeue_rollup.latency_b04 + excluded.latency_b04), latency_b05 = (tablequeue_rollup.latency_b05 + excluded.latency_b05), latency_b06 = (tablequeue_rollup.latency_b06 + excluded.latency_b06), latency_b07 = (tablequeue_rollup.latency_b07 + excluded.latency_b07), latency_b08 = (tablequeue_rollup.latency_b08 + excluded.latency_b08), latency_b09 = (tablequeue_rollup.latency_b09 + excluded.latency_b09), latency_b10 = (tablequeue_rollup.latency_b10 + excluded.latency_b10), latency_b11 = (tablequeue_rollup.latency_b11 + excluded.latency_b11), latency_b12 = (tablequeue_rollup.latency_b12 + excluded.latency_b12), latency_b13 = (tablequeue_rollup.latency_b13 + excluded.latency_b13), latency_b14 = (tablequeue_rollup.latency_b14 + excluded.latency_b14), latency_b15 = (tablequeue_rollup.latency_b15 + excluded.latency_b15), latency_b16 = (tablequeue_rollup.latency_b16 + excluded.latency_b16), latency_b17 = (tablequeue_rollup.latency_b17 + excluded.latency_b17), latency_b18 = (tablequeue_rollup.latency_b18 + excluded.latency_b18), latency_b19 = (tablequeue_rollup.latency_b19 + excluded.latency_b19), latency_b20 = (tablequeue_rollup.latency_b20 + excluded.latency_b20), latency_b21 = (tablequeue_rollup.latency_b21 + excluded.latency_b21), latency_b22 = (tablequeue_rollup.latency_b22 + excluded.latency_b22), first_id = CASE WHEN (tablequeue_rollup.first_id IS NULL OR excluded.first_id < tablequeue_rollup.first_id) THEN excluded.first_id ELSE tablequeue_rollup.first_id END, last_id = CASE WHEN (tablequeue_rollup.last_id IS NULL OR excluded.last_id > tablequeue_rollup.last_id) THEN excluded.last_id ELSE tablequeue_rollup.last_id END, backlog = coalesce(excluded.backlog, tablequeue_rollup.backlog);
+INSERT INTO tablequeue_rollup (queue, minute, processed, failed, latency_sum, latency_max, latency_b00, latency_b01, latency_b02, latency_b03, latency_b04, latency_b05, latency_b06, latency_b07, latency_b08, latency_b09, latency_b10, latency_b11, latency_b12, latency_b13, latency_b14, latency_b15, latency_b16, latency_b17, latency_b18, latency_b19, latency_b20, latency_b21, latency_b22, first_id, last_id, backlog)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (queue, minute)
+DO UPDATE
+SET processed = (tablequeue_rollup.processed + excluded.processed),
+    failed = (tablequeue_rollup.failed + excluded.failed),
+    latency_sum = (tablequeue_rollup.latency_sum + excluded.latency_sum),
+    latency_max = CASE WHEN (tablequeue_rollup.latency_max IS NULL OR excluded.latency_max > tablequeue_rollup.latency_max) THEN excluded.latency_max ELSE tablequeue_rollup.latency_max END,
+    latency_b00 = (tablequeue_rollup.latency_b00 + excluded.latency_b00),
+    latency_b01 = (tablequeue_rollup.latency_b01 + excluded.latency_b01),
+    latency_b02 = (tablequeue_rollup.latency_b02 + excluded.latency_b02),
+    latency_b03 = (tablequeue_rollup.latency_b03 + excluded.latency_b03),
+    latency_b04 = (tablequeue_rollup.latency_b04 + excluded.latency_b04),
+    latency_b05 = (tablequeue_rollup.latency_b05 + excluded.latency_b05),
+    latency_b06 = (tablequeue_rollup.latency_b06 + excluded.latency_b06),
+    latency_b07 = (tablequeue_rollup.latency_b07 + excluded.latency_b07),
+    latency_b08 = (tablequeue_rollup.latency_b08 + excluded.latency_b08),
+    latency_b09 = (tablequeue_rollup.latency_b09 + excluded.latency_b09),
+    latency_b10 = (tablequeue_rollup.latency_b10 + excluded.latency_b10),
+    latency_b11 = (tablequeue_rollup.latency_b11 + excluded.latency_b11),
+    latency_b12 = (tablequeue_rollup.latency_b12 + excluded.latency_b12),
+    latency_b13 = (tablequeue_rollup.latency_b13 + excluded.latency_b13),
+    latency_b14 = (tablequeue_rollup.latency_b14 + excluded.latency_b14),
+    latency_b15 = (tablequeue_rollup.latency_b15 + excluded.latency_b15),
+    latency_b16 = (tablequeue_rollup.latency_b16 + excluded.latency_b16),
+    latency_b17 = (tablequeue_rollup.latency_b17 + excluded.latency_b17),
+    latency_b18 = (tablequeue_rollup.latency_b18 + excluded.latency_b18),
+    latency_b19 = (tablequeue_rollup.latency_b19 + excluded.latency_b19),
+    latency_b20 = (tablequeue_rollup.latency_b20 + excluded.latency_b20),
+    latency_b21 = (tablequeue_rollup.latency_b21 + excluded.latency_b21),
+    latency_b22 = (tablequeue_rollup.latency_b22 + excluded.latency_b22),
+    first_id = CASE WHEN (tablequeue_rollup.first_id IS NULL OR excluded.first_id < tablequeue_rollup.first_id) THEN excluded.first_id ELSE tablequeue_rollup.first_id END,
+    last_id = CASE WHEN (tablequeue_rollup.last_id IS NULL OR excluded.last_id > tablequeue_rollup.last_id) THEN excluded.last_id ELSE tablequeue_rollup.last_id END,
+    backlog = coalesce(excluded.backlog, tablequeue_rollup.backlog);

@@ -1,5 +1,5 @@
 """MariaDB's JSON paths, and the typed value at a path that predicates compare and JSON indexes
-(`json_index.MariaDbIndexes`) hold.
+(`mariadb.json_index.MariaDbIndexes`) hold.
 
 MariaDB's paths are lax: `$.a[0]` of an object reads the object itself, and a key that begins
 with '-' never matches (`$."-1"`). Predicates read strictly, as SQLite and PostgreSQL do: each
@@ -8,25 +8,17 @@ index step must find an array, and such keys are found by their position among J
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import sqlalchemy as sa
 
-from .base import JsonKind, JsonPath
+from ..types import JsonKind, JsonPath, path_text
 
 JSON_TYPES: dict[JsonKind, tuple[str, ...]] = {
     "string": ("STRING",),
     "number": ("INTEGER", "DOUBLE"),
     "boolean": ("BOOLEAN",),
 }
-
-
-def path_text(path: JsonPath) -> str:
-    return "$" + "".join(
-        f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment)
-        for segment in path
-    )
 
 
 def extract(column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[Any]:

@@ -2,7 +2,7 @@
 
 - The lease is the shared UPDATE whose candidates are read `WITH (UPDLOCK, ROWLOCK, READPAST)`
   (skip rows other transactions hold), returning the leased rows with `OUTPUT inserted.*`.
-- Identities are upserted by `MERGE ... WITH (HOLDLOCK)` (`mssql_merge.py`); per-message
+- Identities are upserted by `MERGE ... WITH (HOLDLOCK)` (`merge.py`); per-message
   parameters travel as one JSON document read by `OPENJSON(?) WITH (...)`: one statement and
   one round trip per batch (batches of statements without a JSON source use pyodbc's
   `fast_executemany`).
@@ -35,13 +35,13 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.selectable import Select
 
-from ..sqltypes import UtcDateTime
-from .base import Capabilities, JsonKind, JsonPath
+from ...sqltypes import UtcDateTime
+from ..dialect import Dialect, accumulated
+from ..statements import Queries
+from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, path_text
 from .json_index import MssqlIndexes
-from .mssql_merge import Merge
-from .per_row import PerRow
-from .queries import HELD_COLUMNS, Queries
-from .sql import SqlDialect, accumulated
+from .merge import Merge
+from .statements import MssqlQueries
 
 COLLATION = "Latin1_General_100_BIN2_UTF8"
 PER_ROW_PARAMETER = "b_rows"
@@ -140,15 +140,8 @@ def _per_row_value(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
 
 
-def _path_text(path: JsonPath) -> str:
-    return "$" + "".join(
-        f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment)
-        for segment in path
-    )
-
-
 def _bound_path(path: JsonPath) -> sa.BindParameter[str]:
-    return sa.bindparam(None, _path_text(path), type_=sa.Unicode)
+    return sa.bindparam(None, path_text(path), type_=sa.Unicode)
 
 
 def _member(column: sa.ColumnElement[Any], path: JsonPath) -> Any:
@@ -164,16 +157,7 @@ def _member(column: sa.ColumnElement[Any], path: JsonPath) -> Any:
     return members, condition
 
 
-class MssqlQueries(Queries):
-    def _delete_done(self) -> tuple[sa.Delete, PerRow]:
-        # A semi-join rather than DELETE ... FROM orders, OPENJSON(...): one FROM, plain SQL.
-        per_row = PerRow(self.dialect, HELD_COLUMNS)
-        assert per_row.source is not None
-        held: Select[Any] = sa.select(sa.literal_column("1")).select_from(per_row.source)
-        return sa.delete(self.table).where(held.where(self._held_by(per_row)).exists()), per_row
-
-
-class MssqlDialect(SqlDialect):
+class MssqlDialect(Dialect):
     name = "mssql"
     url_schemes = {"mssql": "mssql+pyodbc", "mssql+pyodbc": "mssql+pyodbc"}
     url_hint = "mssql+pyodbc://"
@@ -189,13 +173,22 @@ class MssqlDialect(SqlDialect):
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
     ) -> dict[str, Any]:
-        """pyodbc's login timeout. (A statement bound would be pyodbc's per-connection
+        """Differs because each driver names its bounds: pyodbc's login timeout (`timeout`).
+        (A statement bound would be pyodbc's per-connection
         `timeout` attribute, set after connecting: not applied yet.)"""
         if connect_seconds and "timeout" not in url.query:
             return {"timeout": max(1, math.ceil(connect_seconds))}
         return {}
 
     def configure_engine(self, engine: Engine) -> None:
+        """Differs because SQLAlchemy's SQL Server defaults do not fit the tables: timestamps
+        as DATETIME2(6) (DATETIME is accurate to about 3 ms) and text as NVARCHAR
+        (`_TypeCompiler`); text in a binary collation (identities and statuses compare
+        exactly) and JSON with an ISJSON check (`_DdlCompiler`); a bit column in CASE compared
+        to 1 (T-SQL has no boolean values) and the lease candidates' ORDER BY kept under TOP,
+        which SQLAlchemy drops from a subquery without a limit of its own (`_Compiler`);
+        pyodbc's fast_executemany, which sends the parameters of a batch without a JSON source
+        as arrays instead of row by row."""
         engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
         engine.dialect.ddl_compiler = _DdlCompiler
         engine.dialect.statement_compiler = _Compiler
@@ -248,7 +241,8 @@ class MssqlDialect(SqlDialect):
         return sa.func.coalesce(present.scalar_subquery(), 0) == 0
 
     def is_true(self, condition: sa.ColumnElement[bool]) -> sa.ColumnElement[bool]:
-        # T-SQL has no boolean values: a condition is never an argument of COALESCE.
+        # Differs because T-SQL has no boolean values: a condition is never an argument of
+        # COALESCE.
         return sa.case((condition, 1), else_=0) == 1
 
     def insert(self, table: sa.Table) -> Insert:
@@ -290,7 +284,10 @@ class MssqlDialect(SqlDialect):
         smallest: Sequence[str],
         latest: Sequence[str],
     ) -> sa.Executable:
-        """MERGE ... WITH (HOLDLOCK) on the primary key, from one row of bound values."""
+        """Differs because SQL Server has no INSERT ... ON CONFLICT: MERGE ... WITH (HOLDLOCK)
+        on the primary key, from one row of bound values (HOLDLOCK keeps the key range locked
+        from the match to the insert, so two writers of the same new key cannot both insert
+        it)."""
         values = [sa.literal(value, table.c[name].type).label(name) for name, value in row.items()]
         source = sa.select(*values).subquery("s")
         set_ = accumulated(table, source.c, add, largest, smallest, latest)
@@ -305,6 +302,8 @@ class MssqlDialect(SqlDialect):
         return locked.with_hint(select.get_final_froms()[0], _LOCK_HINT, "mssql")
 
     def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
+        """Differs because SQL Server reads every message's row from one JSON parameter with
+        OPENJSON(...) WITH (...): one statement and one round trip per batch."""
         self._json_parameters |= {c.name for c in columns if isinstance(c.type, sa.JSON)}
         definitions = ", ".join(f"{c.name} {_openjson_type(c.type)} '$.{c.name}'" for c in columns)
         rows = sa.bindparam(PER_ROW_PARAMETER, type_=sa.UnicodeText)
@@ -312,8 +311,9 @@ class MssqlDialect(SqlDialect):
         return _OpenJson(rows, shape).table_valued(*columns).alias("b")
 
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        # JSON values travel as their text (OPENJSON's AS JSON would drop a JSON string);
-        # None is left out, so that it is SQL NULL.
+        # Differs because `per_row` reads one JSON text (OPENJSON). JSON values travel as their
+        # text (OPENJSON's AS JSON would drop a JSON string); None is left out, so that it is
+        # SQL NULL.
         present = [
             {
                 key: json.dumps(value, sort_keys=True, separators=(",", ":"))
@@ -330,24 +330,15 @@ class MssqlDialect(SqlDialect):
     # --- whole operations -------------------------------------------------------------------
 
     def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
+        """Differs because T-SQL has no DELETE ... USING: `MssqlQueries` deletes completed
+        messages by a semi-join on the per-row source."""
         return MssqlQueries(self, table, registry, rate_limits)
 
-    def enqueue_round(
-        self,
-        connection: Connection,
-        queries: Queries,
-        *,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
-    ) -> Any:
-        written = super().enqueue_round(
-            connection, queries, queue=queue, rows=rows, upsert=upsert, idempotent=idempotent
-        )
-        if not upsert:
+    def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Any:
+        """Differs because MERGE's OUTPUT rows are untyped: the tracking id arrives as text."""
+        written = super().enqueue_round(connection, queries, batch)
+        if not batch.upsert:
             return written
-        # MERGE's OUTPUT rows are untyped: the tracking id arrives as text.
         return [
             Enqueued(r.id, r.message_id, uuid.UUID(str(r.tracking_id)), r.version, r.status)
             for r in written

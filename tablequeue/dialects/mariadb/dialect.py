@@ -1,7 +1,7 @@
 """MariaDB (10.11; 10.6 at least) through PyMySQL, or through pyodbc and MariaDB's ODBC driver.
 
 - The lease is a locking read (`FOR UPDATE SKIP LOCKED`) and an UPDATE by id in the same
-  transaction (MariaDB has no UPDATE ... RETURNING): two round trips, see `mysql_queries.py`.
+  transaction (MariaDB has no UPDATE ... RETURNING): two round trips, see `statements.py`.
 - Enqueues are INSERT ... SELECT FROM JSON_TABLE(...) ON DUPLICATE KEY UPDATE ... RETURNING:
   one round trip per batch; outcomes are multi-table UPDATEs and DELETEs joined to JSON_TABLE.
 - Sessions run READ COMMITTED (no gap locks: a lease never blocks enqueues), with a binary
@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,18 +26,32 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import mysql
-from sqlalchemy.dialects.mysql.base import MySQLTypeCompiler
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from ..sqltypes import UtcDateTime
-from .base import Capabilities, JsonKind, JsonPath, LeasedRows, SweptLease
+from ..dialect import Dialect
+from ..statements import Queries
+from ..types import (
+    Capabilities,
+    EnqueueBatch,
+    JsonKind,
+    JsonPath,
+    LeasedRows,
+    LeaseExpiredPolicy,
+    LeaseRequest,
+    SweptLease,
+)
+from .compiling import (
+    TypeCompiler,
+    datetimes_as_text,
+    json_table_type,
+    per_row_first,
+    per_row_value,
+)
 from .json_index import MariaDbIndexes
-from .mysql_json import arrays_on_the_way, extract, typed_value
-from .mysql_queries import NOW_LABEL, MariaDbQueries
-from .queries import LeaseExpiredPolicy, Queries
-from .sql import SqlDialect
+from .json_paths import arrays_on_the_way, extract, typed_value
+from .statements import NOW_LABEL, MariaDbQueries
 
 COLLATION = "utf8mb4_nopad_bin"
 PER_ROW_PARAMETER = "b_rows"
@@ -52,89 +65,11 @@ connection keeps once connected (PyMySQL's `read_timeout` also bounds the server
 which `connect_timeout` does not)."""
 
 
-def _datetimes_as_text(parameters: Any) -> Any:
-    if not isinstance(parameters, tuple | list):
-        return parameters
-    return type(parameters)(
-        _text(value) if isinstance(value, datetime) else value for value in parameters
-    )
-
-
-def _text(value: datetime) -> str:
-    value = value.astimezone(UTC) if value.tzinfo is not None else value
-    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-class _TypeCompiler(MySQLTypeCompiler):
-    """DATETIME keeps microseconds (MariaDB's plain DATETIME rounds to whole seconds)."""
-
-    def visit_DATETIME(self, type_: Any, **kw: Any) -> str:
-        return super().visit_DATETIME(type_, **kw) if getattr(type_, "fsp", None) else "DATETIME(6)"
-
-
-def _per_row_first(compiler: type[Any]) -> type[Any]:
-    """Outcome statements join their per-row source to the queue table: read the source first
-    (`JSON_TABLE(...) AS b STRAIGHT_JOIN orders`, each row found by primary key). Left to
-    itself, with few Leased rows the optimizer reads them all through the status index first,
-    locking other workers' rows: outcomes of concurrent workers then deadlock."""
-
-    class PerRowFirst(compiler):  # type: ignore[misc]
-        def update_tables_clause(
-            self, update_stmt: Any, from_table: Any, extra_froms: list[Any], **kw: Any
-        ) -> str:
-            return self._straight_join(from_table, extra_froms, **kw)
-
-        def delete_extra_from_clause(
-            self,
-            delete_stmt: Any,
-            from_table: Any,
-            extra_froms: list[Any],
-            from_hints: Any,
-            **kw: Any,
-        ) -> str:
-            return "USING " + self._straight_join(from_table, extra_froms, **kw)
-
-        def _straight_join(self, table: Any, extra_froms: list[Any], **kw: Any) -> str:
-            kw["asfrom"] = True
-            froms = [*extra_froms, table]  # dispatched in text order: positional parameters
-            return " STRAIGHT_JOIN ".join(str(f._compiler_dispatch(self, **kw)) for f in froms)
-
-    return PerRowFirst
-
-
-def _json_table_type(type_: sa.types.TypeEngine[Any]) -> str:
-    if isinstance(type_, sa.JSON):
-        return "JSON"
-    if isinstance(type_, sa.Boolean):
-        return "BOOLEAN"
-    if isinstance(type_, sa.Integer):
-        return "BIGINT"
-    if isinstance(type_, sa.Float):
-        return "DOUBLE"
-    if isinstance(type_, UtcDateTime | sa.DateTime):
-        return "DATETIME(6)"
-    if isinstance(type_, sa.Uuid):
-        return "CHAR(36)"
-    if isinstance(type_, sa.String) and type_.length and not isinstance(type_, sa.Text):
-        return f"VARCHAR({type_.length})"
-    return "LONGTEXT"
-
-
-def _per_row_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError(f"naive datetime {value!r}: tablequeue needs timezone-aware times")
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} is not a per-row parameter type")
-
-
 _SERVER_STATUS_IN_TRANS = 1
 """The server status flag of an open transaction (MariaDB's protocol)."""
 
 
-class MariaDbDialect(SqlDialect):
+class MariaDbDialect(Dialect):
     name = "mariadb"
     url_schemes = {
         "mariadb": "mariadb+pymysql",
@@ -153,10 +88,13 @@ class MariaDbDialect(SqlDialect):
 
     # --- connecting and tables --------------------------------------------------------------
 
-    def id_column(self) -> sa.Column[int]:
-        return sa.Column("id", sa.BigInteger(), primary_key=True, autoincrement=True)
-
     def table_options(self) -> dict[str, Any]:
+        """Differs because MariaDB chooses a table's storage engine, character set and collation
+        from server defaults: InnoDB (transactions and row locks) whatever the server's default
+        engine, utf8mb4 (every Unicode character; MariaDB's `utf8` holds three bytes at most)
+        and `utf8mb4_nopad_bin`, so that identities and statuses compare exactly, case and
+        trailing spaces included, as on PostgreSQL and SQLite (the default utf8mb4 collation
+        ignores case)."""
         return {
             "mariadb_engine": "InnoDB",
             "mariadb_charset": "utf8mb4",
@@ -164,19 +102,23 @@ class MariaDbDialect(SqlDialect):
         }
 
     def partial_index_options(self, where: sa.ColumnElement[bool]) -> dict[str, Any]:
-        return {}  # no partial indexes: a UNIQUE index admits any number of NULLs anyway
+        """Differs because MariaDB has no partial indexes: none (a UNIQUE index admits any
+        number of NULLs anyway; the lease index is led by status instead, `lease_index`)."""
+        return {}
 
     def lease_index(self, table: sa.Table, name: str) -> sa.Index:
-        # Led by status: each leasable status is read in lease order (mysql_queries.py).
+        """Differs because MariaDB has no partial indexes: led by status, so that each leasable
+        status is read in lease order (statements.py)."""
         c = table.c
         return sa.Index(name, c.status, c.priority.desc(), c.process_after, c.id)
 
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
     ) -> dict[str, Any]:
-        """The drivers' connect timeout, and MariaDB's `max_statement_time` for the session
-        (PyMySQL's `init_command`; MariaDB's ODBC driver's `InitStmt`, which pyodbc adds to
-        the connection string)."""
+        """Differs because MariaDB bounds statements by a session variable, set by each
+        driver's own init statement: the drivers' connect timeout, and MariaDB's
+        `max_statement_time` for the session (PyMySQL's `init_command`; MariaDB's ODBC
+        driver's `InitStmt`, which pyodbc adds to the connection string)."""
         odbc = url.get_driver_name() == "pyodbc"
         args: dict[str, Any] = {}
         timeout_key = "timeout" if odbc else "connect_timeout"
@@ -195,12 +137,22 @@ class MariaDbDialect(SqlDialect):
         return args
 
     def statement_cancelled(self, error: BaseException) -> bool:
+        """Differs because MariaDB aborts a statement past `max_statement_time` with error 1969
+        (ER_STATEMENT_TIMEOUT, "... max_statement_time exceeded"): PyMySQL gives the code as
+        the error's first argument, pyodbc the SQLSTATE, so the message is read too."""
         code = error.args[0] if error.args else None
         return code == _STATEMENT_TIMEOUT or "max_statement_time exceeded" in str(error)
 
     def configure_engine(self, engine: Engine) -> None:
-        engine.dialect.type_compiler_instance = _TypeCompiler(engine.dialect)
-        engine.dialect.statement_compiler = _per_row_first(engine.dialect.statement_compiler)
+        """Differs because MariaDB and its drivers need settings SQLAlchemy does not make:
+        DATETIME(6) (a plain DATETIME keeps no fraction of a second); outcomes read their
+        per-row source first (`per_row_first`: else concurrent outcomes deadlock); through
+        PyMySQL the read bound once connected (`connect_args`); through MariaDB's ODBC driver a
+        Port key, and datetimes and UUIDs bound as text; every session READ COMMITTED (InnoDB's
+        default REPEATABLE READ takes gap locks: a lease would block enqueues) in the tables'
+        binary collation."""
+        engine.dialect.type_compiler_instance = TypeCompiler(engine.dialect)
+        engine.dialect.statement_compiler = per_row_first(engine.dialect.statement_compiler)
         if engine.dialect.driver == "pymysql":
 
             @event.listens_for(engine, "do_connect")
@@ -226,8 +178,8 @@ class MariaDbDialect(SqlDialect):
             ) -> tuple[str, Any]:
                 # MariaDB's ODBC driver drops the fraction of a bound datetime: bind text.
                 if many:
-                    return statement, [_datetimes_as_text(row) for row in parameters]
-                return statement, _datetimes_as_text(parameters)
+                    return statement, [datetimes_as_text(row) for row in parameters]
+                return statement, datetimes_as_text(parameters)
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -241,8 +193,9 @@ class MariaDbDialect(SqlDialect):
                 engine.dialect._allows_uuid_binds = False  # type: ignore[attr-defined]
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
-        """A named lock held until the transaction ends (MariaDB's DDL commits implicitly, so
-        it cannot be a row lock)."""
+        """Differs because two processes applying at once could both find a table missing or
+        not migrated and both change it: a named lock held until the transaction ends
+        (MariaDB's DDL commits implicitly, so it cannot be a row lock)."""
         name = f"tablequeue:{key}"
         got = connection.execute(
             sa.select(sa.func.get_lock(name, _DDL_LOCK_TIMEOUT_SECONDS))
@@ -320,9 +273,14 @@ class MariaDbDialect(SqlDialect):
         return insert.on_duplicate_key_update(ordered)
 
     def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        """Differs because MariaDB has INSERT ... ON DUPLICATE KEY UPDATE (`on_conflict_key`):
+        the upsert is one statement, with no delete first."""
         return self.on_conflict_key(insert, {c: self.excluded(insert)[c] for c in columns})
 
     def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
+        """Differs because MariaDB has no ON CONFLICT (the shared `on_conflict_do_update`): ON
+        DUPLICATE KEY UPDATE, which names no key and updates the row whose primary or unique
+        key the new row collides with."""
         assert isinstance(insert, mysql.Insert)
         return insert.on_duplicate_key_update(set_)
 
@@ -330,42 +288,43 @@ class MariaDbDialect(SqlDialect):
         return select.with_for_update(skip_locked=True)  # unused: `lease` is overridden
 
     def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
+        """Differs because MariaDB (10.6 and later) reads every message's row from one JSON
+        parameter with JSON_TABLE: one statement and one round trip per batch, where PyMySQL's
+        executemany batches only INSERT ... VALUES and runs an UPDATE once per message."""
         definitions = ", ".join(
-            f"{c.name} {_json_table_type(c.type)} PATH '$.{c.name}'" for c in columns
+            f"{c.name} {json_table_type(c.type)} PATH '$.{c.name}'" for c in columns
         )
         rows = sa.bindparam(PER_ROW_PARAMETER, type_=sa.Text)
         shape: sa.ColumnElement[Any] = sa.literal_column(f"'$[*]' COLUMNS ({definitions})")
         return sa.func.json_table(rows, shape).table_valued(*columns).alias("b")
 
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        # None is left out: a missing path is SQL NULL, where a JSON column reads `null` as
-        # JSON null. The bodies' text is as canonical_json writes it: JSON_TABLE keeps it.
+        # Differs because `per_row` reads one JSON text (JSON_TABLE). None is left out: a
+        # missing path is SQL NULL, where a JSON column reads `null` as JSON null. The bodies'
+        # text is as canonical_json writes it: JSON_TABLE keeps it.
         present = [{k: v for k, v in row.items() if v is not None} for row in rows]
         text = json.dumps(
-            present, default=_per_row_value, sort_keys=True, separators=(",", ":"), allow_nan=False
+            present, default=per_row_value, sort_keys=True, separators=(",", ":"), allow_nan=False
         )
         return {PER_ROW_PARAMETER: text}
 
     # --- whole operations -------------------------------------------------------------------
 
     def queries(self, table: sa.Table, registry: sa.Table, rate_limits: sa.Table) -> Queries:
+        """Differs because MariaDB has no UPDATE ... RETURNING and no partial indexes:
+        `MariaDbQueries` leases, extends, sweeps and expires by reads and updates by id, and
+        its idempotent upsert says which rows it wrote."""
         return MariaDbQueries(self, table, registry, rate_limits)
 
-    def lease(
-        self,
-        connection: Connection,
-        queries: Queries,
-        *,
-        queue: str,
-        owner: str,
-        batch_size: int,
-        lease_seconds: float,
-        correlation_id: str,
-        limited: bool = False,
-    ) -> LeasedRows:
+    def lease(self, connection: Connection, queries: Queries, request: LeaseRequest) -> LeasedRows:
+        """Differs because MariaDB has no UPDATE ... RETURNING: the candidates are read and
+        locked (SKIP LOCKED), then marked Leased by id, and the leased rows are the read rows
+        with the values the update wrote."""
         assert isinstance(queries, MariaDbQueries)
+        batch_size, lease_seconds = request.batch_size, request.lease_seconds
+        owner, correlation_id = request.owner, request.correlation_id
         candidates = connection.execute(
-            queries.lease(limited), {"b_n": batch_size, "b_queue": queue}
+            queries.lease(request.limited), {"b_n": batch_size, "b_queue": request.queue}
         ).all()
         if not candidates:
             return []
@@ -400,20 +359,11 @@ class MariaDbDialect(SqlDialect):
             for row in chosen
         ]
 
-    def enqueue_round(
-        self,
-        connection: Connection,
-        queries: Queries,
-        *,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
-    ) -> Any:
-        written = super().enqueue_round(
-            connection, queries, queue=queue, rows=rows, upsert=upsert, idempotent=idempotent
-        )
-        if upsert and idempotent:
+    def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Any:
+        """Differs because ON DUPLICATE KEY UPDATE returns every row, written or not: an
+        idempotent queue's unchanged messages are left out, as other engines' WHERE does."""
+        written = super().enqueue_round(connection, queries, batch)
+        if batch.upsert and batch.idempotent:
             return [row for row in written if row.written]
         return written
 
@@ -425,6 +375,11 @@ class MariaDbDialect(SqlDialect):
         on_lease_expired: LeaseExpiredPolicy,
         max_attempts: int,
     ) -> tuple[list[SweptLease], int]:
+        """Differs because MariaDB has no UPDATE ... RETURNING: the lapsed leases are read and
+        locked (SKIP LOCKED: one a worker is settling right now is left to it), then settled
+        by id; expired messages are found by a read without locks and expired by id,
+        EXPIRE_BATCH at a time (an UPDATE searching for them would lock every leasable message
+        it reads, `MariaDbQueries.expiring`)."""
         assert isinstance(queries, MariaDbQueries)
         lapsed = connection.execute(queries.sweep_lapsed_leases(on_lease_expired, max_attempts))
         swept = lapsed.all()
@@ -451,6 +406,9 @@ class MariaDbDialect(SqlDialect):
         ids: Sequence[int],
         lease_seconds: float,
     ) -> set[int]:
+        """Differs because MariaDB has no UPDATE ... RETURNING: the update's row count says
+        whether every lease was extended; when some were lost, `held` reads which ones the
+        owner still holds."""
         parameters = {"b_ids": list(ids), "b_owner": owner, "b_lease": lease_seconds}
         extended = connection.execute(queries.extend(), parameters).rowcount
         if extended == len(set(ids)):
@@ -461,10 +419,11 @@ class MariaDbDialect(SqlDialect):
     def count_by_status(
         self, connection: Connection, queries: Queries, exact: Sequence[str]
     ) -> tuple[dict[str, int], set[str]]:
-        """Exact counts, except for statuses outside `exact` with more than EXACT_COUNT_LIMIT
-        rows by the optimizer's estimates, typically Processed history: those share the
-        table's row estimate (information_schema) left after the exact counts, in proportion
-        to their index dives (EXPLAIN's rows; InnoDB caps a dive at half the table, so a dive
+        """Differs because an exact GROUP BY reads every row of a big status: exact counts,
+        except for statuses outside `exact` with more than EXACT_COUNT_LIMIT rows by the
+        optimizer's estimates, typically Processed history: those share the table's row
+        estimate (information_schema) left after the exact counts, in proportion to their
+        index dives (EXPLAIN's rows; InnoDB caps a dive at half the table, so a dive
         near that cap only says "large")."""
         table = queries.table
         present = _statuses_present(connection, table)
@@ -492,6 +451,8 @@ class MariaDbDialect(SqlDialect):
         where: sa.ColumnElement[bool],
         values: dict[str, Any],
     ) -> sa.Row[Any] | None:
+        """Differs because MariaDB has no UPDATE ... RETURNING: the row is chosen and locked
+        (FOR UPDATE), updated by id and read back, in the same transaction."""
         chosen = connection.execute(sa.select(table.c.id).where(where).with_for_update()).first()
         if chosen is None:
             return None
@@ -500,7 +461,8 @@ class MariaDbDialect(SqlDialect):
         return connection.execute(sa.select(table).where(by_id)).first()
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
-        # MariaDB refuses LIMIT in an IN (subquery) and a subquery on the table it deletes from.
+        # Differs because MariaDB refuses LIMIT in an IN (subquery) ("doesn't yet support
+        # 'LIMIT & IN/ALL/ANY/SOME subquery'"); its single-table DELETE takes a LIMIT itself.
         return sa.delete(table).where(where).with_dialect_options(mariadb_limit=limit)
 
 

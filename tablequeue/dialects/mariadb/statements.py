@@ -14,11 +14,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.sql.selectable import CompoundSelect, Select
 
-from .. import names
-from ..sqltypes import UtcDateTime
-from .enqueue_statement import enqueue_statement
-from .queries import LeaseExpiredPolicy, Queries, swept_columns
-from .statuses import literal_status
+from ... import names
+from ...sqltypes import UtcDateTime
+from ..statements import Queries, swept_columns
+from ..statuses import literal_status
+from ..types import LeaseExpiredPolicy
 
 NOW_LABEL = "b_now"
 """The database clock, selected with the lease candidates."""
@@ -26,8 +26,10 @@ NOW_LABEL = "b_now"
 
 class MariaDbQueries(Queries):
     def lease(self, limited: bool = False) -> CompoundSelect[Any]:  # type: ignore[override]
-        """Due messages in lease order per leasable status, locked, with the clock (none while
-        the queue's flow gate is shut, `flow_gate`)."""
+        """Differs because MariaDB has no UPDATE ... RETURNING and no partial indexes: due
+        messages in lease order per leasable status, locked, with the clock (none while the
+        queue's flow gate is shut, `flow_gate`); `MariaDbDialect.lease` marks them Leased by id
+        (`mark_leased`)."""
         return self._once(("lease", limited), lambda: self._lease_candidates(limited))
 
     def _lease_candidates(self, limited: bool) -> CompoundSelect[Any]:
@@ -75,6 +77,8 @@ class MariaDbQueries(Queries):
         )
 
     def extend(self) -> sa.Update:
+        """Differs because MariaDB has no UPDATE ... RETURNING: `extend_leases` alone;
+        `MariaDbDialect.extend` reads its row count."""
         return self._once(("extend",), self.extend_leases)
 
     def expiring(self) -> Select[Any]:
@@ -89,7 +93,9 @@ class MariaDbQueries(Queries):
         return sa.select(t.c.id).where(due_to_expire).limit(sa.bindparam("b_n", type_=sa.Integer()))
 
     def expire(self) -> sa.Update:
-        """Expire the messages :b_ids that `expiring` found, unless leased meanwhile."""
+        """Differs because MariaDB has no UPDATE ... RETURNING, and an UPDATE that searched
+        would lock leasable messages (`expiring`): expire the messages :b_ids that `expiring`
+        found, unless leased meanwhile."""
         return self._once(("expire",), self._expire_by_id)
 
     def _expire_by_id(self) -> sa.Update:
@@ -97,7 +103,8 @@ class MariaDbQueries(Queries):
         return self.expire_messages().where(self.table.c.id.in_(ids))
 
     def sweep_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> Select[Any]:  # type: ignore[override]
-        """Lapsed leases, locked, with the status each gets (`settle_lapsed_leases`)."""
+        """Differs because MariaDB has no UPDATE ... RETURNING: the lapsed leases, locked (SKIP
+        LOCKED), with the status each gets; `settle_lapsed_leases` then updates them by id."""
         key = ("sweep", policy, max_attempts)
         return self._once(key, lambda: self._lapsed_leases(policy, max_attempts))
 
@@ -123,13 +130,14 @@ class MariaDbQueries(Queries):
         return sa.update(t).where(t.c.id.in_(ids)).values(**values)
 
     def upsert_by_message_id(self, idempotent: bool) -> tuple[sa.Insert, Any]:
-        """As shared; an idempotent queue's statement also returns whether the row was
-        written (`written`): a discarded message keeps its old `updated_at`, a written one
-        gets the statement's clock."""
+        """Differs because ON DUPLICATE KEY UPDATE has no WHERE and returns every row, written
+        or not: as shared, but an idempotent queue's statement also returns whether the row was
+        written (`written`: a discarded message keeps its old `updated_at`, a written one gets
+        the statement's clock), for `MariaDbDialect.enqueue_round` to leave the others out."""
         return self._once(("upsert", idempotent), lambda: self._upsert(idempotent))
 
     def _upsert(self, idempotent: bool) -> tuple[sa.Insert, Any]:
-        statement, per_row = enqueue_statement(self, True, idempotent)
+        statement, per_row = self.enqueue_statement(True, idempotent)
         if idempotent:
             written = self.table.c.updated_at == self.dialect.now()
             statement = statement.returning(written.label("written"))

@@ -19,13 +19,13 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from ..errors import InvalidInput
-from . import postgresql_arrays
-from .base import Capabilities, Dialect, JsonKind, JsonPath, Rows, notify_channel
-from .driver import DriverStatement
+from ...errors import InvalidInput
+from ..dialect import Dialect
+from ..driver import DriverStatement
+from ..statements import Queries
+from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, Rows, notify_channel
+from . import arrays
 from .json_index import PostgresIndexes
-from .queries import Queries
-from .sql import SqlDialect
 
 _CASTS: dict[JsonKind, sa.types.TypeEngine[Any]] = {
     "string": sa.Text(),
@@ -93,7 +93,7 @@ QUERY_CANCELED = "57014"
 POOLERS = ("transaction",)
 """Values of the URL parameter `?pooler=`: the pooling mode of a pooler between tablequeue
 and PostgreSQL (PgBouncer's `pool_mode = transaction`), under which a server connection
-belongs to a client for one transaction only. README, "Behind PgBouncer"."""
+belongs to a client for one transaction only. See the PgBouncer guide (docs/guides/pgbouncer.md)."""
 
 log = logging.getLogger("tablequeue.worker")
 
@@ -108,7 +108,7 @@ class EnqueuedRow(NamedTuple):
     status: str
 
 
-class PostgresDialect(SqlDialect):
+class PostgresDialect(Dialect):
     name = "postgresql"
     url_schemes = {
         "postgresql": "postgresql+psycopg",
@@ -129,8 +129,9 @@ class PostgresDialect(SqlDialect):
         self._said: set[str] = set()
 
     def for_url(self, url: sa.URL) -> tuple[Dialect, sa.URL]:
-        """`?pooler=transaction` (validated, then removed: libpq does not know it) gives a
-        dialect for a transaction pooler."""
+        """Differs because only PostgreSQL is reached through a transaction pooler (PgBouncer
+        pools PostgreSQL connections only): `?pooler=transaction` (validated, then removed:
+        libpq does not know it) gives a dialect for a transaction pooler."""
         self.check_url(url)
         if "pooler" not in url.query:
             return self, url
@@ -175,8 +176,11 @@ class PostgresDialect(SqlDialect):
         return args
 
     def transaction_setup(self, statement_seconds: float | None) -> Callable[[Any], None] | None:
-        """Behind a transaction pooler, `SET LOCAL statement_timeout` at the start of each
-        transaction (one more round trip per transaction; bench/SCALING.md section 2)."""
+        """Differs because a transaction pooler lends a server connection for one transaction
+        only, so the timeout cannot be a session setting or a startup option (`connect_args`
+        leaves it out there): behind one, `SET LOCAL statement_timeout` (which ends with the
+        transaction) at the start of each transaction (one more round trip per transaction;
+        bench/SCALING.md section 2)."""
         if self.pooler is None or not statement_seconds:
             return None
         statement = f"SET LOCAL statement_timeout = {math.ceil(statement_seconds * 1000)}"
@@ -188,6 +192,8 @@ class PostgresDialect(SqlDialect):
         return setup
 
     def statement_cancelled(self, error: BaseException) -> bool:
+        """Differs because PostgreSQL cancels a statement past `statement_timeout` with SQLSTATE
+        57014 (query_canceled), which psycopg's errors carry as `sqlstate`."""
         return getattr(error, "sqlstate", None) == QUERY_CANCELED
 
     def now(self) -> sa.ColumnElement[datetime]:
@@ -225,6 +231,8 @@ class PostgresDialect(SqlDialect):
         )
 
     def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        """Differs because PostgreSQL has INSERT ... ON CONFLICT (key) DO UPDATE: the upsert is
+        one statement, with no delete first."""
         assert isinstance(insert, pg.Insert)
         return insert.on_conflict_do_update(
             index_elements=[key], set_={c: insert.excluded[c] for c in columns}
@@ -242,57 +250,52 @@ class PostgresDialect(SqlDialect):
         return insert.excluded
 
     def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
+        """Differs because PostgreSQL reads every message's row from one JSON parameter
+        (`json_to_recordset`): one fixed statement text (prepared once by the driver), one
+        round trip and one plan per batch whatever its size, instead of the statement run once
+        per message."""
         rows = sa.cast(sa.bindparam(PER_ROW_PARAMETER, type_=sa.Text), pg.JSON)
         return sa.func.json_to_recordset(rows).table_valued(*columns).render_derived("b", True)
 
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """Differs because `per_row` reads one JSON text: the rows as one compact JSON array
+        (times in ISO 8601 with their offset, so that timestamptz keeps the instant; UUIDs as
+        text)."""
         text = json.dumps(rows, default=_json_default, separators=(",", ":"), allow_nan=False)
         return {PER_ROW_PARAMETER: text}
 
     def per_row_arrays(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
-        return postgresql_arrays.unnest(columns)
+        """Differs because the enqueue, which this dialect runs on the driver itself, can send
+        one binary array per column that `unnest` reads without parsing a JSON document row by
+        row (`arrays.py`: about 4 µs of the server's CPU per message less)."""
+        return arrays.unnest(columns)
 
-    def enqueue_round(
-        self,
-        connection: Connection,
-        queries: Queries,
-        *,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
-    ) -> Rows:
-        """The enqueue statement with one binary array per column (`postgresql_arrays`), run
-        on the driver through SQLAlchemy's connection: in its transaction, with its errors."""
-        sql, parameters = self._enqueue_statement(queries, queue, rows, upsert, idempotent)
+    def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Rows:
+        """Differs because one binary array per column (`arrays`) costs PostgreSQL less than
+        a JSON document per batch: the statement runs on the driver through SQLAlchemy's
+        connection, in its transaction, with its errors."""
+        sql, parameters = self._enqueue_statement(queries, batch)
         return connection.exec_driver_sql(sql, parameters).all()
 
-    def enqueue_alone(
-        self,
-        dbapi_connection: Any,
-        queries: Queries,
-        *,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
-    ) -> Rows:
-        """The enqueue statement (it reads the default status and notifies itself) in
-        autocommit: one round trip, run on psycopg directly. One message takes the golden
-        `insert_one`/`upsert_one*` (scalar parameters) through `driver.DriverStatement`
-        (compiled once per table, prepared on first use, rows as tuples); several take the
-        golden `insert_new`/`upsert_*` with binary placeholders for the arrays, compiled once
-        per table (psycopg prepares it after a few executions)."""
-        if len(rows) == 1:
+    def enqueue_alone(self, dbapi_connection: Any, queries: Queries, batch: EnqueueBatch) -> Rows:
+        """Differs because on PostgreSQL the enqueue is one statement that needs no transaction
+        around it (it reads the default status and notifies itself): in autocommit it is one
+        round trip instead of three (BEGIN, INSERT, COMMIT), run on psycopg directly. One
+        message takes the golden `insert_one`/`upsert_one*` (scalar parameters) through
+        `driver.DriverStatement` (compiled once per table, prepared on first use, rows as
+        tuples); several take the golden `insert_new`/`upsert_*` with binary placeholders for
+        the arrays, compiled once per table (psycopg prepares it after a few executions)."""
+        upsert, idempotent = batch.upsert, batch.idempotent
+        if len(batch.rows) == 1:
             one = queries.once(
                 ("alone", "one", upsert, idempotent),
                 lambda: DriverStatement(
                     queries.upsert_one(idempotent) if upsert else queries.insert_one()
                 ),
             )
-            written = one.run(dbapi_connection, rows[0] | {"b_queue": queue})
+            written = one.run(dbapi_connection, batch.rows[0] | {"b_queue": batch.queue})
             return [EnqueuedRow(*row[:5]) for row in written]  # type: ignore[misc]
-        sql, parameters = self._enqueue_statement(queries, queue, rows, upsert, idempotent)
+        sql, parameters = self._enqueue_statement(queries, batch)
         from psycopg.rows import namedtuple_row  # psycopg loads only where PostgreSQL is used
 
         with dbapi_connection.cursor(row_factory=namedtuple_row) as cursor:
@@ -301,15 +304,11 @@ class PostgresDialect(SqlDialect):
             return written_many
 
     def _enqueue_statement(
-        self,
-        queries: Queries,
-        queue: str,
-        rows: Sequence[dict[str, Any]],
-        upsert: bool,
-        idempotent: bool,
+        self, queries: Queries, batch: EnqueueBatch
     ) -> tuple[str, dict[str, Any]]:
         """The driver's text of the enqueue statement (made once per table) and the
         parameters of one execution."""
+        upsert, idempotent = batch.upsert, batch.idempotent
 
         def make() -> tuple[str, dict[str, Any], frozenset[str]]:
             statement, per_row = (
@@ -317,15 +316,13 @@ class PostgresDialect(SqlDialect):
             )
             sql, fixed = _for_driver(statement)
             names = [c.name for c in per_row.columns]
-            sql = postgresql_arrays.binary_placeholders(sql, names)
+            sql = arrays.binary_placeholders(sql, names)
             fixed = {k: v for k, v in fixed.items() if k not in names}
-            return sql, fixed, postgresql_arrays.json_columns(per_row.columns)
+            return sql, fixed, arrays.json_columns(per_row.columns)
 
         sql, fixed, json_names = queries.once(("driver", upsert, idempotent), make)
-        parameters = fixed | postgresql_arrays.parameters(
-            rows, json_names, postgresql_arrays.encode_json
-        )
-        parameters["b_queue"] = queue
+        parameters = fixed | arrays.parameters(batch.rows, json_names, arrays.encode_json)
+        parameters["b_queue"] = batch.queue
         return sql, parameters
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
@@ -387,6 +384,11 @@ class PostgresDialect(SqlDialect):
                 connection.execute(sa.select(sa.func.pg_advisory_unlock(lock_id)))
 
     def lock_for_ddl(self, connection: Connection, key: str) -> None:
+        """Differs because PostgreSQL does not serialize a check-then-create
+        (`create(checkfirst=True)`) or a migration: two processes applying at once could both
+        find a table missing and both create it, and one of them would fail. DDL is
+        transactional here, so an advisory lock for the transaction (`pg_advisory_xact_lock`)
+        is held until the changes commit."""
         lock_id = zlib.crc32(f"tablequeue:{key}".encode())
         connection.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id)))
 
@@ -408,18 +410,26 @@ class PostgresDialect(SqlDialect):
         return bool(dbapi_connection.autocommit) and status == "IDLE"
 
     def notify(self, connection: Connection, table_name: str) -> None:
+        """Differs because PostgreSQL has LISTEN/NOTIFY: `pg_notify` on the queue's channel,
+        which PostgreSQL delivers to listeners when the transaction commits (never if it rolls
+        back)."""
         channel = sa.bindparam("b_channel", notify_channel(table_name), type_=sa.Text)
         connection.execute(sa.select(sa.func.pg_notify(channel, sa.literal_column("''"))))
 
     def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
+        """Differs because PostgreSQL can notify from within the statement: a `pg_notify`
+        subquery among the RETURNING columns wakes listeners without a round trip of its own."""
         # An uncorrelated scalar subquery is an InitPlan: run once, when the first row returns.
         channel = sa.bindparam("b_channel", notify_channel(table_name), type_=sa.Text)
         notify = sa.select(sa.func.pg_notify(channel, sa.literal_column("''")))
         return [notify.scalar_subquery().label("notified")]
 
     async def listen(self, url: sa.URL, table_name: str, wake: asyncio.Event) -> None:
+        """Differs because PostgreSQL has LISTEN/NOTIFY (`listener.py`). Behind a transaction
+        pooler it only waits until cancelled: a pooled server connection never gets the NOTIFY,
+        so the worker polls."""
         # Imported here: psycopg's libpq loads only for a process that listens.
-        from .postgresql_listener import listen
+        from .listener import listen
 
         if self.pooler is not None:  # a pooled server connection never gets the NOTIFY
             self._say_once("behind a transaction pooler: no LISTEN, the worker polls")

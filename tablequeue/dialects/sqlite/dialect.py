@@ -18,10 +18,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
-from ..errors import InvalidInput
-from .base import Capabilities, JsonKind, JsonPath
+from ...errors import InvalidInput
+from ..dialect import Dialect
+from ..types import Capabilities, JsonKind, JsonPath
 from .json_index import SqliteIndexes
-from .sql import SqlDialect
 
 _TYPES: dict[JsonKind, tuple[str, ...]] = {
     "string": ("text",),
@@ -59,7 +59,7 @@ class _HintingCompiler(SQLiteCompiler):
         return text
 
 
-class SqliteDialect(SqlDialect):
+class SqliteDialect(Dialect):
     """The shared statements, run once per message (in-process: no round trips to save).
     BEGIN IMMEDIATE already serializes writers (DDL included); deleted rows' pages go to
     SQLite's free list and are reused (no vacuum); workers poll (no notifications)."""
@@ -78,18 +78,34 @@ class SqliteDialect(SqlDialect):
     enqueue_page_rows = 100
 
     def check_url(self, url: sa.URL) -> None:
+        """Differs because a SQLite database without a file (no name, or `:memory:`) belongs
+        to the one connection that opened it: other connections, workers and processes would
+        each get an empty database of their own."""
         if url.database in (None, "", ":memory:"):
             raise InvalidInput(
                 "an in-memory SQLite database cannot be shared: use sqlite:///FILE.db"
             )
 
     def id_column(self) -> sa.Column[int]:
-        return sa.Column("id", sa.Integer(), primary_key=True)  # an alias of the rowid
+        """Differs because SQLite assigns ids only to an INTEGER PRIMARY KEY, an alias of the
+        64-bit rowid (AUTOINCREMENT, `table_options`, is allowed on no other key), and renders
+        no IDENTITY: the shared BIGINT key would get no value."""
+        return sa.Column("id", sa.Integer(), primary_key=True)
 
     def table_options(self) -> dict[str, Any]:
-        return {"sqlite_autoincrement": True}  # never reuse the id of a deleted message
+        """Differs because without AUTOINCREMENT SQLite gives a new row the largest rowid plus
+        one, which reuses the id of the newest message once it is deleted; with it ids are
+        never reused (as `id_column` promises)."""
+        return {"sqlite_autoincrement": True}
 
     def configure_engine(self, engine: Engine) -> None:
+        """Differs because SQLite has one writer at a time and Python's sqlite3 begins
+        transactions its own way: every transaction is BEGIN IMMEDIATE, taking the write lock
+        at once (a deferred transaction that read first can fail to become the writer with
+        SQLITE_BUSY, which busy_timeout does not wait out); a writer waits up to 30 s for the
+        lock instead of failing at once; WAL lets readers run beside the writer, and with WAL
+        synchronous NORMAL stays consistent without a sync per commit. The lease's INDEXED BY
+        needs `_HintingCompiler`: SQLAlchemy's SQLite compiler drops table hints."""
         engine.dialect.statement_compiler = _HintingCompiler
 
         @event.listens_for(engine, "connect")
@@ -143,6 +159,8 @@ class SqliteDialect(SqlDialect):
         )
 
     def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
+        """Differs because SQLite has INSERT ... ON CONFLICT (key) DO UPDATE (3.24 and later):
+        the upsert is one statement, with no delete first."""
         assert isinstance(insert, sqlite.Insert)
         return insert.on_conflict_do_update(
             index_elements=[key], set_={c: insert.excluded[c] for c in columns}

@@ -9,7 +9,7 @@ import psycopg
 import sqlalchemy as sa
 from psycopg import sql
 
-from ..backoff import Backoff
+from ...backoff import Backoff
 
 log = logging.getLogger("tablequeue.worker")
 

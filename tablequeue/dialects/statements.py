@@ -13,21 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from .. import names
 from ..sqltypes import UtcDateTime
 from .enqueue_statement import enqueue_statement
-from .per_row import PerRow, PerRowSource
+from .parts import SqlParts
+from .per_row import PerRow
 from .statuses import literal_status
+from .types import LeaseExpiredPolicy
 
 S = TypeVar("S")
-LeaseExpiredPolicy = Literal["Abandon", "Retry"]
-FinishOutcome = Literal["processed", "again"]
 
 HELD_COLUMNS: list[sa.ColumnClause[Any]] = [
     sa.column("b_id", sa.BigInteger()),
@@ -37,36 +36,8 @@ HELD_COLUMNS: list[sa.ColumnClause[Any]] = [
 """Per-message parameters that identify a lease: the row, the version leased, the lease batch."""
 
 
-class SqlParts(PerRowSource, Protocol):
-    """The SQL fragments a dialect gives the shared statements."""
-
-    def now(self) -> sa.ColumnElement[datetime]:
-        """The database's current time, in the same representation the timestamp columns use."""
-
-    def seconds_from_now(self, seconds: sa.ColumnElement[Any]) -> sa.ColumnElement[datetime]:
-        """now() plus a (bound, possibly negative or fractional) number of seconds."""
-
-    def insert(self, table: sa.Table) -> Insert:
-        """An INSERT that supports `on_conflict_message_id`."""
-
-    def excluded(self, insert: Insert) -> Any:
-        """The pseudo-table of the row that failed to insert (`EXCLUDED`)."""
-
-    def on_conflict_message_id(
-        self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
-    ) -> Insert:
-        """Turn the insert into an upsert on `message_id`; `set_` values may use `excluded`."""
-
-    def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
-        """Make the lease candidate query skip rows other transactions hold, and make it use
-        the lease index (named `lease_index`)."""
-
-    def notify_when_returning(self, table_name: str) -> list[sa.ColumnElement[Any]]:
-        """Extra RETURNING columns that notify listeners once when the statement returns rows."""
-
-
 def swept_columns(t: sa.Table) -> list[sa.ColumnElement[Any]]:
-    """What a sweep tells of each lease it settled (`base.SweptLease`), new status first."""
+    """What a sweep tells of each lease it settled (`types.SweptLease`), new status first."""
     return [t.c.status, t.c.id, t.c.tracking_id, t.c.lease_owner, t.c.correlation_id, t.c.attempts]
 
 
@@ -258,26 +229,34 @@ class Queries:
 
     # --- enqueue ----------------------------------------------------------------------------
 
+    def enqueue_statement(
+        self, upsert: bool, idempotent: bool, one_row: bool = False
+    ) -> tuple[sa.Insert, PerRow]:
+        """`enqueue_statement` of this table (not kept: callers keep what they build)."""
+        return enqueue_statement(
+            self.dialect, self.table, self.registry, upsert, idempotent, one_row
+        )
+
     def insert_new(self) -> tuple[sa.Insert, PerRow]:
         """Insert messages without identity (no conflict is possible)."""
         return self._once(
-            ("insert",), lambda: enqueue_statement(self, upsert=False, idempotent=False)
+            ("insert",), lambda: self.enqueue_statement(upsert=False, idempotent=False)
         )
 
     def upsert_by_message_id(self, idempotent: bool) -> tuple[sa.Insert, PerRow]:
         """Insert, or make a new version of the message with the same messageId; an idempotent
         queue discards a message whose body did not change."""
-        return self._once(("upsert", idempotent), lambda: enqueue_statement(self, True, idempotent))
+        return self._once(("upsert", idempotent), lambda: self.enqueue_statement(True, idempotent))
 
     def insert_one(self) -> sa.Insert:
         """`insert_new` for exactly one message, with scalar parameters (no per-row source)."""
-        return self._once(("insert", "one"), lambda: enqueue_statement(self, False, False, True)[0])
+        return self._once(("insert", "one"), lambda: self.enqueue_statement(False, False, True)[0])
 
     def upsert_one(self, idempotent: bool) -> sa.Insert:
         """`upsert_by_message_id` for exactly one message, with scalar parameters."""
         return self._once(
             ("upsert", idempotent, "one"),
-            lambda: enqueue_statement(self, True, idempotent, True)[0],
+            lambda: self.enqueue_statement(True, idempotent, True)[0],
         )
 
     # --- outcomes ---------------------------------------------------------------------------
@@ -475,6 +454,16 @@ class Queries:
         t, d = self.table, self.dialect
         due = sa.and_(self.leasable, t.c.process_after <= d.now())
         return sa.select(sa.func.count(), sa.func.min(t.c.process_after), d.now()).where(due)
+
+    def load(self) -> Select[int]:
+        """The load an autoscaler scales on: due messages plus leased ones (work in hand, so
+        busy workers are not scaled away). count(*) of no rows is 0, never NULL."""
+        return self._once(("load",), self._load)
+
+    def _load(self) -> Select[int]:
+        t, d = self.table, self.dialect
+        due = sa.and_(self.leasable, t.c.process_after <= d.now())
+        return sa.select(sa.func.count()).where(sa.or_(due, self.leased))
 
     def due(self) -> Select[int]:
         """The id of one message a lease could take now, if any, read without locking it (a

@@ -1,0 +1,1 @@
+"""SQL Server (rendered; runs where a server is given): the dialect, its MERGE and JSON indexes."""

@@ -1,0 +1,1 @@
+"""SQLite: the dialect and its JSON indexes."""

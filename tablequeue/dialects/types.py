@@ -1,0 +1,102 @@
+"""The small types every dialect shares: what an engine can do, JSON paths, the rows operations
+give back, and the parameter objects of the wide operations (lease, enqueue, finish, fail)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import sqlalchemy as sa
+
+JsonKind = Literal["string", "number", "boolean"]
+JsonPath = Sequence[str | int]
+LeaseExpiredPolicy = Literal["Abandon", "Retry"]
+FinishOutcome = Literal["processed", "again", "delete"]
+"""Processed (kept with its result), again (rescheduled: a recurring message) or deleted."""
+
+Rows = Sequence[sa.Row[*tuple[Any, ...]]]
+LeasedRows = Sequence[Sequence[Any]]
+"""Every column of each leased row, in table order (`Message(*row)`)."""
+SweptLease = sa.Row[Any]
+"""A lease the sweep settled: `status` (its new one), `id`, `tracking_id`, `lease_owner`,
+`correlation_id`, `attempts`."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do beyond the conformance suite's common ground."""
+
+    notifies: bool
+    """Enqueues and releases wake listening workers (`Dialect.listen`); else workers poll."""
+    estimates_counts: bool
+    """Stats may estimate the count of a huge finished status from table statistics."""
+    vacuums: bool
+    """`vacuum_if_bloated` can reclaim dead rows' space (else the engine reuses it itself)."""
+    folds_writes: bool = False
+    """Data-modifying statements nest in one statement (`WITH done AS (DELETE ... RETURNING)
+    INSERT ...`): recording a result costs no extra round trip."""
+    one_writer: bool = False
+    """One write transaction at a time in the whole database (SQLite): a lease waits while
+    another connection's transaction that wrote is open."""
+    enqueues_alone: bool = False
+    """An enqueue of messages with distinct identities is one statement that needs no
+    transaction around it (`Dialect.enqueue_alone`): one round trip instead of three."""
+    first_schema_version: int = 1
+    """The oldest table layout (`storage.schema.SCHEMA_VERSION`) this engine ever had: tables
+    of older versions, to migrate, exist only on engines supported back then."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRequest:
+    """What `Dialect.lease` takes: up to `batch_size` due messages of `queue` for `owner`."""
+
+    queue: str
+    owner: str
+    batch_size: int
+    lease_seconds: float
+    correlation_id: str
+    """The lease batch: every message of one lease shares it."""
+    limited: bool = False
+    """The caller took tokens from the queue's rate-limit bucket for this lease; else a
+    rate-limited queue leases nothing (`Queries.flow_gate`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueBatch:
+    """What `Dialect.enqueue_round` and `enqueue_alone` write: messages with distinct
+    identities, one dict of `b_*` values each (`enqueue_statement`)."""
+
+    queue: str
+    rows: Sequence[dict[str, Any]]
+    upsert: bool
+    """Rows carry messageIds: an existing row with the same one is replaced."""
+    idempotent: bool
+    """The queue compares bodies: an unchanged message is left as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """What `Dialect.finish` and `fail` record: outcomes of leases `owner` holds, one dict
+    per message (`b_id`, `b_version`, `b_cid` and the outcome's own values)."""
+
+    owner: str
+    rows: Sequence[dict[str, Any]]
+
+
+def path_text(path: JsonPath) -> str:
+    """`$."Product"."Sku"[0]`: keys quoted, as every engine's JSON path syntax accepts."""
+    return "$" + "".join(
+        f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment)
+        for segment in path
+    )
+
+
+def notify_channel(table_name: str) -> str:
+    """The LISTEN/NOTIFY channel of a queue table (a validated table name plus a prefix)."""
+    channel = f"tq_{table_name}"
+    if len(channel) <= 63:  # PostgreSQL's identifier limit
+        return channel
+    return f"tq_{table_name[:51]}_{zlib.crc32(table_name.encode()):08x}"
