@@ -38,7 +38,8 @@ def test_all_is_every_process_extra() -> None:
     [everything] = project["optional-dependencies"]["all"]
     named = set(re.fullmatch(r"tablequeue\[(.*)\]", everything)[1].split(","))  # type: ignore[index]
     assert set(PACKAGES) | {"mysql", "odbc"} == named
-    assert "tablequeue[all,pipeline]" in project["optional-dependencies"]["test"]
+    [tested] = [r for r in project["optional-dependencies"]["test"] if r.startswith("tablequeue[")]
+    assert {"all", "pipeline"} <= set(re.fullmatch(r"tablequeue\[(.*)\]", tested)[1].split(","))  # type: ignore[index]
 
 
 def test_the_core_dependencies_include_no_extras_package() -> None:

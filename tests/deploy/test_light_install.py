@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -22,6 +23,17 @@ from tablequeue.extras import PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tablequeue" / "light"
+SOURCES = [
+    "pyproject.toml",
+    "README.md",
+    "tablequeue",
+    "worker",
+    "api",
+    "operator",
+    "pipeline",
+    "cli",
+]
+"""What the wheel is built from (the images' build context, tests/deploy/containers.py)."""
 EXTRAS_ONLY = {
     "aiohttp",
     "prometheus-client",
@@ -83,7 +95,17 @@ def _pip(*args: str) -> None:
 @pytest.fixture(scope="module")
 def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Venv]:
     work = tmp_path_factory.mktemp("light")
-    _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(work / "dist"), str(ROOT))
+    # From a clean copy, as the images build it: setuptools would reuse a stale build/lib.
+    source = work / "src"
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(
+                ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        else:
+            source.mkdir(exist_ok=True)
+            shutil.copy(ROOT / name, source / name)
+    _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(work / "dist"), str(source))
     [wheel] = (work / "dist").glob("tablequeue-*.whl")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pins = _pins()
