@@ -6,11 +6,14 @@ passes only flags and variables the models know."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
+import httpx
 import pydantic
 import pytest
 from click.testing import CliRunner, Result
@@ -20,6 +23,8 @@ from tablequeue.api_settings import ApiSettings
 from tablequeue.cli import main
 from tablequeue.operator_settings import OperatorSettings
 from tablequeue.spec import OPERATOR_MAX_REPLICAS
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS: dict[str, tuple[type[Any], Callable[[str], tuple[str, ...]]]] = {
@@ -310,3 +315,30 @@ def test_a_value_the_model_refuses_names_the_flag_and_variables(
         "error: invalid api option: --port (TABLEQUEUE_API_PORT or TABLEQUEUE_PORT): "
         "Input should be greater than or equal to 1\n"
     )
+
+
+@pytest.mark.slow
+def test_tablequeue_api_listens_on_tablequeue_port(tmp_path: Path) -> None:
+    """The bug this fixed, as users met it: `TABLEQUEUE_PORT` set (the worker image sets it)
+    and `tablequeue api` listening on 8000 anyway."""
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "TABLEQUEUE_DB": f"sqlite:///{tmp_path / 'q.db'}"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tablequeue", "api"],
+        env=env | {"TABLEQUEUE_PORT": str(port)},
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def answers() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/livez", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        assert wait_until(answers, timeout=60)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
