@@ -6,7 +6,9 @@ metric or a route by hand:
 
 - `queue-resource`: the Queue resource, from the pydantic models of `tablequeue/spec.py` (the
   same models the CRD is generated from);
-- `worker-settings`: the worker's options, from `tablequeue/worker_settings.py`;
+- `worker-settings`, `api-settings`, `operator-settings`: the options of `tablequeue worker`,
+  `api` and `operator`, from their settings models (`tablequeue/worker_settings.py`,
+  `api_settings.py`, `operator_settings.py`) and the flags the CLI builds from them;
 - `metrics`: every Prometheus metric, from `tablequeue/metrics.py`;
 - `http-api`: the routes of the HTTP API, from the FastAPI application's OpenAPI document.
 
@@ -128,33 +130,84 @@ def queue_resource() -> str:
     return "\n".join(parts)
 
 
-# --- worker settings ----------------------------------------------------------------------------
+# --- process settings (worker, API, operator) ---------------------------------------------------
+
+_LIMITS = {"ge": ">= {}", "gt": "> {}", "le": "<= {}", "lt": "< {}"}
 
 
-def worker_settings() -> str:
-    from tablequeue.worker_settings import WorkerSettings, env_name
+def _limits(field: Any) -> str:
+    """A field's bounds (`Field(ge=1, le=65535, min_length=1)`), which pydantic keeps as
+    annotated-types metadata."""
+    found = []
+    for item in field.metadata:
+        found += [form.format(getattr(item, k)) for k, form in _LIMITS.items() if hasattr(item, k)]
+        if getattr(item, "min_length", None) == 1:
+            found.append("not empty")
+    return ", ".join(found)
 
+
+def _allowed(option: Any, field: Any) -> str:
+    """The values an option takes: its choices (as the CLI checks them), else its bounds."""
+    choices = getattr(option.type, "choices", None)
+    if choices:
+        return ", ".join(_code(choice) for choice in choices)
+    return _limits(field)
+
+
+def _settings_table(model: Any, command: Any, variables: Callable[[str], Any], unset: str) -> str:
+    """One row per field of a process's settings model: its flags as the click `command` has them
+    (cli/model_options.py builds them from the model), its `TABLEQUEUE_*` variables (`variables`
+    gives one name or several, the first set one wins), its default (`unset` says what a field
+    without one means) and its description with its bounds."""
+    options = {param.name: param for param in command.params}
     rows = [
-        "| option | environment | default | description |",
-        "|---|---|---|---|",
+        "| option | environment | default | allowed | description |",
+        "|---|---|---|---|---|",
     ]
-    for name, field in WorkerSettings.model_fields.items():
+    for name, field in model.model_fields.items():
+        option = options[name]
+        flag = "/".join(["/".join(option.opts), *option.secondary_opts])
+        repeat = " (repeatable)" if getattr(option, "multiple", False) else ""
+        names = variables(name)
+        names = [names] if isinstance(names, str) else list(names)
         if field.is_required():
             default = "required"
         elif field.default_factory is not None:
             default = "computed"
-        elif field.default is None:
-            default = "from the queue's `spec.workers`"
+        elif field.default in (None, ()):
+            default = unset
         else:
             default = _code(field.default)
-        flag = "--" + name.replace("_", "-")
-        if field.default is True:
-            flag = f"{flag}/--no-{flag[2:]}"
+        # The environment column names the variables: not the CLI help's own `[env ...]` too.
+        text = re.sub(r"\s*\[env [^]]*\]", "", field.description or "")
+        environment = " or ".join(f"`{n}`" for n in names)
         rows.append(
-            f"| `{flag}` | `{env_name(name)}` | {default} | {_cell(field.description or '')} |"
+            f"| `{flag}`{repeat} | {environment} | {default} | {_allowed(option, field)}"
+            f" | {_cell(text)} |"
         )
-    doc = " ".join((WorkerSettings.__doc__ or "").split())
+    doc = " ".join((model.__doc__ or "").split())
     return f"{doc}\n\n" + "\n".join(rows)
+
+
+def worker_settings() -> str:
+    from tablequeue.cli.processes import worker
+    from tablequeue.worker_settings import WorkerSettings, env_name
+
+    return _settings_table(WorkerSettings, worker, env_name, "from the queue's `spec.workers`")
+
+
+def api_settings() -> str:
+    from tablequeue.api_settings import ApiSettings, env_names
+    from tablequeue.cli.processes import api
+
+    return _settings_table(ApiSettings, api, env_names, "unset")
+
+
+def operator_settings() -> str:
+    from tablequeue.cli.processes import operator_
+    from tablequeue.operator_settings import OperatorSettings, env_names
+
+    return _settings_table(OperatorSettings, operator_, env_names, "unset")
 
 
 # --- metrics ------------------------------------------------------------------------------------
@@ -214,6 +267,8 @@ def http_api() -> str:
 GENERATORS: dict[str, Callable[[], str]] = {
     "queue-resource": queue_resource,
     "worker-settings": worker_settings,
+    "api-settings": api_settings,
+    "operator-settings": operator_settings,
     "metrics": metrics,
     "http-api": http_api,
 }
