@@ -10,7 +10,7 @@ TABLEQUEUE_* variables both derive from it; a flag wins over its variable).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,6 +53,7 @@ def settings(
     names: Callable[[str], str | Sequence[str]],
     what: str,
     options: dict[str, Any],
+    flags: Mapping[str, str] | None = None,
 ) -> S:
     """The process's settings from the options click read (flags, then variables); the model
     fills in the rest. A bad value is one error line naming the flag and its variables."""
@@ -61,15 +62,17 @@ def settings(
     try:
         return model.model_validate(given)
     except pydantic.ValidationError as error:
-        fail(f"invalid {what} option: {option_line(model, names, error)}")
+        fail(f"invalid {what} option: {option_line(model, names, error, flags)}")
 
 
 def option_line(
     model: type[BaseSettings],
     names: Callable[[str], str | Sequence[str]],
     error: pydantic.ValidationError,
+    flags: Mapping[str, str] | None = None,
 ) -> str:
-    """`validation_line`, with each field named by its flag and variables."""
+    """`validation_line`, with each field named by its flag (`flags`' where the field's name is
+    not its flag's) and variables."""
     problems = []
     for item in error.errors():
         field = str(item["loc"][0]) if item["loc"] else ""
@@ -77,7 +80,7 @@ def option_line(
         if field in model.model_fields:
             variables = names(field)
             variables = [variables] if isinstance(variables, str) else list(variables)
-            flag = "--" + field.replace("_", "-")
+            flag = (flags or {}).get(field, "--" + field.replace("_", "-")).split("/")[0]
             problems.append(f"{flag} ({' or '.join(variables)}): {text}")
         else:
             problems.append(text)
@@ -124,20 +127,26 @@ def dev(folder: str, host: str, port: int) -> None:
     run(Path(folder), host, port)
 
 
+OPERATOR_FLAGS = {
+    "namespaces": "--namespace",
+    "allow_sqlite": "--allow-sqlite/--refuse-sqlite",
+    "standalone": "--standalone/--peering",
+}
+"""The operator's flags whose names are not their field's."""
+
+
 @click.command("operator", cls=ProcessCommand, extras=("operator",))
 @model_options(
     OperatorSettings,
     operator_settings.env_names,
     metavars={"namespaces": "NAMESPACE", "worker_image": "IMAGE"},
-    flags={
-        "namespaces": "--namespace",
-        "allow_sqlite": "--allow-sqlite/--refuse-sqlite",
-        "standalone": "--standalone/--peering",
-    },
+    flags=OPERATOR_FLAGS,
 )
 @friendly_errors
 def operator_(**options: Any) -> None:
     """Reconcile Queue resources: tables, default statuses, worker Deployments, scaling."""
     from tablequeue.operator.main import run
 
-    run(settings(OperatorSettings, operator_settings.env_names, "operator", options))
+    run(
+        settings(OperatorSettings, operator_settings.env_names, "operator", options, OPERATOR_FLAGS)
+    )

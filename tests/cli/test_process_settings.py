@@ -317,6 +317,23 @@ def test_a_value_the_model_refuses_names_the_flag_and_variables(
     )
 
 
+def test_a_refused_value_names_the_flag_a_user_types(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--namespace` (one a flag), not the field's name `namespaces`."""
+    from tablequeue.cli.processes import OPERATOR_FLAGS, settings
+
+    with pytest.raises(SystemExit):
+        settings(
+            OperatorSettings,
+            operator_settings.env_names,
+            "operator",
+            {"namespaces": 5},
+            OPERATOR_FLAGS,
+        )
+    assert capsys.readouterr().err.startswith(
+        "error: invalid operator option: --namespace (TABLEQUEUE_NAMESPACES): "
+    )
+
+
 @pytest.mark.slow
 def test_tablequeue_api_listens_on_tablequeue_port(tmp_path: Path) -> None:
     """The bug this fixed, as users met it: `TABLEQUEUE_PORT` set (the worker image sets it)
