@@ -301,13 +301,9 @@ class Dialect(SqlParts):
         return self.on_conflict_key(insert, set_)
 
     def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
-        """`insert`, updating the row with the same primary key by `set_` instead."""
-        on_conflict = getattr(insert, "on_conflict_do_update")  # noqa: B009 (PostgreSQL, SQLite)
-        table = insert.table
-        assert isinstance(table, sa.Table)
-        keys = [column.name for column in table.primary_key.columns]
-        result: Insert = on_conflict(index_elements=keys, set_=set_)
-        return result
+        """`insert`, updating the row with the same primary key by `set_` instead (what
+        `accumulate` writes with; an engine whose `accumulate` is its own needs none)."""
+        raise NotImplementedError(f"{self.name} writes accumulate its own way")
 
     def delete_some(self, table: sa.Table, where: sa.ColumnElement[bool], limit: int) -> sa.Delete:
         """A DELETE of at most `limit` rows matching `where` (bounded purges)."""

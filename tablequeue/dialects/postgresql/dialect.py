@@ -22,6 +22,7 @@ from sqlalchemy.sql.selectable import Select
 from ...errors import InvalidInput
 from ..dialect import Dialect
 from ..driver import DriverStatement
+from ..on_conflict import OnConflictDialect
 from ..statements import Queries
 from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, Rows, notify_channel
 from . import arrays
@@ -108,7 +109,7 @@ class EnqueuedRow(NamedTuple):
     status: str
 
 
-class PostgresDialect(Dialect):
+class PostgresDialect(OnConflictDialect):
     name = "postgresql"
     url_schemes = {
         "postgresql": "postgresql+psycopg",
@@ -218,36 +219,6 @@ class PostgresDialect(Dialect):
 
     def insert(self, table: sa.Table) -> Insert:
         return pg.insert(table)
-
-    def on_conflict_message_id(
-        self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
-    ) -> Insert:
-        assert isinstance(insert, pg.Insert)
-        return insert.on_conflict_do_update(
-            index_elements=["message_id"],
-            index_where=insert.table.c.message_id.is_not(None),
-            set_=set_,
-            where=where,
-        )
-
-    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
-        """Differs because PostgreSQL has INSERT ... ON CONFLICT (key) DO UPDATE: the upsert is
-        one statement, with no delete first."""
-        assert isinstance(insert, pg.Insert)
-        return insert.on_conflict_do_update(
-            index_elements=[key], set_={c: insert.excluded[c] for c in columns}
-        )
-
-    def upsert(
-        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
-    ) -> sa.Executable:
-        insert = pg.insert(table).values(**values)
-        set_ = {column: insert.excluded[column] for column in update}
-        return insert.on_conflict_do_update(index_elements=list(key), set_=set_)
-
-    def excluded(self, insert: Insert) -> Any:
-        assert isinstance(insert, pg.Insert)
-        return insert.excluded
 
     def per_row(self, columns: Sequence[sa.ColumnClause[Any]]) -> sa.TableValuedAlias:
         """Differs because PostgreSQL reads every message's row from one JSON parameter

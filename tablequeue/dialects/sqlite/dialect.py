@@ -6,7 +6,6 @@ SQL-side clock values are produced in exactly that format so that text compariso
 
 import json
 import os
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +18,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from ...errors import InvalidInput
-from ..dialect import Dialect
+from ..on_conflict import OnConflictDialect
 from ..types import Capabilities, JsonKind, JsonPath
 from .json_index import SqliteIndexes
 
@@ -59,7 +58,7 @@ class _HintingCompiler(SQLiteCompiler):
         return text
 
 
-class SqliteDialect(Dialect):
+class SqliteDialect(OnConflictDialect):
     """The shared statements, run once per message (in-process: no round trips to save).
     BEGIN IMMEDIATE already serializes writers (DDL included); deleted rows' pages go to
     SQLite's free list and are reused (no vacuum); workers poll (no notifications)."""
@@ -146,36 +145,6 @@ class SqliteDialect(Dialect):
 
     def insert(self, table: sa.Table) -> Insert:
         return sqlite.insert(table)
-
-    def on_conflict_message_id(
-        self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
-    ) -> Insert:
-        assert isinstance(insert, sqlite.Insert)
-        return insert.on_conflict_do_update(
-            index_elements=["message_id"],
-            index_where=insert.table.c.message_id.is_not(None),
-            set_=set_,
-            where=where,
-        )
-
-    def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
-        """Differs because SQLite has INSERT ... ON CONFLICT (key) DO UPDATE (3.24 and later):
-        the upsert is one statement, with no delete first."""
-        assert isinstance(insert, sqlite.Insert)
-        return insert.on_conflict_do_update(
-            index_elements=[key], set_={c: insert.excluded[c] for c in columns}
-        )
-
-    def upsert(
-        self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
-    ) -> sa.Executable:
-        insert = sqlite.insert(table).values(**values)
-        set_ = {column: insert.excluded[column] for column in update}
-        return insert.on_conflict_do_update(index_elements=list(key), set_=set_)
-
-    def excluded(self, insert: Insert) -> Any:
-        assert isinstance(insert, sqlite.Insert)
-        return insert.excluded
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
         # BEGIN IMMEDIATE already made this transaction the only writer. Without statistics
