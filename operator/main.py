@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
+import socket
+from datetime import UTC, datetime
 
 import kopf
 from prometheus_client import start_http_server
@@ -24,5 +27,14 @@ def run(settings: OperatorSettings) -> None:
             namespaces=list(settings.namespaces),
             liveness_endpoint=f"http://0.0.0.0:{settings.liveness_port}/healthz",
             standalone=settings.standalone,
+            identity=peering_identity(),
         )
     )
+
+
+def peering_identity() -> str:
+    """Who this operator is among its peers, as kopf would say it, without the user name: kopf's
+    own default asks the password database, which has no entry for the image's numeric user
+    (65532) when Kubernetes runs it, and the operator exited at start."""
+    started = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+    return f"tablequeue-operator@{socket.gethostname()}/{started}/{secrets.token_hex(3)}"

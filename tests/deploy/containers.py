@@ -213,3 +213,21 @@ def image_size(tag: str) -> int:
 
 def image_config(tag: str, template: str) -> str:
     return podman("image", "inspect", "--format", template, tag).stdout.strip()
+
+
+EXAMPLE_APP = REPO / "examples" / "app"
+
+
+def build_example_app() -> str:
+    """examples/app (the HTTP handler of the docs and the node tests) from the local base."""
+    base = base_image()
+    files = [EXAMPLE_APP / "Dockerfile", EXAMPLE_APP / "app.py"]
+    tag = f"localhost/tablequeue-example-app:test-{_hash(base.encode(), *(f.read_bytes() for f in files))}"
+    with _one_build_at_a_time():
+        if not image_exists(tag):
+            podman(
+                "build", *ULIMITS, "--pull=never", f"--build-arg=BASE_IMAGE={base}",
+                f"--tag={tag}", str(EXAMPLE_APP),
+            )  # fmt: skip
+            _remove_older("tablequeue-example-app", tag)
+    return tag

@@ -100,12 +100,20 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def postgres_server() -> Iterator[PostgresServer]:
+def postgres_server(*, pods: tuple[str, str] | None = None) -> Iterator[PostgresServer]:
+    """A throwaway server on loopback; `pods` (an address of this machine, a subnet): also
+    listening there, trusting clients of that subnet (the test node's pods)."""
     base = Path(tempfile.mkdtemp(prefix="tablequeue-pg-"))
     server = PostgresServer(base)
     try:
         server.init()
-        server.start()
+        if pods is None:
+            server.start()
+        else:
+            address, subnet = pods
+            hba = server.data / "pg_hba.conf"
+            hba.write_text(hba.read_text() + f"host all all {subnet} trust\n")
+            server.start(f"listen_addresses=127.0.0.1,{address}")
         yield server
     finally:
         with contextlib.suppress(Exception):

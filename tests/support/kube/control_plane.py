@@ -91,8 +91,8 @@ def _openssl(directory: Path, command: str) -> None:
         raise ControlPlaneError(f"openssl {command} failed: {result.stderr.strip()}")
 
 
-def _make_certificates(pki: Path) -> None:
-    """A CA, a serving certificate for 127.0.0.1, an admin client certificate, an SA key pair.
+def _make_certificates(pki: Path, address: str) -> None:
+    """A CA, a serving certificate for `address`, an admin client certificate, an SA key pair.
 
     Plain `openssl req` + `openssl x509 -req` with our own config files, so the system's
     openssl.cnf defaults do not matter (works with OpenSSL 1.1.1 and 3.x). P-256 keys: fast.
@@ -139,7 +139,7 @@ def _make_certificates(pki: Path) -> None:
         "apiserver",
         "CN = kube-apiserver",
         "extendedKeyUsage = serverAuth\n"
-        "subjectAltName = IP:127.0.0.1, DNS:localhost, IP:10.0.0.1, DNS:kubernetes,"
+        f"subjectAltName = IP:{address}, DNS:localhost, IP:10.0.0.1, DNS:kubernetes,"
         " DNS:kubernetes.default, DNS:kubernetes.default.svc\n",
     )
     leaf("admin", "CN = tablequeue-admin, O = system:masters", "extendedKeyUsage = clientAuth\n")
@@ -152,17 +152,26 @@ def _make_certificates(pki: Path) -> None:
 class ControlPlane:
     """A running control plane (made by `control_plane()`): where it is and how to talk to it."""
 
-    def __init__(self, base: Path, bin_dir: Path, with_controller_manager: bool) -> None:
+    def __init__(
+        self,
+        base: Path,
+        bin_dir: Path,
+        with_controller_manager: bool,
+        address: str = "127.0.0.1",
+        for_pods: bool = False,
+    ) -> None:
         self.base = base
         self.bin_dir = bin_dir
         self.with_controller_manager = with_controller_manager
+        self.address = address
+        self.for_pods = for_pods
         self.pki = base / "pki"
         self.logs = base / "logs"
         self.kubeconfig = base / "kubeconfig"
         self.etcd_url = f"http://127.0.0.1:{free_port()}"
         self._etcd_peer_url = f"http://127.0.0.1:{free_port()}"
         self.port = free_port()
-        self.server = f"https://127.0.0.1:{self.port}"
+        self.server = f"https://{address}:{self.port}"
         self.started_in: float | None = None  # seconds from start to ready
         self._processes: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
         self._tls: ssl.SSLContext | None = None
@@ -215,7 +224,7 @@ class ControlPlane:
         began = time.monotonic()
         deadline = began + timeout
         self.logs.mkdir()
-        _make_certificates(self.pki)
+        _make_certificates(self.pki, self.address)
         self._write_kubeconfig()
         self._spawn("etcd", self._etcd_args())
         self._wait("etcd", deadline, lambda: _etcd_healthy(self.etcd_url))
@@ -223,6 +232,8 @@ class ControlPlane:
         self._wait("kube-apiserver", deadline, lambda: self.get("/readyz")[0] == 200)
         for crd in crds:
             self._install_crd(crd, deadline)
+        if self.for_pods:
+            self._spawn("kube-scheduler", self._scheduler_args())
         if self.with_controller_manager:
             self._spawn("kube-controller-manager", self._controller_manager_args())
             # The serviceaccount controller making default/default shows the controllers run.
@@ -272,14 +283,15 @@ class ControlPlane:
         pki = self.pki
         return [
             # envtest's defaults
-            "--advertise-address=127.0.0.1",
+            f"--advertise-address={self.address}",
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             "--allow-privileged=true",
-            # Without the serviceaccount controller every Pod would need its SA made by hand.
-            "--disable-admission-plugins=ServiceAccount",
+            # Without the serviceaccount controller every Pod would need its SA made by hand;
+            # pods that run on a node get their token (and so in-cluster credentials) from it.
+            *([] if self.for_pods else ["--disable-admission-plugins=ServiceAccount"]),
             f"--etcd-servers={self.etcd_url}",
             f"--cert-dir={pki}",
-            "--bind-address=127.0.0.1",
+            f"--bind-address={self.address}",
             f"--secure-port={self.port}",
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
@@ -299,6 +311,24 @@ class ControlPlane:
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
             f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+            # To the kubelet (logs, exec) as the admin; it checks with the API server (webhook).
+            *(
+                [
+                    f"--kubelet-client-certificate={pki / 'admin.crt'}",
+                    f"--kubelet-client-key={pki / 'admin.key'}",
+                    "--kubelet-preferred-address-types=InternalIP",  # no DNS lookup of its name
+                ]
+                if self.for_pods
+                else []
+            ),
+        ]
+
+    def _scheduler_args(self) -> list[str]:
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",  # readiness is seen through the API: pods get bound
         ]
 
     def _controller_manager_args(self) -> list[str]:
@@ -418,6 +448,8 @@ def control_plane(
     controller_manager: bool | None = None,
     crds: Sequence[Path] = (),
     start_timeout: float = 120.0,
+    address: str = "127.0.0.1",
+    for_pods: bool = False,
 ) -> Iterator[ControlPlane]:
     """Start etcd, kube-apiserver and (if built) kube-controller-manager; stop them on exit.
 
@@ -434,7 +466,7 @@ def control_plane(
     if controller_manager is None:
         controller_manager = os.access(bin_dir / "kube-controller-manager", os.X_OK)
     base = Path(tempfile.mkdtemp(prefix="tablequeue-kube-"))
-    plane = ControlPlane(base, bin_dir, controller_manager)
+    plane = ControlPlane(base, bin_dir, controller_manager, address, for_pods)
     try:
         plane._start(start_timeout, crds)
         yield plane
