@@ -202,7 +202,7 @@ class WorkerSpec(SpecModel):
         description="HTTP handler: the worker leases only while GET on this path of the app's "
         "port answers (any HTTP status below 500): first when the pod starts, again after a "
         "request could not reach the app (the message is given back, no attempt counted); "
-        "null: no check",
+        "null: no check (a client-side kubectl apply drops nulls: use --server-side)",
     )
     poll_interval: PollInterval = Field(default_factory=PollInterval, description="Polling")
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 
 from aiohttp import web
 
+log = logging.getLogger("tablequeue.worker")
 ROUTE = "/drained"
+WAITING = "GET /drained: waiting until the worker has stopped and finished its handlers"
 DRAIN_MARGIN = 10.0
 """Seconds past the grace period a `/drained` request waits at most."""
 
@@ -37,11 +40,14 @@ class DrainRoute:
             self._answering.add(task)
         try:
             limit = self.grace_period() + DRAIN_MARGIN
+            if not self.drained.is_set():
+                log.info(WAITING, extra={"limit_seconds": limit})
             try:
                 await asyncio.wait_for(self.drained.wait(), timeout=limit)
                 text = "drained\n"
             except TimeoutError:
                 text = f"not drained after {limit:g}s (grace period + {DRAIN_MARGIN:g}s): go on\n"
+                log.warning("GET /drained: not drained in time, answered anyway")
             response = web.Response(text=text, headers={"Connection": "close"})
             await response.prepare(request)
             await response.write_eof()  # written before the process may exit

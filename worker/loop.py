@@ -101,7 +101,7 @@ class Worker:
         """Why `/readyz` answers 503 (the database, stopping, the app not answering); None:
         ready."""
         if not self.health.ready:
-            return "stopping" if self.stopping.is_set() else "the database is not reachable yet"
+            return "stopping" if self.stopping.is_set() else "the database does not answer"
         if self.gate is not None and not self.gate.is_open:
             return self.gate.reason
         return None

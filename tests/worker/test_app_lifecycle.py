@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tablequeue import Queue
+from tablequeue.worker.drain import WAITING
 from tests.support.ports import free_port
 from tests.support.processes import die_with_parent
 from tests.support.waiting import wait_until
@@ -145,6 +146,28 @@ def test_an_app_that_stops_answering_gets_its_messages_later_without_attempts(
     assert worker.process.poll() is None
 
 
+def test_sigterm_while_waiting_for_the_app_exits_at_once_leaving_every_message_pending(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker
+) -> None:
+    queue = make_queue("orders")
+    ids = enqueue(queue, [{"n": n} for n in range(3)])
+    with socket.socket() as taken:  # bound, never listening: the app never comes
+        taken.bind(("127.0.0.1", 0))
+        handler = f"http://127.0.0.1:{taken.getsockname()[1]}/process"
+        worker = start_worker("orders", db_url, handler, "--grace-period", "30", *FAST_POLL)
+        wait_until(lambda: "waiting for the app" in worker.get("/readyz")[1], timeout=30)
+        drained = Drained(worker, queue)
+        drained.start()
+        drained.wait_pending()
+        sent = time.monotonic()
+        worker.signal(signal.SIGTERM)
+        assert worker.wait_exit() == 0
+        drained.join(timeout=60)
+    assert drained.answer == (200, "drained\n") and drained.at - sent < 5
+    messages = all_messages(queue)
+    assert [(messages[i].status, messages[i].attempts) for i in ids] == [("Pending", 0)] * 3
+
+
 # --- GET /drained ---------------------------------------------------------------------------
 
 
@@ -158,6 +181,11 @@ class Drained(threading.Thread):
         self.answer: tuple[int, str] | None = None
         self.at = 0.0
         self.status_then: Any = None
+
+    def wait_pending(self) -> None:
+        """Until the worker has the request and waits (its log says so), still unanswered."""
+        wait_until(lambda: WAITING in _log_messages(self.worker), timeout=30)
+        assert self.answer is None
 
     def run(self) -> None:
         self.answer = _get(self.worker, "/drained", timeout=120)
@@ -182,8 +210,7 @@ def test_drained_answers_once_the_running_handler_is_done(
     wait_until(lambda: events(records, "start") == [slow], timeout=30)
     drained = Drained(worker, queue, slow)
     drained.start()  # before SIGTERM: it waits for the SIGTERM, then for the drain
-    drained.join(timeout=0.3)
-    assert drained.answer is None
+    drained.wait_pending()
     worker.signal(signal.SIGTERM)
     drained.join(timeout=60)
     assert drained.answer == (200, "drained\n")
@@ -200,8 +227,7 @@ def test_drained_answers_at_once_on_an_idle_worker_after_sigterm(
     worker.wait_ready()
     drained = Drained(worker, queue)
     drained.start()
-    drained.join(timeout=0.3)
-    assert drained.answer is None  # no SIGTERM yet
+    drained.wait_pending()  # no SIGTERM yet
     sent = time.monotonic()
     worker.signal(signal.SIGTERM)
     drained.join(timeout=60)
