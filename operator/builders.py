@@ -82,6 +82,7 @@ def worker_environment(name: str, spec: QueueSpec) -> list[dict[str, Any]]:
     }
     if workers.handler.http is not None:
         options["handler_timeout"] = workers.handler.http.timeout_seconds
+        options["app_readiness_path"] = workers.app_readiness_path or worker_settings.APP_CHECK_OFF
     env: list[dict[str, Any]] = [
         {
             "name": worker_settings.env_name("db"),

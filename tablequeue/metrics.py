@@ -23,6 +23,13 @@ worker_messages = Counter(
     "requeued (a newer version arrived), lost (lease lost or cancelled), released",
     ["queue", "outcome"],
 )
+worker_app_given_back = Counter(
+    "tablequeue_worker_app_given_back",
+    "Messages an HTTP handler's worker gave back (Pending again, no attempt counted) because "
+    "the app did not answer: the request could not connect, or they were leased and not "
+    "started when that happened",
+    ["queue"],
+)
 worker_processing_seconds = Histogram(
     "tablequeue_worker_processing_seconds",
     "Time the handler took",

@@ -193,6 +193,17 @@ class WorkerSpec(SpecModel):
     concurrency: int = Field(4, ge=1, le=1000, description="Handlers running at once")
     execution_timeout_seconds: float = Field(0.0, ge=0, description="Per message; 0 = no limit")
     grace_period_seconds: float = Field(30.0, ge=0, description="Time to finish on SIGTERM")
+    app_readiness_path: str | None = Field(
+        "/",
+        pattern="^/",
+        max_length=2000,
+        # null is kept, not replaced by the default (a CRD field without `nullable` would be).
+        json_schema_extra={"nullable": True},
+        description="HTTP handler: the worker leases only while GET on this path of the app's "
+        "port answers (any HTTP status below 500): first when the pod starts, again after a "
+        "request could not reach the app (the message is given back, no attempt counted); "
+        "null: no check (a client-side kubectl apply drops nulls: use --server-side)",
+    )
     poll_interval: PollInterval = Field(default_factory=PollInterval, description="Polling")
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")
 

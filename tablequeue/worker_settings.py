@@ -20,6 +20,8 @@ from .limits import MAX_LEASE_BATCH
 if TYPE_CHECKING:
     from .queue import Queue
 
+APP_CHECK_OFF = "off"
+"""`app_readiness_path`'s value for no check (the spec's null)."""
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
@@ -53,6 +55,12 @@ class WorkerSettings(BaseSettings):
     poll_min: float | None = Field(None, ge=0.001)
     poll_max: float | None = Field(None, ge=0.001)
     grace_period: float | None = Field(None, ge=0)
+    app_readiness_path: str | None = Field(
+        None,
+        pattern=f"^(/.*|{APP_CHECK_OFF})$",
+        description="HTTP handler: lease only while GET on this path of the handler's host and "
+        f"port answers (status < 500); {APP_CHECK_OFF!r}: no check.",
+    )
     sweep_interval: float = Field(30.0, ge=0.1)
     purge_interval: float = Field(
         60.0,
@@ -106,6 +114,14 @@ class WorkerSettings(BaseSettings):
             self.poll_max = workers.poll_interval.max_seconds
         if self.grace_period is None:
             self.grace_period = workers.grace_period_seconds
+        if self.app_readiness_path is None:
+            self.app_readiness_path = workers.app_readiness_path or APP_CHECK_OFF
+
+    @property
+    def app_check_path(self) -> str | None:
+        """The path the worker GETs before it leases (after `resolve`); None: no check."""
+        path = self.app_readiness_path
+        return None if path in (None, APP_CHECK_OFF) else path
 
 
 def env_name(field: str) -> str:

@@ -21,6 +21,7 @@ import re
 import sys
 import threading
 import traceback
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -128,6 +129,14 @@ def outcome_from(data: Any) -> Outcome | None:
 
 
 PROGRESS_URL_HEADER = "Tablequeue-Progress-Url"
+APP_CHECK_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
+"""The readiness GET: an app that takes longer does not answer yet."""
+
+
+class AppUnreachable(HandlerFailed):
+    """The request never reached the app (nothing listens, cannot connect). With the app
+    readiness check on, not the message's failure: the worker gives the message back and waits
+    for the app (`appgate.py`); with it off, a failure as any other."""
 
 
 class HttpHandler:
@@ -148,11 +157,28 @@ class HttpHandler:
             headers.update(context)
         return headers
 
-    async def __call__(self, message: Message, context: HandlerContext) -> Outcome | None:
+    def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self.timeout)
+        return self._session
+
+    def app_url(self, path: str) -> str:
+        """`path` on the handler's scheme, host and port."""
+        parts = urllib.parse.urlsplit(self.url)
+        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+    async def answers(self, url: str) -> bool:
+        """Whether an HTTP server answers a GET on `url` with a status below 500 (a 404 is an
+        app that listens). Refused, unreachable, slow or 5xx: not yet."""
         try:
-            async with self._session.post(
+            async with self._client().get(url, timeout=APP_CHECK_TIMEOUT) as response:
+                return response.status < 500
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            return False
+
+    async def __call__(self, message: Message, context: HandlerContext) -> Outcome | None:
+        try:
+            async with self._client().post(
                 self.url, json=payload(message), headers=self.headers(message)
             ) as response:
                 text = await response.text(errors="replace")  # the text is for people
@@ -164,11 +190,21 @@ class HttpHandler:
         except TimeoutError:
             raise HandlerFailed(f"handler at {self.url} did not answer in time") from None
         except aiohttp.ClientError as error:
+            if _never_reached(error):
+                raise AppUnreachable(f"handler at {self.url} unreachable: {error}") from None
             raise HandlerFailed(f"handler at {self.url} unreachable: {error}") from None
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+def _never_reached(error: aiohttp.ClientError) -> bool:
+    """The connection was never made (refused, no route, DNS): the app got nothing. Not a
+    timeout, a reset after the request was sent, nor a TLS failure (something answered)."""
+    return isinstance(error, aiohttp.ClientConnectorError) and not isinstance(
+        error, aiohttp.ClientSSLError
+    )
 
 
 def _json_or_none(text: str, content_type: str) -> Any:

@@ -19,7 +19,14 @@ from tablequeue.models import Completion, Failure, Message
 from tablequeue.queue import Queue
 
 from . import batches, logs, outcomes
-from .handlers import MAX_ERROR_TEXT, HandlerContext, HandlerFailed, HttpHandler, PythonHandler
+from .handlers import (
+    MAX_ERROR_TEXT,
+    AppUnreachable,
+    HandlerContext,
+    HandlerFailed,
+    HttpHandler,
+    PythonHandler,
+)
 from .metrics import WorkerMetrics
 from .running import Running
 from .settling import Settlement
@@ -27,6 +34,7 @@ from .settling import Settlement
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
+    from .appgate import AppGate
     from .tracing import Tracing
 from .waiting import wait_any
 
@@ -43,8 +51,12 @@ class HeldMessages:
         metrics: WorkerMetrics,
         owner: str,
         tracing: Tracing | None = None,
+        gate: AppGate | None = None,
     ) -> None:
         self.handler = handler
+        self.gate = gate
+        self.unreached: list[int] = []
+        """Messages whose request never reached the app: to give back, no attempt counted."""
         self.database = database
         self.queue = queue
         self.settlement = settlement
@@ -68,7 +80,10 @@ class HeldMessages:
 
     def start_waiting(self, concurrency: int, stopping: asyncio.Event) -> None:
         """Start handlers for waiting messages while slots are free (none once stopping: a
-        batch leased meanwhile is released). A batch handler gets them in one call."""
+        batch leased meanwhile is released), nor while the app does not answer (`appgate`).
+        A batch handler gets them in one call."""
+        if self.gate is not None and not self.gate.is_open:
+            return
         if self.batch:
             self._start_batch(concurrency, stopping)
             return
@@ -132,6 +147,11 @@ class HeldMessages:
             self.tracing.forget(unstarted)
         return unstarted
 
+    def take_unreached(self) -> list[int]:
+        """Forget the messages whose request never reached the app (to give them back)."""
+        unreached, self.unreached = self.unreached, []
+        return unreached
+
     def lose(self, message_id: int) -> None:
         """The message was cancelled or its lease swept: stop its handler, forget it."""
         running = self.running.get(message_id)
@@ -154,23 +174,13 @@ class HeldMessages:
         # Every log line of the handler's task (and of a sync handler's thread) names the message.
         logs.handling.set(logs.Handling(message.id, message.correlation_id, message.tracking_id))
         tracing = self.tracing
-        # The trace context current during the call: the handle span when tracing, else the
-        # message's own (passed on to the app), if it has one.
-        traced: contextlib.AbstractContextManager[Span | None]
-        if tracing is not None:
-            traced = tracing.handling(message)
-        elif message.headers and trace_context.TRACEPARENT in message.headers:
-            traced = _own_context(message)
-        else:
-            traced = contextlib.nullcontext()
         outcome: Completion | Failure | None
-        with traced as span:
+        with self._traced(message) as span:
             try:
                 result = await self.handler(message, context)
                 outcome = outcomes.completion(message, result)
             except HandlerFailed as failed:
-                m.handler_errors.inc()
-                outcome = Failure(message, failed.error, permanent=failed.permanent)
+                outcome = self._failed(message, failed)
             except Exception as error:  # a bug outside the handler: never strand the message
                 m.handler_errors.inc()
                 trace = traceback.format_exc()
@@ -190,6 +200,27 @@ class HeldMessages:
         if isinstance(outcome, Failure):
             outcomes.log_failed(message, outcome.error)
         self.finish(running, outcome)
+
+    def _traced(self, message: Message) -> contextlib.AbstractContextManager[Span | None]:
+        """The trace context current during the call: the handle span when tracing, else the
+        message's own (passed on to the app), if it has one."""
+        if self.tracing is not None:
+            return self.tracing.handling(message)
+        if message.headers and trace_context.TRACEPARENT in message.headers:
+            return _own_context(message)
+        return contextlib.nullcontext()
+
+    def _failed(self, message: Message, failed: HandlerFailed) -> Failure | None:
+        """The handler failed: the message's failure; but None when its request never reached
+        the app and the worker checks the app's readiness: it is to be given back (no attempt
+        counted) and the gate closes."""
+        gate = self.gate
+        if isinstance(failed, AppUnreachable) and gate is not None and gate.check_url:
+            self.unreached.append(message.id)
+            gate.app_unreachable(failed.error)
+            return None
+        self.metrics.handler_errors.inc()
+        return Failure(message, failed.error, permanent=failed.permanent)
 
 
 @contextlib.contextmanager

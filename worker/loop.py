@@ -13,8 +13,10 @@ After a lease that failed with a database error, the lease loop first gives back
 may have taken unheard (`recovery`).
 The handlers run as tasks of their own (`held`; a coroutine handler gets its task only once it
 waits for something; a batch handler's call is one task for its messages, `batches`).
+An HTTP handler's worker leases only while its app answers (`appgate`): a request that could
+not reach the app gives its message back, with the unstarted ones, until the app answers again.
 On SIGTERM: stop leasing, give back unstarted messages, let running handlers finish within the
-grace period, record everything, exit 0.
+grace period, record everything, set `drained` (`GET /drained` answers then), exit 0.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tablequeue.errors import QueueNotFound
 from tablequeue.models import LeaseBatch
 from tablequeue.queue import Queue
 
+from .appgate import AppGate
 from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
@@ -82,6 +85,9 @@ class Worker:
         self.health = DatabaseHealth(config.queue)
         self.metrics = WorkerMetrics(config.queue)
         self.stopping = asyncio.Event()
+        self.drained = asyncio.Event()
+        """Stopped, and the shutdown is done with the handlers (`GET /drained`)."""
+        self.gate: AppGate | None = None
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._paused = False
@@ -89,7 +95,16 @@ class Worker:
 
     @property
     def ready(self) -> bool:
-        return self.health.ready
+        return self.unready() is None
+
+    def unready(self) -> str | None:
+        """Why `/readyz` answers 503 (the database, stopping, the app not answering); None:
+        ready."""
+        if not self.health.ready:
+            return "stopping" if self.stopping.is_set() else "the database does not answer"
+        if self.gate is not None and not self.gate.is_open:
+            return self.gate.reason
+        return None
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -102,6 +117,8 @@ class Worker:
         queue, started = opened
         config = self.config
         config.resolve(queue)
+        http = self.handler if isinstance(self.handler, HttpHandler) else None
+        gate = self.gate = AppGate(http, config.app_check_path, on_close=self._wake.set)
         log.info("worker started", extra=self._describe())
         rollup = Rollup(self.database, queue, config.rollup_interval)
         settlement = Settlement(
@@ -116,6 +133,7 @@ class Worker:
             self.metrics,
             config.owner,
             self.tracing,
+            gate,
         )
         self.progress.attach(queue, held, self.health)
         lost = LostLeases(queue, config.owner, started, held, settlement, self.metrics)
@@ -155,6 +173,8 @@ class Worker:
                 name="vacuum",
             ),
         ]
+        if gate.check_url is not None:
+            self._tasks.append(asyncio.create_task(gate.watch(self.stopping), name="app gate"))
         if rollup.enabled:
             self._tasks.append(
                 asyncio.create_task(rollup.write_every(self.stopping), name="rollup")
@@ -194,6 +214,7 @@ class Worker:
             "lease_seconds": c.lease_seconds,
             "execution_timeout": c.execution_timeout,
             "poll": [c.poll_min, c.poll_max],
+            "app_check": self.gate.check_url if self.gate is not None else None,
         }
 
     async def _open_queue(self) -> tuple[Queue, datetime] | None:
@@ -235,6 +256,11 @@ class Worker:
             await held.wait_for_slot(config.concurrency, self.stopping)
             if self.stopping.is_set():
                 return
+            if held.unreached or not (gate := self._gate()).is_open:
+                await self._give_back_unreached(queue, held)
+                if not gate.is_open:  # the next lease once the app answers
+                    await gate.wait_open(self.stopping)
+                    continue
             if not held.waiting:
                 batch = await self._lease(settlement, held, rollup, lost, backoff)
                 if batch is None:
@@ -245,6 +271,22 @@ class Worker:
             held.start_waiting(config.concurrency, self.stopping)
             if delay and not held.waiting:
                 await sleep_unless(delay, self.stopping, self._wake)
+
+    def _gate(self) -> AppGate:
+        assert self.gate is not None, "made before the lease loop starts"
+        return self.gate
+
+    async def _give_back_unreached(self, queue: Queue, held: HeldMessages) -> None:
+        """The app did not answer: give back the messages whose request never reached it and,
+        while the gate is closed, the leased ones not started (no attempt counted)."""
+        ids = held.take_unreached()
+        if not self._gate().is_open:
+            ids += held.take_unstarted()
+        if not ids:
+            return
+        await self.health.retrying(lambda: queue.release(self.config.owner, ids))
+        self.metrics.app_given_back.inc(len(ids))
+        log.info("gave back messages: the app did not answer", extra={"count": len(ids)})
 
     def _poll_bounds(self) -> tuple[float, float]:
         """The shortest and the longest delay between two leases."""
@@ -366,6 +408,7 @@ class Worker:
         grace = self.config.grace_period
         # A lease statement may be under way: let it finish so what it leased is released below.
         await asyncio.wait([lease_loop], timeout=grace)
+        await self._give_back_unreached(queue, held)
         unstarted = held.take_unstarted()
         if unstarted:
             await self.health.retrying(lambda: queue.release(self.config.owner, unstarted))
@@ -383,8 +426,11 @@ class Worker:
                     entry.stop(f"worker stopped after its grace period of {grace:g}s", fails=True)
             if late:
                 await asyncio.wait(late)
+        await self._give_back_unreached(queue, held)  # requests that failed meanwhile
         settlement.close()
         await settler
+        self.drained.set()  # the handlers are done, their outcomes recorded
+        log.info("drained: running handlers done, unstarted messages given back")
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

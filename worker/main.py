@@ -10,8 +10,9 @@ from aiohttp import web
 from tablequeue import listen_url
 from tablequeue.database import Database, connect
 from tablequeue.errors import InvalidInput
+from tablequeue.spec import WorkerSpec
 
-from . import logs, otel, server
+from . import drain, logs, otel, server
 from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler, load_handler
 from .loop import Worker
@@ -43,19 +44,17 @@ async def serve(
     handler: HttpHandler | PythonHandler,
     traced: Tracing | None = None,
 ) -> int:
-    """Serve the probes, metrics and progress route, and run the worker until it stops."""
+    """Serve the probes, metrics, /drained and progress route, and run the worker until it
+    stops; the server stops only once the pending /drained requests are answered."""
     worker = Worker(config, database, handler, traced)
+    drained = drain.DrainRoute(worker.drained, lambda: _grace_period(config))
+    routes = [web.get(drain.ROUTE, drained.get)]
     # One progress mechanism per handler kind: the route for HTTP handlers, the context's
     # `report_progress` for Python handlers.
-    routes = [web.post(ROUTE, worker.progress.post)] if isinstance(handler, HttpHandler) else []
+    if isinstance(handler, HttpHandler):
+        routes.append(web.post(ROUTE, worker.progress.post))
     try:
-        runner = await server.start(
-            config.host,
-            config.port,
-            worker.alive,
-            lambda: worker.ready,
-            routes,
-        )
+        runner = await server.start(config.host, config.port, worker.alive, worker.unready, routes)
     except OSError as error:  # port taken, address not ours: one clear line, exit 1
         raise InvalidInput(
             f"cannot serve /livez, /readyz, /metrics, /progress: {error.strerror}"
@@ -66,7 +65,16 @@ async def serve(
     try:
         return await worker.run()
     finally:
+        worker.drained.set()  # also when it stopped early, or failed
+        await drained.answered()
         await runner.cleanup()
+
+
+def _grace_period(config: WorkerConfig) -> float:
+    """The grace period in seconds: the queue's default until the worker has read its queue."""
+    if config.grace_period is not None:
+        return config.grace_period
+    return float(WorkerSpec.model_fields["grace_period_seconds"].default)
 
 
 def _progress_url(host: str, runner: web.AppRunner) -> str:

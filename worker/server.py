@@ -1,5 +1,5 @@
-"""One port for probes, scraping and handlers' progress: /livez, /readyz, /metrics and
-`POST /progress/{trackingId}` (`progress.py`)."""
+"""One port for probes, scraping and handlers' progress: /livez, /readyz, /metrics, `GET /drained`
+(`drain.py`) and `POST /progress/{trackingId}` (`progress.py`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ async def start(
     host: str,
     port: int,
     alive: Callable[[], bool],
-    ready: Callable[[], bool],
+    unready: Callable[[], str | None],
     routes: Sequence[web.RouteDef] = (),
 ) -> web.AppRunner:
     async def livez(_: web.Request) -> web.Response:
@@ -22,8 +22,10 @@ async def start(
         )
 
     async def readyz(_: web.Request) -> web.Response:
-        ok = ready()
-        return web.Response(text="ok\n" if ok else "not ready\n", status=200 if ok else 503)
+        reason = unready()  # why not ready: 503 with the reason
+        if reason is None:
+            return web.Response(text="ok\n")
+        return web.Response(text=f"not ready: {reason}\n", status=503)
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})

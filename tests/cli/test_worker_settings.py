@@ -27,6 +27,7 @@ SAMPLES = {
     "poll_min": "0.25",
     "poll_max": "2.0",
     "grace_period": "10.0",
+    "app_readiness_path": "/healthz",
     "sweep_interval": "5.0",
     "purge_interval": "20.0",
     "heartbeat_interval": "2.5",

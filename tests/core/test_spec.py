@@ -63,6 +63,7 @@ def test_defaults() -> None:
     assert workers.template is None and workers.image is None
     assert (workers.batch_size, workers.concurrency) == (10, 4)
     assert (workers.execution_timeout_seconds, workers.grace_period_seconds) == (0, 30)
+    assert workers.app_readiness_path == "/"
     assert (workers.poll_interval.min_seconds, workers.poll_interval.max_seconds) == (0.1, 5)
     scaling = workers.autoscaling
     assert (scaling.mode, scaling.min_replicas, scaling.max_replicas) == ("Operator", 0, 10)
@@ -195,6 +196,7 @@ def test_from_name() -> None:
         ({"workers": {"batchSize": 1001}}, "spec.workers.batchSize: Input should be less"),
         ({"workers": {"concurrency": 0}}, "spec.workers.concurrency: Input should be greater"),
         ({"workers": {"gracePeriodSeconds": -1}}, "spec.workers.gracePeriodSeconds: Input"),
+        ({"workers": {"appReadinessPath": "healthz"}}, "spec.workers.appReadinessPath: String"),
         ({"workers": {"executionTimeoutSeconds": -1}}, "spec.workers.executionTimeoutSeconds"),
         ({"workers": {"image": ""}}, "spec.workers.image: String should have at least 1"),
         ({"workers": {"handler": {}}}, "spec.workers.handler: set exactly one of http or python"),

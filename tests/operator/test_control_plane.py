@@ -145,3 +145,19 @@ def test_garbage_collector_deletes_what_an_owner_owned(
 
     kube.kubectl("delete", "configmap", "owner", "-n", namespace)
     wait_until(lambda: not exists(kube, "configmap", "owned", namespace))
+
+
+def test_queue_crd_keeps_a_null_app_readiness_path(kube: ControlPlane, namespace: str) -> None:
+    """`appReadinessPath: null` turns the worker's app check off: the API server must keep the
+    null (the field is `nullable`), not replace it by the default `/` as it does when absent.
+    Server-side apply sends the null; a client-side `kubectl apply` drops null fields before
+    sending (the guide says so)."""
+    from tests.support.kube.fixtures import queue
+
+    for name, workers in (("checked", {}), ("unchecked", {"appReadinessPath": None})):
+        manifest = json.dumps(queue(name, namespace, workers=workers))
+        kube.kubectl("apply", "--server-side", "-f", "-", input=manifest)
+    checked = kube.kubectl_json("get", "queue", "checked", "-n", namespace)
+    unchecked = kube.kubectl_json("get", "queue", "unchecked", "-n", namespace)
+    assert checked["spec"]["workers"]["appReadinessPath"] == "/"
+    assert unchecked["spec"]["workers"]["appReadinessPath"] is None

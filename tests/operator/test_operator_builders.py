@@ -64,6 +64,7 @@ def test_deployment_adds_the_worker_sidecar_to_the_users_template() -> None:
     assert env["TABLEQUEUE_HANDLER"] == "http://127.0.0.1:8081/jobs"
     assert env["TABLEQUEUE_HANDLER_TIMEOUT"] == "12.0"
     assert (env["TABLEQUEUE_BATCH_SIZE"], env["TABLEQUEUE_CONCURRENCY"]) == ("20", "8")
+    assert env["TABLEQUEUE_APP_READINESS_PATH"] == "/"  # the app's readiness, by default on /
     assert worker["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert pod["spec"]["terminationGracePeriodSeconds"] == 45
     assert template["spec"]["containers"] == [{"name": "app", "image": "shop/app:1"}]  # untouched
@@ -76,6 +77,15 @@ def test_python_handler_and_own_image() -> None:
     [worker] = body["spec"]["template"]["spec"]["containers"]
     assert worker["image"] == "shop/worker:2"
     assert env_of(worker)["TABLEQUEUE_HANDLER"] == "python:shop.jobs:send"
+    assert "TABLEQUEUE_APP_READINESS_PATH" not in env_of(worker)  # no app to wait for
+
+
+@pytest.mark.parametrize(("path", "variable"), [("/healthz", "/healthz"), (None, "off")])
+def test_app_readiness_path_reaches_the_worker(path: str | None, variable: str) -> None:
+    queue = spec(workers={"app_readiness_path": path})
+    body = builders.deployment("orders", "shop", queue, OWNER, "tq/worker:1", replicas=1)
+    [worker] = body["spec"]["template"]["spec"]["containers"]
+    assert env_of(worker)["TABLEQUEUE_APP_READINESS_PATH"] == variable
 
 
 def test_hpa_targets_the_backlog_metric_of_this_queue() -> None:
@@ -227,7 +237,9 @@ def test_crd_schema_mirrors_the_pydantic_spec() -> None:
         "has(self.http) != has(self.python)"
     )
     text = yaml.safe_dump(crd)
-    assert "$ref" not in text and "title" not in text and "null" not in text
+    assert "$ref" not in text and "title" not in text and "'null'" not in text  # no null type
+    app_readiness = workers["appReadinessPath"]
+    assert (app_readiness["default"], app_readiness["nullable"]) == ("/", True)  # null kept
     assert [c["name"] for c in version["additionalPrinterColumns"]] == [
         "Pending",
         "Leased",

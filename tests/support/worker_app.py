@@ -7,12 +7,19 @@ the default is 200 with no body. While it handles a message, it reports each val
 `"report"` list as progress to the worker (`POST` to the `Tablequeue-Progress-Url` header, as
 `{"progress": value}`; a string is posted as the raw body), keeping the worker's answers, and
 with `"hold": true` it answers only once the test sets `release`. It keeps the request headers.
+A GET on any path answers 404: an HTTP server that listens, as the worker's app readiness check
+sees it (any status below 500).
+
+`python -m tests.support.worker_app PORT RECORDS_FILE` serves it as a process of its own (an app
+container that starts late, is killed and restarts), appending each POSTed message's id to
+RECORDS_FILE as one line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -31,6 +38,8 @@ class App:
         self.release = threading.Event()
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
+        self.records: str | None = None
+        """A file to append each POSTed message's id to (the app as a process of its own)."""
 
     @property
     def url(self) -> str:
@@ -44,12 +53,20 @@ class App:
 
 def _handler_class(app: App) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             payload = json.loads(self.rfile.read(length))
             with app.lock:
                 app.received.append(payload)
                 app.headers[payload["id"]] = {k.lower(): v for k, v in self.headers.items()}
+                if app.records is not None:
+                    with open(app.records, "a") as out:
+                        out.write(f"{payload['id']}\n")
             body = payload.get("message") or {}
             if not isinstance(body, dict):
                 body = {}
@@ -98,9 +115,10 @@ def report(url: str, value: Any) -> tuple[int, str]:
 
 
 @contextlib.contextmanager
-def serve() -> Iterator[App]:
+def serve(port: int = 0, records: str | None = None) -> Iterator[App]:
     app = App()
-    app.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(app))
+    app.records = records
+    app.server = ThreadingHTTPServer(("127.0.0.1", port), _handler_class(app))
     thread = threading.Thread(target=app.server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -109,3 +127,19 @@ def serve() -> Iterator[App]:
         app.release.set()
         app.server.shutdown()
         app.server.server_close()
+
+
+def read_ids(records: str) -> list[int]:
+    """The message ids an app process was POSTed, in order (complete lines only)."""
+    try:
+        with open(records) as file:
+            text = file.read()
+    except FileNotFoundError:
+        return []
+    return [int(line) for line in text[: text.rfind("\n") + 1].splitlines()]
+
+
+if __name__ == "__main__":
+    with serve(int(sys.argv[1]), sys.argv[2]) as served:
+        print("listening", flush=True)
+        threading.Event().wait()  # until killed

@@ -64,15 +64,17 @@ def test_http_handler_outcomes(
     assert worker.process.poll() is None
 
 
-def test_http_handler_that_is_down_is_a_failure(
+def test_http_handler_that_is_down_is_a_failure_with_the_readiness_check_off(
     make_queue: MakeQueue, db_url: str, start_worker: StartWorker
 ) -> None:
+    """With the check on (the default), the worker waits for the app instead: see
+    test_app_lifecycle.py."""
     queue = make_queue("orders")
     [message_id] = enqueue(queue, [{"n": 1}])
     with socket.socket() as taken:  # bound, never listening: connections to it are refused,
         taken.bind(("127.0.0.1", 0))  # and no other free_port() can hand the port out meanwhile
         nobody = f"http://127.0.0.1:{taken.getsockname()[1]}/process"
-        start_worker("orders", db_url, nobody, *FAST_POLL)
+        start_worker("orders", db_url, nobody, "--app-readiness-path", "off", *FAST_POLL)
         wait_until(lambda: queue.get(message_id).status == "Error", timeout=30)
     error = queue.get(message_id).last_error or ""
     assert f"handler at {nobody} unreachable" in error
