@@ -7,16 +7,21 @@ stay Pending), and heartbeats for them as a worker in each would (host = the pod
 
 from __future__ import annotations
 
+import logging
 import os
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from tablequeue import Database, Heartbeat, WorkerInfo, connect
 from tablequeue.operator import builders
 from tablequeue.operator.deletion_cost import DELETION_COST, bucket, changes, in_flight_by_pod
+from tablequeue.operator.kube import Kube
+from tablequeue.operator.observe import _keep_deletion_costs
+from tablequeue.operator.state import OperatorState, Settings
 from tests.operator.conftest import wait, wait_ticks
 from tests.operator.test_metrics import sample
 from tests.support.kube import ControlPlane
@@ -86,6 +91,29 @@ def test_only_pods_whose_cost_changed_are_patched() -> None:
     ]
     in_flight = {"same": 4, "same-bucket": 6, "up": 2, "busy-unannotated": 1, "gone": 8}
     assert changes(pods, in_flight) == {"up": "2", "down": "0", "busy-unannotated": "1"}
+
+
+class RefusingKube:
+    """An API server that refuses to list pods (an operator upgraded without its RBAC rule)."""
+
+    def __init__(self) -> None:
+        self.lists = 0
+
+    def pods(self, namespace: str, labels: dict[str, str]) -> list[Any]:
+        self.lists += 1
+        raise ApiException(status=403, reason="Forbidden")
+
+
+def test_a_refusal_is_logged_once_not_on_every_tick(caplog: pytest.LogCaptureFixture) -> None:
+    state = OperatorState(Settings())
+    refusing = RefusingKube()
+    state.kube_client = cast(Kube, refusing)
+    with caplog.at_level(logging.WARNING, logger="tablequeue.operator.observe"):
+        for _ in range(3):
+            _keep_deletion_costs(state, "shop", "jobs", [worker("a", 1)])
+    assert refusing.lists == 3
+    [record] = caplog.records
+    assert "cannot keep the pods' deletion cost: HTTP 403 Forbidden" in record.getMessage()
 
 
 # --- against the API server ----------------------------------------------------------------------
