@@ -17,6 +17,12 @@ WORKER_CONTAINER = "tablequeue-worker"
 WORKER_PORT = 9090
 QUEUE_LABEL = "tablequeue.dev/queue"
 BACKLOG_METRIC = "tablequeue_backlog"
+DRAINED_PATH = "/drained"
+"""The worker's endpoint (on its metrics port) that answers once it got SIGTERM and its running
+handlers finished: the preStop hook of the app containers waits on it."""
+SHUTDOWN_MARGIN_SECONDS = 10
+"""Pod grace beyond the worker's grace period: the worker gives back its leases, records the
+last outcomes and exits (about 5 s), then the app, whose SIGTERM the hook held, exits (5 s)."""
 HPA_FLOOR_REASON = "HPA mode: an HPA cannot scale from zero"
 """Why the operator raised a worker Deployment from 0 in HPA mode (in its Scaled Events)."""
 
@@ -77,7 +83,7 @@ def worker_environment(name: str, spec: QueueSpec) -> list[dict[str, Any]]:
         "execution_timeout": workers.execution_timeout_seconds,
         "poll_min": workers.poll_interval.min_seconds,
         "poll_max": workers.poll_interval.max_seconds,
-        "grace_period": workers.grace_period_seconds,
+        "grace_period": worker_grace_period(spec),
         "port": WORKER_PORT,
     }
     if workers.handler.http is not None:
@@ -116,8 +122,49 @@ def worker_container(name: str, spec: QueueSpec, default_image: str) -> dict[str
     }
 
 
+def handler_time_limit(spec: QueueSpec) -> float | None:
+    """The longest one handler runs: `executionTimeoutSeconds` when set, and for an HTTP handler
+    its request's `timeoutSeconds` (the shorter of the two); None: no limit (a Python handler
+    without `executionTimeoutSeconds`)."""
+    workers = spec.workers
+    limits = [workers.execution_timeout_seconds] if workers.execution_timeout_seconds else []
+    if workers.handler.http is not None:
+        limits.append(workers.handler.http.timeout_seconds)
+    return min(limits) if limits else None
+
+
+def worker_grace_period(spec: QueueSpec) -> float:
+    """The worker's grace period on SIGTERM for its running handlers: `gracePeriodSeconds` when
+    the Queue sets it (a shorter one than the handlers' time limit stops longer handlers, as
+    failures); else its default, raised to the handlers' time limit so that a handler that
+    started before SIGTERM may finish."""
+    workers = spec.workers
+    if "grace_period_seconds" in workers.model_fields_set:
+        return workers.grace_period_seconds
+    return max(workers.grace_period_seconds, handler_time_limit(spec) or 0.0)
+
+
+def termination_grace_period(spec: QueueSpec, users: int | None = None) -> int:
+    """The pod's terminationGracePeriodSeconds: the worker's grace period plus
+    SHUTDOWN_MARGIN_SECONDS, never less than the template's own (`users`)."""
+    grace = math.ceil(worker_grace_period(spec)) + SHUTDOWN_MARGIN_SECONDS
+    return max(users or 0, grace)
+
+
+def wait_for_drained(container: dict[str, Any]) -> dict[str, Any]:
+    """An app container whose SIGTERM waits until the worker drained: a preStop hook on the
+    worker's /drained (by port number: a named port in a hook is looked up in the hook's own
+    container). A container with its own preStop keeps it."""
+    lifecycle = container.get("lifecycle") or {}
+    if lifecycle.get("preStop"):
+        return container
+    hook = {"httpGet": {"path": DRAINED_PATH, "port": WORKER_PORT}}
+    return container | {"lifecycle": lifecycle | {"preStop": hook}}
+
+
 def pod_template(name: str, spec: QueueSpec, default_image: str) -> dict[str, Any]:
-    """The user's PodTemplateSpec with the worker added as a sidecar and our labels merged in."""
+    """The user's PodTemplateSpec with the worker added as a sidecar, our labels merged in, the
+    app containers' SIGTERM held until the worker drained, and a grace period that covers it."""
     template = copy.deepcopy(spec.workers.template or {})
     metadata = template.setdefault("metadata", {})
     metadata["labels"] = {**metadata.get("labels", {}), **labels(name)}
@@ -128,9 +175,13 @@ def pod_template(name: str, spec: QueueSpec, default_image: str) -> dict[str, An
     }
     pod = template.setdefault("spec", {})
     containers = [c for c in pod.get("containers", []) if c.get("name") != WORKER_CONTAINER]
-    pod["containers"] = [*containers, worker_container(name, spec, default_image)]
-    grace = math.ceil(spec.workers.grace_period_seconds) + 5
-    pod["terminationGracePeriodSeconds"] = max(pod.get("terminationGracePeriodSeconds", 0), grace)
+    pod["containers"] = [
+        *(wait_for_drained(c) for c in containers),
+        worker_container(name, spec, default_image),
+    ]
+    pod["terminationGracePeriodSeconds"] = termination_grace_period(
+        spec, pod.get("terminationGracePeriodSeconds")
+    )
     return template
 
 

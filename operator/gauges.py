@@ -40,6 +40,7 @@ class QueueGauges:
             metrics.queue_oldest_pending_age,
             metrics.queue_healthy,
             metrics.operator_desired_replicas,
+            metrics.operator_deletion_cost_patches,
         ):
             with contextlib.suppress(KeyError):
                 gauge.remove(namespace, name)

@@ -1,5 +1,6 @@
 """The operator's Kubernetes client: read the database Secret, read and write the worker
-Deployment, its HorizontalPodAutoscaler or KEDA objects, scale the Deployment.
+Deployment, its HorizontalPodAutoscaler or KEDA objects, scale the Deployment, list its pods and
+annotate them.
 
 Bodies are the plain dicts of `builders`; reads return the client's objects, or None when the
 object does not exist.
@@ -144,6 +145,24 @@ class Kube:
         self.apps.patch_namespaced_deployment_scale(
             name, namespace, {"spec": {"replicas": replicas}}
         )
+
+    def pods(self, namespace: str, labels: dict[str, str]) -> list[Any]:
+        """The pods that carry all these labels."""
+        selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+        return list(self.core.list_namespaced_pod(namespace, label_selector=selector).items)
+
+    def annotate_pod_if_present(
+        self, name: str, namespace: str, annotations: dict[str, str]
+    ) -> bool:
+        """Set these annotations of one pod (a patch: the others stay); False if it is gone."""
+        patch = {"metadata": {"annotations": annotations}}
+        try:
+            self.core.patch_namespaced_pod(name, namespace, patch)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
 
     # KEDA's objects (keda.sh/v1alpha1), as plain dicts.
 

@@ -1,6 +1,6 @@
 """Observing a Queue on the timer: fire its due schedule ticks, read its counts, export the
-queue gauges, patch `status`, and in `Operator` mode scale its worker Deployment (in HPA mode,
-keep it off zero)."""
+queue gauges, patch `status`, in `Operator` mode scale its worker Deployment (in HPA mode,
+keep it off zero), and keep its worker pods' deletion cost at their messages in flight."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import kopf
 import sqlalchemy as sa
 from kubernetes.client.exceptions import ApiException
 
-from tablequeue import Database, FlowState, metrics
+from tablequeue import Database, FlowState, WorkerInfo, metrics, presence_of
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, QueueOwnedElsewhere
 from tablequeue.health import WorkerPresence
 from tablequeue.models import QueueStats
@@ -27,6 +27,7 @@ from .conditions import (
     reconcile_refused_workers,
     written,
 )
+from .deletion_cost import keep_deletion_costs
 from .kube import Kube, refusal
 from .schedules import fire_schedules, schedule_status
 from .state import OperatorState
@@ -59,7 +60,7 @@ def observe_queue(
     labels = {"namespace": namespace, "queue": name}
     try:
         database = state.database(namespace, resource)
-        stats, effective_default_status, schedules, present, flow = state.databases.bounded(
+        stats, effective_default_status, schedules, workers, flow = state.databases.bounded(
             database, lambda: _fire_and_count(database, name, f"{namespace}/{name}")
         )
     except QueueOwnedElsewhere as error:
@@ -88,6 +89,9 @@ def observe_queue(
         message = f"the API server refused to scale the workers: {refusal(error)}"
         refused = NotReady("WorkersReady", "ScaleRefused", message)
     replicas = scaled or {"desired": 0, "ready": 0}
+    present = None if workers is None else presence_of(workers)
+    if workers is not None and scaled is not None and (scaled["desired"] or any(workers)):
+        _keep_deletion_costs(state, namespace, name, workers)
     metrics.operator_desired_replicas.labels(**labels).set(replicas["desired"])
     gone = {kind: None for kind in status.get("counts") or {} if kind not in stats.counts}
     patch.status.update(
@@ -137,7 +141,7 @@ def _heartbeats(present: WorkerPresence | None) -> str:
 
 def _fire_and_count(
     database: Database, name: str, label: str
-) -> tuple[QueueStats, str, list[dict[str, Any]], WorkerPresence | None, FlowState]:
+) -> tuple[QueueStats, str, list[dict[str, Any]], list[WorkerInfo] | None, FlowState]:
     """Only for the Queue resource that owns the queue (`label`): another namespace may name
     the same queue on the same database. Fire the due schedule ticks first, so that the counts
     (and the scaling) see their messages; then the counts, the effective default status, the
@@ -149,9 +153,40 @@ def _fire_and_count(
         queue.stats(),
         database.default_status_of(name),
         schedule_status(queue),
-        database.worker_presence(name),
+        _workers(database, name),
         database.flow_state(name),
     )
+
+
+def _workers(database: Database, name: str) -> list[WorkerInfo] | None:
+    """The queue's workers from their heartbeats; None when `tablequeue_workers` cannot be read
+    (no right to read it): the health rule on workers and the deletion costs are skipped."""
+    try:
+        return database.workers(name)
+    except sa.exc.DBAPIError as error:
+        if error.connection_invalidated:
+            raise
+        return None
+
+
+def _keep_deletion_costs(
+    state: OperatorState, namespace: str, name: str, workers: list[WorkerInfo]
+) -> None:
+    """The worker pods' deletion cost (`deletion_cost`); what the API server refuses (e.g. an
+    operator upgraded without its new RBAC rule on pods) is logged when it first happens, and
+    never changes the Queue's conditions: only which pod goes first on scale-in depends on it."""
+    key = (namespace, name)
+    try:
+        patched = keep_deletion_costs(state.kube, name, namespace, workers)
+    except ApiException as error:
+        message = refusal(error)
+        if state.cost_refusals.get(key) != message:
+            state.cost_refusals[key] = message
+            logger.warning("[%s/%s] cannot keep the pods' deletion cost: %s", *key, message)
+        return
+    state.cost_refusals.pop(key, None)
+    if patched:
+        metrics.operator_deletion_cost_patches.labels(namespace=namespace, queue=name).inc(patched)
 
 
 def _sample_rollup(state: OperatorState, database: Database, name: str, backlog: int) -> None:

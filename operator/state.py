@@ -12,7 +12,7 @@ from tablequeue import Database, TableQueueError, engine_name
 from tablequeue.spec import QueueResource
 
 from .conditions import NotReady
-from .databases import Databases
+from .databases import Databases, QueueKey
 from .gauges import QueueGauges
 from .kube import Kube
 from .settings import OperatorSettings, OverLimit
@@ -31,6 +31,8 @@ class OperatorState:
     gauges: QueueGauges = field(default_factory=QueueGauges)
     kube_client: Kube | None = None
     """Set by the startup handler, before any Queue is handled."""
+    cost_refusals: dict[QueueKey, str] = field(default_factory=dict)
+    """The last refusal of the pods' deletion cost per Queue, logged once."""
 
     def __copy__(self) -> OperatorState:
         """kopf copies the operator's memo into each resource's memo: all Queues share one."""

@@ -91,6 +91,12 @@ operator_desired_replicas = Gauge(
     "Worker replicas of the queue: what the operator wants (Operator mode) or its HPA or KEDA set",
     ["namespace", "queue"],
 )
+operator_deletion_cost_patches = Counter(
+    "tablequeue_operator_deletion_cost_patches",
+    "Worker pods whose controller.kubernetes.io/pod-deletion-cost the operator patched (their "
+    "messages in flight moved to another bucket: 0, 1, 2, 4, 8, ...)",
+    ["namespace", "queue"],
+)
 operator_reconcile_errors = Counter(
     "tablequeue_operator_reconcile_errors",
     "Reconciliations that failed",

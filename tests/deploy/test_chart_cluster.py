@@ -145,6 +145,7 @@ ALLOWED = [
     "get,list,watch,create,update,patch,delete deployments.apps",
     "get,patch,update deployments.apps --subresource=scale",
     "get,list,watch,create,update,patch,delete horizontalpodautoscalers.autoscaling",
+    "list,patch pods",
     "get,create,update,delete scaledobjects.keda.sh",
     "get,create,update,delete triggerauthentications.keda.sh",
     "create,patch events",
@@ -156,7 +157,7 @@ REFUSED = [
     "list,watch,create,update,patch,delete secrets",  # only the Secret a Queue names, by name
     "create,delete queues.tablequeue.dev",
     "get,create configmaps",
-    "get,create,delete pods",
+    "get,watch,create,update,delete pods",
     "create pods --subresource=exec",
     "create,update,delete customresourcedefinitions.apiextensions.k8s.io",
     "create,update clusterroles.rbac.authorization.k8s.io",

@@ -3,6 +3,7 @@ and the CRD generated from the pydantic spec (committed file and generator must 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, cast
 
@@ -55,7 +56,7 @@ def test_deployment_adds_the_worker_sidecar_to_the_users_template() -> None:
     assert pod["metadata"]["labels"]["team"] == "shop"
     assert pod["metadata"]["labels"]["tablequeue.dev/queue"] == "orders"
     app, worker = pod["spec"]["containers"]
-    assert app == {"name": "app", "image": "shop/app:1"}
+    assert app == {"name": "app", "image": "shop/app:1", "lifecycle": {"preStop": DRAINED_HOOK}}
     assert worker["name"] == "tablequeue-worker" and worker["image"] == "tq/worker:1"
     assert worker["command"] == ["tablequeue", "worker"]
     env = env_of(worker)
@@ -66,8 +67,74 @@ def test_deployment_adds_the_worker_sidecar_to_the_users_template() -> None:
     assert (env["TABLEQUEUE_BATCH_SIZE"], env["TABLEQUEUE_CONCURRENCY"]) == ("20", "8")
     assert env["TABLEQUEUE_APP_READINESS_PATH"] == "/"  # the app's readiness, by default on /
     assert worker["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert pod["spec"]["terminationGracePeriodSeconds"] == 45
+    assert env["TABLEQUEUE_GRACE_PERIOD"] == "40.0"  # set: kept (above the timeout, 12)
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 50  # 40 + 10
     assert template["spec"]["containers"] == [{"name": "app", "image": "shop/app:1"}]  # untouched
+
+
+DRAINED_HOOK = {"httpGet": {"path": "/drained", "port": 9090}}
+
+
+def test_app_containers_wait_for_the_worker_to_drain_unless_they_have_their_own_pre_stop() -> None:
+    own = {"exec": {"command": ["/bin/flush"]}}
+    template: dict[str, Any] = {
+        "spec": {
+            "containers": [
+                {"name": "app", "image": "shop/app:1", "lifecycle": {"postStart": own}},
+                {"name": "proxy", "image": "sql/proxy:2"},
+                {"name": "flusher", "image": "shop/flush:1", "lifecycle": {"preStop": own}},
+            ],
+            "initContainers": [{"name": "migrate", "image": "shop/app:1"}],
+        }
+    }
+    pod = builders.pod_template("orders", spec(workers={"template": template}), "tq/worker:1")
+    app, proxy, flusher, worker = pod["spec"]["containers"]
+    # By number: a named port in a hook would be looked up in the app's own container.
+    assert app["lifecycle"] == {"postStart": own, "preStop": DRAINED_HOOK}
+    assert proxy["lifecycle"] == {"preStop": DRAINED_HOOK}
+    assert flusher["lifecycle"] == {"preStop": own}  # its own hook is kept
+    assert worker["name"] == "tablequeue-worker" and "lifecycle" not in worker
+    assert worker["ports"] == [
+        {"name": "metrics", "containerPort": DRAINED_HOOK["httpGet"]["port"]}
+    ]
+    assert pod["spec"]["initContainers"] == [{"name": "migrate", "image": "shop/app:1"}]
+    assert template["spec"]["containers"][1] == {"name": "proxy", "image": "sql/proxy:2"}
+
+
+@pytest.mark.parametrize(
+    ("workers", "worker_grace", "pod_grace"),
+    [
+        ({}, "30.0", 40),  # the defaults: HTTP timeout 30 s = default grace 30 s, + 10
+        # The default grace follows the handlers' time limit: the HTTP timeout...
+        ({"handler": {"http": {"timeout_seconds": 300}}}, "300.0", 310),
+        # ... or executionTimeoutSeconds when it is shorter...
+        (
+            {"handler": {"http": {"timeout_seconds": 300}}, "execution_timeout_seconds": 90.5},
+            "90.5",
+            101,
+        ),
+        # ... the execution limit of a Python handler; never below the default 30 s...
+        ({"handler": {"python": "shop.jobs:send"}, "execution_timeout_seconds": 600}, "600.0", 610),
+        ({"handler": {"python": "shop.jobs:send"}, "execution_timeout_seconds": 5}, "30.0", 40),
+        # ... and a Python handler without a limit keeps the default.
+        ({"handler": {"python": "shop.jobs:send"}}, "30.0", 40),
+        # A grace period the Queue sets is the worker's, shorter than the limit or not.
+        ({"handler": {"http": {"timeout_seconds": 300}}, "grace_period_seconds": 60}, "60.0", 70),
+        ({"grace_period_seconds": 0}, "0.0", 10),
+        # The template's own larger grace is never lowered; a smaller one is raised.
+        ({"template": {"spec": {"terminationGracePeriodSeconds": 3600}}}, "30.0", 3600),
+        ({"template": {"spec": {"terminationGracePeriodSeconds": 5}}}, "30.0", 40),
+    ],
+)
+def test_the_grace_periods_cover_the_handlers_time_limit(
+    workers: dict[str, Any], worker_grace: str, pod_grace: int
+) -> None:
+    queue = spec(workers=workers)
+    pod = builders.pod_template("orders", queue, "tq/worker:1")
+    worker = pod["spec"]["containers"][-1]
+    assert env_of(worker)["TABLEQUEUE_GRACE_PERIOD"] == worker_grace
+    assert pod["spec"]["terminationGracePeriodSeconds"] == pod_grace
+    assert pod_grace >= math.ceil(float(worker_grace)) + builders.SHUTDOWN_MARGIN_SECONDS
 
 
 def test_python_handler_and_own_image() -> None:
