@@ -8,6 +8,7 @@ import socket
 from datetime import UTC, datetime
 
 import kopf
+from kopf._core.engines.peering import Identity  # kopf exports the type under no public name
 from prometheus_client import start_http_server
 
 from .registrations import registry
@@ -32,9 +33,9 @@ def run(settings: OperatorSettings) -> None:
     )
 
 
-def peering_identity() -> str:
+def peering_identity() -> Identity:
     """Who this operator is among its peers, as kopf would say it, without the user name: kopf's
     own default asks the password database, which has no entry for the image's numeric user
     (65532) when Kubernetes runs it, and the operator exited at start."""
     started = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
-    return f"tablequeue-operator@{socket.gethostname()}/{started}/{secrets.token_hex(3)}"
+    return Identity(f"tablequeue-operator@{socket.gethostname()}/{started}/{secrets.token_hex(3)}")

@@ -222,7 +222,8 @@ def build_example_app() -> str:
     """examples/app (the HTTP handler of the docs and the node tests) from the local base."""
     base = base_image()
     files = [EXAMPLE_APP / "Dockerfile", EXAMPLE_APP / "app.py"]
-    tag = f"localhost/tablequeue-example-app:test-{_hash(base.encode(), *(f.read_bytes() for f in files))}"
+    key = _hash(base.encode(), *(f.read_bytes() for f in files))
+    tag = f"localhost/tablequeue-example-app:test-{key}"
     with _one_build_at_a_time():
         if not image_exists(tag):
             podman(

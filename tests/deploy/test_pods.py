@@ -154,8 +154,8 @@ def _install_chart(
     }
     settings = [part for key, value in values.items() for part in ("--set", f"{key}={value}")]
     env = tool_env(tools, home, plane.kubeconfig)
-    command = [tools.helm, "install", RELEASE, CHART, "--namespace", RELEASE_NAMESPACE]
-    run([*command, *REQUIRED_VALUES, *settings], env)
+    command: list[str | Path] = [tools.helm, "install", RELEASE, CHART]
+    run([*command, "--namespace", RELEASE_NAMESPACE, *REQUIRED_VALUES, *settings], env)
     for component in ("operator", "api"):
         cluster.wait_ready(RELEASE_NAMESPACE, f"app.kubernetes.io/name=tablequeue-{component}")
 
