@@ -12,6 +12,7 @@ per pod in a hostPath folder.
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 import tempfile
 import time
@@ -37,7 +38,7 @@ from tests.support.waiting import wait_until
 from .containers import build_example_app, build_image
 from .helm import REQUIRED_VALUES, run, tool_env
 
-pytestmark = [pytest.mark.kube, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = "tq"
@@ -105,7 +106,7 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(
+def node_cluster(
     deploy_tools: DeployTools, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     worker = build_image("Dockerfile.worker", "tablequeue-worker")
@@ -174,8 +175,9 @@ def _get(url: str) -> tuple[int, str]:
 
 
 def test_pods_chart_runs_the_operator_and_the_api_ready_through_their_probes(
-    cluster: Cluster,
+    node_cluster: Cluster,
 ) -> None:
+    cluster = node_cluster
     instance = f"app.kubernetes.io/instance={RELEASE}"
     for component in ("operator", "api"):
         selector = f"{instance},app.kubernetes.io/name=tablequeue-{component}"
@@ -282,7 +284,8 @@ class Scenario:
 
 
 @pytest.fixture
-def scenario(cluster: Cluster) -> Iterator[Scenario]:
+def scenario(node_cluster: Cluster) -> Iterator[Scenario]:
+    cluster = node_cluster
     number = next(_numbers)
     namespace = f"pods-{number}"
     cluster.plane.kubectl("create", "namespace", namespace)
@@ -328,3 +331,141 @@ def test_pods_workers_beside_the_app_drain_10000_messages_exactly_once(
     for pod in scenario.worker_pods():
         for status in pod["status"]["containerStatuses"]:
             assert status["restartCount"] == 0, status
+
+
+def deployment(scenario: Scenario) -> str:
+    return f"deployment/{scenario.name}-workers"
+
+
+def test_pods_rollout_and_scale_in_mid_drain_lose_nothing_and_run_nothing_twice(
+    scenario: Scenario,
+) -> None:
+    """Under `onLeaseExpired: Abandon` and `maxAttempts: 1` (any message cut short would show):
+    a rolling update of the worker template while 10,000 messages drain, then a scale-in from 4
+    pods to 1 while handlers that take 2 s run. Each old pod's worker stops leasing, gives back
+    what has not started and finishes what runs, its app serving until then (preStop /drained);
+    the pods removed first are the idle ones (pod-deletion-cost)."""
+    spec: dict[str, Any] = {
+        "maxAttempts": 1,
+        "onLeaseExpired": "Abandon",
+        "keepProcessedFor": "1d",
+        "workers": {
+            "template": app_template(scenario.cluster),
+            "batchSize": 10,
+            "concurrency": 4,
+            "autoscaling": {"mode": "None", "minReplicas": 4, "maxReplicas": 4},
+        },
+    }
+    scenario.apply(**spec)
+    cluster = scenario.cluster
+    cluster.wait_ready(scenario.namespace, scenario.selector, count=4)
+    ids = scenario.enqueue(10_000, sleepSeconds=0.05)
+    wait_until(lambda: scenario.statuses().get("Processed", 0) >= 1_000, timeout=300)
+    first = {p["metadata"]["name"] for p in scenario.worker_pods()}
+    container = spec["workers"]["template"]["spec"]["containers"][0]
+    container["env"].append({"name": "ROLLOUT", "value": "2"})
+    scenario.apply(**spec)
+
+    def an_old_pod_stopping() -> bool:
+        return any(
+            p["metadata"]["name"] in first and p["metadata"].get("deletionTimestamp")
+            for p in scenario.worker_pods()
+        )
+
+    wait_until(an_old_pod_stopping, timeout=60, interval=0.2)
+    assert scenario.statuses().get("Pending", 0) > 0, "drained before the rollout began"
+    rollout = ("rollout", "status", deployment(scenario), "-n", scenario.namespace)
+    cluster.plane.kubectl(*rollout, "--timeout=300s", timeout=320)
+    # The old pods are Terminating until their workers drained (the app's preStop waits).
+    wait_until(
+        lambda: not first & {p["metadata"]["name"] for p in scenario.worker_pods()}, timeout=120
+    )
+    wait_until(lambda: scenario.drained(len(ids)), timeout=600, interval=1)
+
+    slow = [f"slow-{n}" for n in range(32)]
+    with connect(scenario.url) as db:
+        db.queue(scenario.name).enqueue_many(
+            [NewMessage(message_id=i, message={"sleepSeconds": 2}) for i in slow]
+        )
+    wait_until(lambda: scenario.statuses().get("Leased", 0) >= 8, timeout=120)
+    cluster.plane.kubectl("scale", deployment(scenario), "--replicas=1", "-n", scenario.namespace)
+    wait_until(lambda: len(scenario.worker_pods()) == 1, timeout=120, interval=0.5)
+    wait_until(lambda: scenario.drained(len(ids) + len(slow)), timeout=600, interval=1)
+    assert_exactly_once(scenario, ids + slow)
+
+
+def test_pods_deleted_pod_and_killed_worker_container_lose_nothing(scenario: Scenario) -> None:
+    """A pod deleted by hand stops like a scaled-in one: nothing lost, nothing run twice. A worker
+    container SIGKILLed through the runtime loses nothing either: its leases expire and are
+    retried (`onLeaseExpired: Retry`), so only the messages it had under way may run twice."""
+    scenario.apply(
+        maxAttempts=3,
+        onLeaseExpired="Retry",
+        leaseSeconds=10,
+        keepProcessedFor="1d",
+        workers={
+            "template": app_template(scenario.cluster),
+            "batchSize": 10,
+            "concurrency": 4,
+            "autoscaling": {"mode": "None", "minReplicas": 2, "maxReplicas": 2},
+        },
+    )
+    cluster = scenario.cluster
+    cluster.wait_ready(scenario.namespace, scenario.selector, count=2)
+    ids = scenario.enqueue(300, sleepSeconds=0.2)
+    wait_until(lambda: scenario.statuses().get("Processed", 0) >= 40, timeout=120)
+    deleted = scenario.worker_pods()[0]["metadata"]["name"]
+    cluster.plane.kubectl("delete", "pod", deleted, "-n", scenario.namespace, "--wait=false")
+    wait_until(lambda: scenario.statuses().get("Processed", 0) >= 150, timeout=300)
+    assert not {i: n for i, n in scenario.handled().items() if n > 1}, "a graceful stop ran twice"
+
+    victim = cluster.ready_pods(scenario.namespace, scenario.selector)[0]
+    (worker,) = [s for s in victim["status"]["containerStatuses"] if s["name"] == "tablequeue-worker"]
+    cluster.node.kill_container(worker["containerID"])
+    wait_until(lambda: scenario.drained(len(ids)), timeout=600, interval=1)
+    handled = scenario.handled()
+    assert set(handled) == set(ids)
+    twice = {i for i, n in handled.items() if n > 1}
+    assert len(twice) <= 4 * 10, twice  # at most one batch of the killed worker
+    assert scenario.statuses() == {"Processed": len(ids)}
+    pod = cluster.plane.kubectl_json(
+        "get", "pod", victim["metadata"]["name"], "-n", scenario.namespace
+    )
+    (restarted,) = [s for s in pod["status"]["containerStatuses"] if s["name"] == "tablequeue-worker"]
+    assert restarted["restartCount"] == 1, restarted
+
+
+def test_pods_operator_scales_real_pods_from_zero_and_back(scenario: Scenario) -> None:
+    """Operator mode: no backlog, no pods; a backlog brings pods that drain it (scale-from-zero
+    time: first message enqueued to first lease); then back to zero after the cooldown."""
+    scenario.apply(
+        keepProcessedFor="1d",
+        workers={
+            "template": app_template(scenario.cluster, start_delay=0),
+            "autoscaling": {
+                "mode": "Operator",
+                "minReplicas": 0,
+                "maxReplicas": 3,
+                "messagesPerReplica": 100,
+                "cooldownSeconds": 5,
+            },
+        },
+    )
+    cluster = scenario.cluster
+    found = ("get", deployment(scenario), "-n", scenario.namespace, "-o", "json")
+    made = wait_until(lambda: cluster.plane.kubectl(*found, check=False).returncode == 0)
+    assert made and json.loads(cluster.plane.kubectl(*found).stdout)["spec"]["replicas"] == 0
+    assert scenario.worker_pods() == []
+    ids = scenario.enqueue(600, sleepSeconds=0.05)
+    wait_until(lambda: len(scenario.worker_pods()) == 3, timeout=120, interval=0.5)
+    wait_until(lambda: scenario.drained(len(ids)), timeout=600, interval=1)
+    with psycopg.connect(scenario.url) as conn:
+        waited = conn.execute(
+            sql.SQL("SELECT extract(epoch FROM min(started_at) - min(created_at)) FROM {}").format(
+                sql.Identifier(scenario.table)
+            )
+        ).fetchone()
+    assert waited is not None
+    print(f"scale from zero: {float(waited[0]):.1f} s from the first message to the first lease")
+    wait_until(lambda: scenario.worker_pods() == [], timeout=180, interval=1)
+    assert_exactly_once(scenario, ids)

@@ -1,6 +1,7 @@
 """Markers from what a test needs, so a developer can run a fast subset (`-m "not slow"`):
 
 - `kube`: a real kube-apiserver + etcd (the `kube` fixture, directly or through another fixture);
+- `node`: a control plane with a real node that runs pods (the `node_cluster` fixture);
 - `browser`: headless Chromium (the `browser` fixture);
 - `spark`: a local Spark session (the `spark` fixture);
 - `slow`: any of those, or real worker processes and long generated-input runs.
@@ -13,10 +14,10 @@ from __future__ import annotations
 
 import pytest
 
-NEEDS = {"kube": "kube", "browser": "browser", "spark": "spark"}
+NEEDS = {"kube": "kube", "node_cluster": "node", "browser": "browser", "spark": "spark"}
 """Fixture name -> the marker a test that uses it gets."""
 
-SLOW_FIXTURES = {"kube", "browser", "spark", "start_worker", "worker_processes"}
+SLOW_FIXTURES = {"kube", "node_cluster", "browser", "spark", "start_worker", "worker_processes"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
