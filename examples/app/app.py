@@ -4,6 +4,7 @@ The worker POSTs each message to http://localhost:8080/process (the Queue's defa
 `workers.handler.http`) and takes a 2xx answer as success. This app:
 - answers GET / (the worker's default app readiness check) once it listens;
 - sleeps `sleepSeconds` of the message body, if given (a handler that takes time);
+- fails a message whose body has `"fail": true` (500 with `"retry": false`: straight to Error);
 - appends `messageId<TAB>pod<TAB>attempts` to RECORDS_DIR/<pod>.tsv for every message it
   processed, if RECORDS_DIR is set (what the tests count to prove "exactly once");
 - starts listening only after START_DELAY_SECONDS (default 0): an app slow to start.
@@ -36,6 +37,9 @@ class Handler(BaseHTTPRequestHandler):
         body = delivery.get("message") or {}
         if isinstance(body, dict) and body.get("sleepSeconds"):
             time.sleep(float(body["sleepSeconds"]))
+        if isinstance(body, dict) and body.get("fail"):
+            self._answer(500, {"error": "asked to fail", "retry": False})
+            return
         if RECORDS is not None:
             line = f"{delivery.get('messageId')}\t{POD}\t{delivery.get('attempts')}\n"
             with RECORDS.open("a") as records:  # one small append: whole lines, never mixed

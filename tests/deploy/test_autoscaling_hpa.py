@@ -3,20 +3,13 @@
 the chart's rules file) serves it as the external metric tablequeue_backlog through the
 aggregation layer of the test API server (an APIService), and kube-controller-manager's HPA
 controller scales the worker Deployment on it. No kubelet: the HPA acts on the Deployment's
-replicas, Pods never run.
-
-The APIService's Service is of type ExternalName `localhost`: the aggregator dials
-`https://localhost:<port>` where the adapter listens (the API server refuses loopback addresses
-in Endpoints, and an ExternalName needs no network namespace or privileges). The adapter's
-serving certificate is self-signed (`insecureSkipTLSVerify`, as prometheus-adapter's own chart
-does by default); the API server proxies with its front-proxy client certificate and the adapter
-checks it against the request-header CA that kube-apiserver publishes.
+replicas (tests/deploy/test_pods.py has the same with pods). How the adapter is served:
+tests/support/metrics_adapter.py.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tablequeue import NewMessage, connect
-from tests.support.deploy_tools import ADAPTER_RULES, DeployTools
+from tests.support.deploy_tools import DeployTools
 from tests.support.kube import ControlPlane
 from tests.support.kube.fixtures import (
     Operator,
@@ -38,16 +31,13 @@ from tests.support.kube.fixtures import (
     secret,
     wait_ready,
 )
-from tests.support.ports import free_port
+from tests.support.metrics_adapter import EXTERNAL_METRICS, prometheus_adapter
 from tests.support.prometheus_server import PrometheusServer, prometheus_server
 from tests.support.waiting import wait_until
 
 __all__ = ["operator"]  # a fixture, for this module
 pytestmark = pytest.mark.timeout(600)
 
-API_SERVICE = "v1beta1.external.metrics.k8s.io"
-EXTERNAL_METRICS = "/apis/external.metrics.k8s.io/v1beta1"
-ADAPTER_SERVICE = "tablequeue-prometheus-adapter"
 DESIRED_REPLICAS = "tablequeue_operator_desired_replicas"
 
 
@@ -55,48 +45,6 @@ DESIRED_REPLICAS = "tablequeue_operator_desired_replicas"
 class ExternalMetrics:
     prometheus: PrometheusServer
     adapter_log: Path
-
-
-def _adapter_command(
-    binary: Path, kube: ControlPlane, port: int, prometheus: PrometheusServer, folder: Path
-) -> list[str]:
-    kubeconfig = str(kube.kubeconfig)
-    return [
-        str(binary),
-        "--bind-address=127.0.0.1",
-        f"--secure-port={port}",
-        f"--cert-dir={folder / 'certs'}",
-        f"--lister-kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        f"--prometheus-url={prometheus.url}/",
-        f"--config={ADAPTER_RULES}",
-        "--metrics-relist-interval=1s",
-        "--v=2",
-    ]
-
-
-def _register(kube: ControlPlane, namespace: str, port: int) -> None:
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": ADAPTER_SERVICE, "namespace": namespace},
-        "spec": {"type": "ExternalName", "externalName": "localhost"},
-    }
-    api_service = {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": {"name": API_SERVICE},
-        "spec": {
-            "group": "external.metrics.k8s.io",
-            "version": "v1beta1",
-            "service": {"namespace": namespace, "name": ADAPTER_SERVICE, "port": port},
-            "insecureSkipTLSVerify": True,
-            "groupPriorityMinimum": 100,
-            "versionPriority": 100,
-        },
-    }
-    apply(kube, service, api_service)
 
 
 @pytest.fixture
@@ -114,33 +62,13 @@ def external_metrics(
         "honor_labels": True,  # the Queue's namespace label, not the target's
         "static_configs": [{"targets": [f"127.0.0.1:{operator.metrics_port}"]}],
     }
-    with prometheus_server(deploy_tools.prometheus, [scrape], tmp_path / "prometheus") as prom:
-        port = free_port()
-        log = tmp_path / "prometheus-adapter.log"
-        command = _adapter_command(deploy_tools.prometheus_adapter, kube, port, prom, tmp_path)
-        with log.open("wb") as output:
-            adapter = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT
-            )
-        try:
-            _register(kube, namespace, port)
-
-            def served() -> bool:
-                assert adapter.poll() is None, log.read_text()[-6000:]
-                return kube.get(EXTERNAL_METRICS)[0] == 200
-
-            wait_until(served, timeout=60, interval=0.25)
-            yield ExternalMetrics(prom, log)
-        finally:
-            # An APIService without its server would break discovery (and namespace deletion)
-            # for every later test of the session.
-            kube.kubectl("delete", "apiservice", API_SERVICE, "--ignore-not-found")
-            adapter.terminate()
-            try:
-                adapter.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                adapter.kill()
-                adapter.wait()
+    with (
+        prometheus_server(deploy_tools.prometheus, [scrape], tmp_path / "prometheus") as prom,
+        prometheus_adapter(
+            deploy_tools.prometheus_adapter, kube, prom, namespace, tmp_path
+        ) as adapter_log,
+    ):
+        yield ExternalMetrics(prom, adapter_log)
 
 
 def replicas_of(kube: ControlPlane, name: str, namespace: str) -> int | None:

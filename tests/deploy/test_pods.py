@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import tempfile
 import time
@@ -32,11 +33,14 @@ from tests.support.deploy_tools import CHART, DeployTools
 from tests.support.kube import node as kube_node
 from tests.support.kube.control_plane import ControlPlane
 from tests.support.kube.fixtures import apply, queue, secret
+from tests.support.metrics_adapter import prometheus_adapter
 from tests.support.postgres_server import PostgresServer, postgres_server
+from tests.support.prometheus_server import prometheus_server
 from tests.support.waiting import wait_until
 
 from .containers import build_example_app, build_image
 from .helm import REQUIRED_VALUES, run, tool_env
+from .test_monitoring import ALERTS, dashboard_queries
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -333,6 +337,10 @@ def test_pods_workers_beside_the_app_drain_10000_messages_exactly_once(
             assert status["restartCount"] == 0, status
 
 
+def worker_status(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in pod["status"]["containerStatuses"] if s["name"] == "tablequeue-worker"]
+
+
 def deployment(scenario: Scenario) -> str:
     return f"deployment/{scenario.name}-workers"
 
@@ -420,7 +428,9 @@ def test_pods_deleted_pod_and_killed_worker_container_lose_nothing(scenario: Sce
     assert not {i: n for i, n in scenario.handled().items() if n > 1}, "a graceful stop ran twice"
 
     victim = cluster.ready_pods(scenario.namespace, scenario.selector)[0]
-    (worker,) = [s for s in victim["status"]["containerStatuses"] if s["name"] == "tablequeue-worker"]
+    (worker,) = [
+        s for s in victim["status"]["containerStatuses"] if s["name"] == "tablequeue-worker"
+    ]
     cluster.node.kill_container(worker["containerID"])
     wait_until(lambda: scenario.drained(len(ids)), timeout=600, interval=1)
     handled = scenario.handled()
@@ -431,7 +441,9 @@ def test_pods_deleted_pod_and_killed_worker_container_lose_nothing(scenario: Sce
     pod = cluster.plane.kubectl_json(
         "get", "pod", victim["metadata"]["name"], "-n", scenario.namespace
     )
-    (restarted,) = [s for s in pod["status"]["containerStatuses"] if s["name"] == "tablequeue-worker"]
+    (restarted,) = [
+        s for s in pod["status"]["containerStatuses"] if s["name"] == "tablequeue-worker"
+    ]
     assert restarted["restartCount"] == 1, restarted
 
 
@@ -469,3 +481,171 @@ def test_pods_operator_scales_real_pods_from_zero_and_back(scenario: Scenario) -
     print(f"scale from zero: {float(waited[0]):.1f} s from the first message to the first lease")
     wait_until(lambda: scenario.worker_pods() == [], timeout=180, interval=1)
     assert_exactly_once(scenario, ids)
+
+
+# --- 5. Prometheus finds the pods as the chart's monitors say -----------------------------------
+
+
+def _label(name: str) -> str:
+    """A Kubernetes label's name as Prometheus' service discovery writes it."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def scrape_configs(cluster: Cluster) -> list[dict[str, Any]]:
+    """What prometheus-operator makes of the chart's PodMonitor and ServiceMonitors: kubernetes
+    service discovery against the test API server, the monitors' selectors, ports, paths and
+    relabelings, the job and target labels it gives."""
+    plane = cluster.plane
+    discovery = {
+        "api_server": plane.server,
+        "tls_config": {
+            "ca_file": str(plane.pki / "ca.crt"),
+            "cert_file": str(plane.pki / "admin.crt"),
+            "key_file": str(plane.pki / "admin.key"),
+        },
+    }
+    configs: list[dict[str, Any]] = []
+    monitors = plane.kubectl_json("get", "podmonitors,servicemonitors", "-n", RELEASE_NAMESPACE)
+    for monitor in monitors["items"]:
+        spec, name = monitor["spec"], monitor["metadata"]["name"]
+        pods = monitor["kind"] == "PodMonitor"
+        meta = "__meta_kubernetes_pod_label_" if pods else "__meta_kubernetes_service_label_"
+        keep = [
+            {"source_labels": [meta + _label(key)], "regex": value, "action": "keep"}
+            for key, value in spec["selector"]["matchLabels"].items()
+        ]
+        port = (
+            "__meta_kubernetes_pod_container_port_name"
+            if pods
+            else ("__meta_kubernetes_endpoint_port_name")
+        )
+        job = (
+            {"target_label": "job", "replacement": f"{RELEASE_NAMESPACE}/{name}"}
+            if pods
+            else {"source_labels": ["__meta_kubernetes_service_name"], "target_label": "job"}
+        )
+        for number, endpoint in enumerate(spec.get("podMetricsEndpoints") or spec["endpoints"]):
+            relabel = [
+                *keep,
+                {"source_labels": [port], "regex": endpoint["port"], "action": "keep"},
+                {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
+                {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+                {
+                    "source_labels": ["__meta_kubernetes_pod_container_name"],
+                    "target_label": "container",
+                },
+                job,
+                *(
+                    {"source_labels": r["sourceLabels"], "target_label": r["targetLabel"]}
+                    for r in endpoint.get("relabelings", [])
+                ),
+            ]
+            sd = {"role": "pod" if pods else "endpoints", **discovery}
+            if not pods:
+                sd["namespaces"] = {"names": [RELEASE_NAMESPACE]}
+            configs.append(
+                {
+                    "job_name": f"{monitor['kind']}/{RELEASE_NAMESPACE}/{name}/{number}",
+                    "metrics_path": endpoint.get("path", "/metrics"),
+                    "honor_labels": bool(endpoint.get("honorLabels")),
+                    "kubernetes_sd_configs": [sd],
+                    "relabel_configs": relabel,
+                }
+            )
+    return configs
+
+
+def test_pods_prometheus_scrapes_the_pods_the_charts_monitors_select_and_the_dashboard_has_data(
+    scenario: Scenario, deploy_tools: DeployTools, tmp_path: Path
+) -> None:
+    scenario.apply(
+        maxAttempts=1,
+        health={"whenErrors": "Unhealthy"},
+        workers={
+            "template": app_template(scenario.cluster, start_delay=0),
+            "autoscaling": {"mode": "None", "minReplicas": 1, "maxReplicas": 1},
+        },
+    )
+    cluster = scenario.cluster
+    cluster.wait_ready(scenario.namespace, scenario.selector)
+    scenario.enqueue(50)
+    with connect(scenario.url) as db:
+        target = db.queue(scenario.name)
+        target.enqueue_many([NewMessage(message={"fail": True}) for _ in range(5)])
+        target.enqueue_many([NewMessage(message={"later": True}, after=3600)])
+    with prometheus_server(
+        deploy_tools.prometheus, scrape_configs(cluster), tmp_path / "prometheus", (ALERTS,)
+    ) as prometheus:
+
+        def every_kind_of_pod_up() -> set[str] | None:
+            up = prometheus.query('up{pod!=""} == 1')
+            containers = {s["metric"].get("container", "") for s in up}
+            wanted = {"operator", "api", "tablequeue-worker"}
+            return containers if wanted <= containers else None
+
+        wait_until(every_kind_of_pod_up, timeout=120, interval=1)
+        (worker,) = prometheus.query(f'up{{queue="{scenario.name}"}}')
+        assert worker["metric"]["namespace"] == scenario.namespace
+        missing = dict(dashboard_queries())
+
+        def all_return_series() -> bool:
+            for name, expr in list(missing.items()):
+                if prometheus.query(expr):
+                    del missing[name]
+            return not missing
+
+        try:
+            wait_until(all_return_series, timeout=120, interval=1)
+        except AssertionError:
+            raise AssertionError(f"no series for: {missing}\n{prometheus.log()}") from None
+
+
+# --- 4. an HPA scales real pods ------------------------------------------------------------------
+
+
+def test_pods_hpa_scales_real_pods_through_prometheus_and_prometheus_adapter(
+    scenario: Scenario, deploy_tools: DeployTools, tmp_path: Path
+) -> None:
+    """HPA mode with pods: Prometheus scrapes the operator's pod (found as the chart's
+    ServiceMonitor says), prometheus-adapter serves the backlog as an external metric, the HPA
+    controller scales the Deployment 1 -> 3, the pods become Ready and drain, then 3 -> 1."""
+    scenario.apply(
+        keepProcessedFor="1d",
+        workers={
+            "template": app_template(scenario.cluster, start_delay=0),
+            "concurrency": 2,
+            "autoscaling": {
+                "mode": "HPA",
+                "minReplicas": 1,
+                "maxReplicas": 3,
+                "messagesPerReplica": 100,
+                "cooldownSeconds": 2,
+            },
+        },
+    )
+    cluster = scenario.cluster
+    cluster.wait_ready(scenario.namespace, scenario.selector, count=1)
+    with (
+        prometheus_server(
+            deploy_tools.prometheus, scrape_configs(cluster), tmp_path / "prometheus"
+        ) as prometheus,
+        prometheus_adapter(
+            deploy_tools.prometheus_adapter, cluster.plane, prometheus, scenario.namespace, tmp_path
+        ),
+    ):
+        began = time.monotonic()
+        ids = scenario.enqueue(300, sleepSeconds=0.5)  # one pod: 4 a second, the backlog lasts
+        cluster.wait_ready(scenario.namespace, scenario.selector, count=3, timeout=180)
+        scaled_up = time.monotonic() - began
+        wait_until(lambda: scenario.drained(len(ids)), timeout=300, interval=1)
+        began = time.monotonic()
+        wait_until(lambda: len(scenario.worker_pods()) == 1, timeout=180, interval=1)
+        scaled_down = time.monotonic() - began
+    assert_exactly_once(scenario, ids)
+    reasons = [
+        e["reason"]
+        for e in cluster.plane.kubectl_json("get", "events", "-n", scenario.namespace)["items"]
+        if e["involvedObject"]["kind"] == "HorizontalPodAutoscaler"
+    ]
+    assert "SuccessfulRescale" in reasons
+    print(f"HPA with pods: 1 -> 3 Ready in {scaled_up:.1f}s, drained -> 1 in {scaled_down:.1f}s")
