@@ -6,10 +6,9 @@ subresource: 0 -> 1 when messages arrive, back to 0 once the queue is drained an
 passed. No kubelet: the Deployment's replicas move, Pods never run.
 
 Not shown here: 1 -> N. Above one replica KEDA hands over to the HPA it creates, which reads
-KEDA's external metric from KEDA's metrics API server (cmd/adapter, an aggregated API); that does
-not run in this control plane, so the HPA reports FailedGetExternalMetric and leaves the count at
-1. The operator's own share of N (maxReplicaCount, target per replica) is checked against KEDA's
-CRDs in tests/operator/test_keda.py.
+KEDA's external metric from KEDA's metrics API server (cmd/adapter, an aggregated API); that runs
+with pods in tests/deploy/test_pods.py. The operator's own share of N (maxReplicaCount, target
+per replica) is checked against KEDA's CRDs in tests/operator/test_keda.py.
 
 The build (tools/deploy/keda/, measured on this project's 2-core machine): cold, 673 CPU-seconds
 of `go build -p 2` (21 minutes of wall time on the machine shared with other builds, about 6 on

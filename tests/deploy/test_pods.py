@@ -30,6 +30,7 @@ from psycopg import sql
 
 from tablequeue import NewMessage, connect
 from tests.support.deploy_tools import CHART, DeployTools
+from tests.support.keda import KedaOperator, keda_metrics_server
 from tests.support.kube import node as kube_node
 from tests.support.kube.control_plane import ControlPlane
 from tests.support.kube.fixtures import apply, queue, secret
@@ -483,7 +484,17 @@ def test_pods_operator_scales_real_pods_from_zero_and_back(scenario: Scenario) -
     assert_exactly_once(scenario, ids)
 
 
-# --- 5. Prometheus finds the pods as the chart's monitors say -----------------------------------
+# --- 5. Prometheus scrapes the pods the chart's monitors select ----------------------------------
+
+
+def _pod_label(relabeling: dict[str, Any], pod: dict[str, Any]) -> tuple[str, str]:
+    """A monitor's relabeling of a pod label onto the target (the only kind the chart has)."""
+    (source,) = relabeling["sourceLabels"]
+    labels = pod["metadata"].get("labels", {})
+    value = next(
+        (v for k, v in labels.items() if source == "__meta_kubernetes_pod_label_" + _label(k)), ""
+    )
+    return relabeling["targetLabel"], value
 
 
 def _label(name: str) -> str:
@@ -491,65 +502,67 @@ def _label(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
+def _containers_with_port(pod: dict[str, Any], port: str) -> Iterator[tuple[str, int]]:
+    for container in pod["spec"]["containers"]:
+        for declared in container.get("ports", []):
+            if declared.get("name") == port:
+                yield container["name"], declared["containerPort"]
+
+
 def scrape_configs(cluster: Cluster) -> list[dict[str, Any]]:
-    """What prometheus-operator makes of the chart's PodMonitor and ServiceMonitors: kubernetes
-    service discovery against the test API server, the monitors' selectors, ports, paths and
-    relabelings, the job and target labels it gives."""
+    """The targets the chart's PodMonitor and ServiceMonitors select, labelled as
+    prometheus-operator labels them (job, namespace, pod, container, the monitors' relabelings).
+
+    Resolved here through the API server, not by Prometheus' kubernetes service discovery:
+    Debian's Prometheus is built without it (`kubernetes_sd_configs` is an unknown field). The
+    selection is the monitors' own: their label selectors, namespaces and port names, read from
+    the objects the chart installed.
+    """
     plane = cluster.plane
-    discovery = {
-        "api_server": plane.server,
-        "tls_config": {
-            "ca_file": str(plane.pki / "ca.crt"),
-            "cert_file": str(plane.pki / "admin.crt"),
-            "key_file": str(plane.pki / "admin.key"),
-        },
-    }
     configs: list[dict[str, Any]] = []
     monitors = plane.kubectl_json("get", "podmonitors,servicemonitors", "-n", RELEASE_NAMESPACE)
     for monitor in monitors["items"]:
         spec, name = monitor["spec"], monitor["metadata"]["name"]
-        pods = monitor["kind"] == "PodMonitor"
-        meta = "__meta_kubernetes_pod_label_" if pods else "__meta_kubernetes_service_label_"
-        keep = [
-            {"source_labels": [meta + _label(key)], "regex": value, "action": "keep"}
-            for key, value in spec["selector"]["matchLabels"].items()
-        ]
-        port = (
-            "__meta_kubernetes_pod_container_port_name"
-            if pods
-            else ("__meta_kubernetes_endpoint_port_name")
-        )
-        job = (
-            {"target_label": "job", "replacement": f"{RELEASE_NAMESPACE}/{name}"}
-            if pods
-            else {"source_labels": ["__meta_kubernetes_service_name"], "target_label": "job"}
-        )
-        for number, endpoint in enumerate(spec.get("podMetricsEndpoints") or spec["endpoints"]):
-            relabel = [
-                *keep,
-                {"source_labels": [port], "regex": endpoint["port"], "action": "keep"},
-                {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
-                {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
-                {
-                    "source_labels": ["__meta_kubernetes_pod_container_name"],
-                    "target_label": "container",
-                },
-                job,
-                *(
-                    {"source_labels": r["sourceLabels"], "target_label": r["targetLabel"]}
-                    for r in endpoint.get("relabelings", [])
-                ),
+        selector = ",".join(f"{k}={v}" for k, v in spec["selector"]["matchLabels"].items())
+        if monitor["kind"] == "PodMonitor":
+            scope = ["-A"] if spec["namespaceSelector"].get("any") else ["-n", RELEASE_NAMESPACE]
+            pods = plane.kubectl_json("get", "pods", *scope, "-l", selector)["items"]
+            endpoints = spec["podMetricsEndpoints"]
+            job = f"{RELEASE_NAMESPACE}/{name}"
+        else:
+            services = plane.kubectl_json(
+                "get", "services", "-n", RELEASE_NAMESPACE, "-l", selector
+            )
+            pod_selector = ",".join(
+                f"{k}={v}" for s in services["items"] for k, v in s["spec"]["selector"].items()
+            )
+            pods = plane.kubectl_json("get", "pods", "-n", RELEASE_NAMESPACE, "-l", pod_selector)[
+                "items"
             ]
-            sd = {"role": "pod" if pods else "endpoints", **discovery}
-            if not pods:
-                sd["namespaces"] = {"names": [RELEASE_NAMESPACE]}
+            endpoints = spec["endpoints"]
+            job = services["items"][0]["metadata"]["name"]
+        for number, endpoint in enumerate(endpoints):
+            static = []
+            for pod in pods:
+                if not pod["status"].get("podIP") or pod["metadata"].get("deletionTimestamp"):
+                    continue
+                for container, port in _containers_with_port(pod, endpoint["port"]):
+                    labels = {
+                        "job": job,
+                        "namespace": pod["metadata"]["namespace"],
+                        "pod": pod["metadata"]["name"],
+                        "container": container,
+                    }
+                    labels |= dict(_pod_label(r, pod) for r in endpoint.get("relabelings", []))
+                    static.append(
+                        {"targets": [f"{pod['status']['podIP']}:{port}"], "labels": labels}
+                    )
             configs.append(
                 {
                     "job_name": f"{monitor['kind']}/{RELEASE_NAMESPACE}/{name}/{number}",
                     "metrics_path": endpoint.get("path", "/metrics"),
                     "honor_labels": bool(endpoint.get("honorLabels")),
-                    "kubernetes_sd_configs": [sd],
-                    "relabel_configs": relabel,
+                    "static_configs": static,
                 }
             )
     return configs
@@ -567,6 +580,8 @@ def test_pods_prometheus_scrapes_the_pods_the_charts_monitors_select_and_the_das
         },
     )
     cluster = scenario.cluster
+    # A Queue whose Secret is missing: the operator's reconcile errors have a series too.
+    apply(cluster.plane, queue("broken", scenario.namespace, "no-such-secret"))
     cluster.wait_ready(scenario.namespace, scenario.selector)
     scenario.enqueue(50)
     with connect(scenario.url) as db:
@@ -649,3 +664,57 @@ def test_pods_hpa_scales_real_pods_through_prometheus_and_prometheus_adapter(
     ]
     assert "SuccessfulRescale" in reasons
     print(f"HPA with pods: 1 -> 3 Ready in {scaled_up:.1f}s, drained -> 1 in {scaled_down:.1f}s")
+
+
+def test_pods_keda_scales_real_pods_from_zero_to_several_and_back(
+    scenario: Scenario, deploy_tools: DeployTools, tmp_path: Path
+) -> None:
+    """KEDA mode with pods: KEDA's operator polls the PostgreSQL backlog (0 -> 1 and back to 0)
+    and its HPA, reading KEDA's metrics API server (cmd/adapter) through the aggregation layer,
+    takes it from 1 to 3 Ready pods that drain the queue."""
+    cluster = scenario.cluster
+    plane = cluster.plane
+    for crd in deploy_tools.keda_crds:
+        plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
+    plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    keda = KedaOperator(deploy_tools.keda_operator, plane, scenario.namespace, tmp_path)
+    keda.start()
+    try:
+        with keda_metrics_server(
+            deploy_tools.keda_adapter, plane, keda, scenario.namespace, tmp_path
+        ) as log:
+            scenario.apply(
+                keepProcessedFor="1d",
+                workers={
+                    "template": app_template(scenario.cluster, start_delay=0),
+                    "concurrency": 2,
+                    "autoscaling": {
+                        "mode": "KEDA",
+                        "minReplicas": 0,
+                        "maxReplicas": 3,
+                        "messagesPerReplica": 100,
+                        "cooldownSeconds": 5,
+                    },
+                },
+            )
+            hpa = ("get", "hpa", f"keda-hpa-{scenario.name}-workers", "-n", scenario.namespace)
+            wait_until(lambda: plane.kubectl(*hpa, check=False).returncode == 0, timeout=180)
+            assert scenario.worker_pods() == []
+            began = time.monotonic()
+            ids = scenario.enqueue(300, sleepSeconds=0.5)
+            try:
+                cluster.wait_ready(scenario.namespace, scenario.selector, count=3, timeout=240)
+            except AssertionError as error:
+                raise AssertionError(
+                    f"{error}\nKEDA:\n{keda.log_tail()}\nmetrics server:\n"
+                    f"{log.read_text(errors='replace')[-4000:]}"
+                ) from None
+            scaled_up = time.monotonic() - began
+            wait_until(lambda: scenario.drained(len(ids)), timeout=300, interval=1)
+            began = time.monotonic()
+            wait_until(lambda: scenario.worker_pods() == [], timeout=240, interval=1)
+            scaled_down = time.monotonic() - began
+    finally:
+        keda.stop()
+    assert_exactly_once(scenario, ids)
+    print(f"KEDA with pods: 0 -> 3 Ready in {scaled_up:.1f}s, drained -> 0 in {scaled_down:.1f}s")

@@ -68,6 +68,11 @@ class DeployTools:
         return self.root / "bin" / "keda-operator"
 
     @property
+    def keda_adapter(self) -> Path:
+        """KEDA's metrics API server (its cmd/adapter, the same version)."""
+        return self.root / "bin" / "keda-adapter"
+
+    @property
     def crds(self) -> Path:
         """keda/*.yaml (KEDA's CRDs) and prometheus-operator/*.yaml (ServiceMonitor, PodMonitor,
         PrometheusRule), from their Go modules."""

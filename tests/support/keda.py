@@ -17,6 +17,7 @@ The fixtures are imported by the test modules that use them:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ import pytest
 
 from tests.support.deploy_tools import SETUP_SCRIPT, DeployToolMissing, DeployTools
 from tests.support.kube import ControlPlane
+from tests.support.metrics_adapter import API_SERVICE, EXTERNAL_METRICS, register_external_metrics
 from tests.support.ports import free_port
 from tests.support.processes import die_with_parent, stop_process
 from tests.support.waiting import wait_until
@@ -70,6 +72,8 @@ class KedaOperator:
         self.certs = folder / "keda-certs"
         self.metrics_port = free_port()
         self.probe_port = free_port()
+        self.metrics_service_port = free_port()
+        """KEDA's gRPC metrics service, which its metrics API server asks."""
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -78,7 +82,7 @@ class KedaOperator:
             str(self.binary),
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
             f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
-            f"--metrics-service-bind-address=127.0.0.1:{free_port()}",
+            f"--metrics-service-bind-address=127.0.0.1:{self.metrics_service_port}",
             f"--cert-dir={self.certs}",
             f"--ca-dir={self.certs}",
             "--leader-elect=false",
@@ -152,3 +156,49 @@ def keda_operator(
         yield running
     finally:
         running.stop()
+
+
+@contextlib.contextmanager
+def keda_metrics_server(
+    binary: Path, kube: ControlPlane, keda: KedaOperator, namespace: str, folder: Path
+) -> Iterator[Path]:
+    """KEDA's metrics API server (cmd/adapter) serving the external metrics of KEDA's HPAs
+    through the API server's aggregation layer, asking `keda`'s gRPC metrics service with the
+    same certificates (its cert dir: ca.crt, tls.crt, tls.key; the API server's key pair, valid
+    for `localhost`). Yields its log file; unregistered and stopped after."""
+    port = free_port()
+    log = folder / "keda-metrics-server.log"
+    kubeconfig = str(kube.kubeconfig)
+    command = [
+        str(binary),
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={keda.certs}",
+        f"--lister-kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--metrics-service-address=127.0.0.1:{keda.metrics_service_port}",
+        "--metrics-service-grpc-authority=localhost",
+    ]
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=keda.env,
+            cwd=folder,
+            preexec_fn=die_with_parent,
+        )
+    try:
+        register_external_metrics(kube, namespace, port)
+
+        def served() -> bool:
+            assert server.poll() is None, log.read_text(errors="replace")[-_LOG_TAIL:]
+            return kube.get(EXTERNAL_METRICS)[0] == 200
+
+        wait_until(served, timeout=120, interval=0.25)
+        yield log
+    finally:
+        kube.kubectl("delete", "apiservice", API_SERVICE, "--ignore-not-found")
+        stop_process(server)

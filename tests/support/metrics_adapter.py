@@ -48,7 +48,8 @@ def _command(
     ]
 
 
-def _register(kube: ControlPlane, namespace: str, port: int) -> None:
+def register_external_metrics(kube: ControlPlane, namespace: str, port: int) -> None:
+    """The APIService of the external metrics API, served on localhost:`port`."""
     service = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -86,7 +87,7 @@ def prometheus_adapter(
             command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT
         )
     try:
-        _register(kube, namespace, port)
+        register_external_metrics(kube, namespace, port)
 
         def served() -> bool:
             assert adapter.poll() is None, log.read_text()[-6000:]
