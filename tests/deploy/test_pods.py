@@ -701,7 +701,7 @@ def test_pods_keda_scales_real_pods_from_zero_to_several_and_back(
             wait_until(lambda: plane.kubectl(*hpa, check=False).returncode == 0, timeout=180)
             assert scenario.worker_pods() == []
             began = time.monotonic()
-            ids = scenario.enqueue(300, sleepSeconds=0.5)
+            ids = scenario.enqueue(300, sleepSeconds=1)  # one pod: 2 a second, the backlog lasts
             try:
                 cluster.wait_ready(scenario.namespace, scenario.selector, count=3, timeout=240)
             except AssertionError as error:

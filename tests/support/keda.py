@@ -6,9 +6,9 @@ control plane's admin kubeconfig, watching one namespace (WATCH_NAMESPACE, and t
 its "cluster objects" and leader lease set to it too), leader election and certificate rotation
 off (their defaults). It does the activation step itself, through the scale subresource: 0 -> 1
 replica when a trigger becomes active, back to 0 after the cooldown. 1 -> N is the HPA's, on
-KEDA's metrics API server, which does not run here. Its metrics gRPC server (for that API server)
-always starts and needs a CA, certificate and key in `--cert-dir`: it is given the control
-plane's.
+KEDA's metrics API server (`keda_metrics_server`, KEDA's cmd/adapter), which asks the operator's
+metrics gRPC server over mutual TLS: both take the CA, certificate and key in `--cert-dir`, the
+control plane's CA and its `local-service` pair.
 
 The fixtures are imported by the test modules that use them:
 
@@ -104,9 +104,12 @@ class KedaOperator:
         assert self.process is None, "already started"
         self.certs.mkdir(mode=0o700)
         pki = self.kube.pki
-        for source, target in (("ca.crt", "ca.crt"), ("apiserver.crt", "tls.crt")):
+        for source, target in (
+            ("ca.crt", "ca.crt"),
+            ("local-service.crt", "tls.crt"),
+            ("local-service.key", "tls.key"),
+        ):
             shutil.copyfile(pki / source, self.certs / target)
-        shutil.copyfile(pki / "apiserver.key", self.certs / "tls.key")
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 self.command,
@@ -164,8 +167,9 @@ def keda_metrics_server(
 ) -> Iterator[Path]:
     """KEDA's metrics API server (cmd/adapter) serving the external metrics of KEDA's HPAs
     through the API server's aggregation layer, asking `keda`'s gRPC metrics service with the
-    same certificates (its cert dir: ca.crt, tls.crt, tls.key; the API server's key pair, valid
-    for `localhost`). Yields its log file; unregistered and stopped after."""
+    same certificates (its cert dir: ca.crt, tls.crt, tls.key: the control plane's
+    `local-service` pair, for server and client, valid for localhost). Yields its log file;
+    unregistered and stopped after."""
     port = free_port()
     log = folder / "keda-metrics-server.log"
     kubeconfig = str(kube.kubeconfig)

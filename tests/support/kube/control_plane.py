@@ -145,6 +145,13 @@ def _make_certificates(pki: Path, address: str) -> None:
     leaf("admin", "CN = tablequeue-admin, O = system:masters", "extendedKeyUsage = clientAuth\n")
     # The aggregation layer's client: the apiserver proxies to an APIService's server with it.
     leaf("front-proxy-client", "CN = front-proxy-client", "extendedKeyUsage = clientAuth\n")
+    # For servers on this machine that are also each other's clients (KEDA's operator and its
+    # metrics API server speak mutual TLS over gRPC): both usages, valid for localhost.
+    leaf(
+        "local-service",
+        "CN = localhost",
+        "extendedKeyUsage = serverAuth, clientAuth\nsubjectAltName = IP:127.0.0.1, DNS:localhost\n",
+    )
     key("service-account")
     _openssl(pki, "pkey -in service-account.key -pubout -out service-account.pub")
 

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -364,6 +365,7 @@ def _clean_up_machine(base: Path | None, bin_dir: Path | None) -> None:
     shims = _run("pgrep", "-f", "containerd-shim-runc-v2 .*tablequeue-node-", check=False)
     for pid in shims.stdout.split():
         _run("kill", "-KILL", pid, check=False)
+    _kill_pod_processes()
     mounts = Path("/proc/self/mounts").read_text().splitlines()
     for line in sorted(mounts, key=len, reverse=True):
         target = line.split()[1]
@@ -377,6 +379,24 @@ def _clean_up_machine(base: Path | None, bin_dir: Path | None) -> None:
         _run(str(bin_dir / "kube-proxy"), "--cleanup", check=False)
     if base is not None:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _kill_pod_processes() -> None:
+    """Containers outlive a killed shim: kill what the kubelet's cgroups (cgroupfs: `kubepods`
+    in each v1 hierarchy) still hold, then remove those cgroups, deepest first."""
+    for hierarchy in Path("/sys/fs/cgroup").iterdir():
+        pods = hierarchy / "kubepods"
+        if not pods.is_dir():
+            continue
+        groups = sorted((p for p in pods.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+        for group in [*groups, pods]:
+            procs = group / "cgroup.procs"
+            for pid in procs.read_text().split() if procs.exists() else []:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+        for group in [*groups, pods]:
+            with contextlib.suppress(OSError):
+                group.rmdir()
 
 
 def pause_image_tag() -> str:
