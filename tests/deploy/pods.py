@@ -1,0 +1,360 @@
+"""The node tests' cluster and scenarios (tests/deploy/test_pods.py): one control plane with a
+real node (tests/support/kube/node.py), a PostgreSQL that pods reach at the bridge's gateway
+address, the chart installed with the images the tests build; a namespace, database and Queue per
+scenario, whose worker pods run beside the example app (examples/app), which records every
+message it handled in a hostPath folder.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import tempfile
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from tablequeue import NewMessage, connect
+from tests.support.deploy_tools import CHART, DeployTools
+from tests.support.kube import node as kube_node
+from tests.support.kube.control_plane import ControlPlane
+from tests.support.kube.fixtures import apply, queue, secret
+from tests.support.postgres_server import PostgresServer, postgres_server
+
+from .containers import build_example_app, build_image
+from .helm import REQUIRED_VALUES, run, tool_env
+
+ROOT = Path(__file__).resolve().parents[2]
+RELEASE = "tq"
+RELEASE_NAMESPACE = "tablequeue-system"
+_numbers = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    plane: ControlPlane
+    node: kube_node.Node
+    postgres: PostgresServer
+    app_image: str
+    records: Path
+    """A hostPath folder the example app writes its records into, one file per pod."""
+
+    def new_database(self) -> tuple[str, str]:
+        """A fresh database: (its URL for pods, for this process)."""
+        name = f"pods_{next(_numbers)}"
+        local = self.postgres.create_database(name)
+        return local.replace("127.0.0.1", kube_node.GATEWAY), local
+
+    def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.plane.kubectl_json(
+            "get", "pods", "-n", namespace, "-l", selector
+        )["items"]
+        return found
+
+    def wait_ready(
+        self, namespace: str, selector: str, count: int = 1, timeout: float = 180
+    ) -> list[dict[str, Any]]:
+        """Wait until `count` pods are Ready; at the deadline, fail with what describes them."""
+        deadline = time.monotonic() + timeout
+        while len(ready := self.ready_pods(namespace, selector)) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{len(ready)} of {count} pods Ready ({selector}):\n"
+                    + self.describe(namespace, selector)
+                )
+            time.sleep(0.5)
+        return ready
+
+    def describe(self, namespace: str, selector: str) -> str:
+        """What `kubectl describe` says of the pods, and their containers' last logs."""
+        plane = self.plane
+        parts = [plane.kubectl("describe", "pods", "-n", namespace, "-l", selector).stdout[-6000:]]
+        for previous in ("--previous", None):
+            logs = plane.kubectl(
+                "logs", "-n", namespace, "-l", selector, "--all-containers", "--prefix",
+                "--tail=40", *([previous] if previous else []), check=False,
+            )  # fmt: skip
+            parts.append(f"--- logs {previous or ''} ---\n{logs.stdout}{logs.stderr}")
+        return "\n".join(parts)
+
+    def ready_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return [
+            p
+            for p in self.pods(namespace, selector)
+            if p["metadata"].get("deletionTimestamp") is None
+            and any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in p["status"].get("conditions", [])
+            )
+        ]
+
+
+@pytest.fixture(scope="module")
+def node_cluster(
+    deploy_tools: DeployTools, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    worker = build_image("Dockerfile.worker", "tablequeue-worker")
+    operator = build_image("Dockerfile.operator", "tablequeue-operator")
+    app = build_example_app()
+    records = Path(tempfile.mkdtemp(prefix="tablequeue-records-"))
+    records.chmod(0o777)  # the app runs as 65532
+    pods = (kube_node.GATEWAY, kube_node.POD_SUBNET)
+    crds = [ROOT / "crds" / "queue.yaml"]
+    try:
+        with (
+            kube_node.cluster(crds=crds) as (plane, node),
+            postgres_server(pods=pods) as postgres,
+        ):
+            for image in (worker, operator, app):
+                node.load_image(image)
+            for crd in deploy_tools.prometheus_operator_crds:
+                plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
+            found = Cluster(plane, node, postgres, app, records)
+            _install_chart(found, deploy_tools, tmp_path_factory.mktemp("helm"), worker, operator)
+            yield found
+    finally:
+        shutil.rmtree(records, ignore_errors=True)
+
+
+def _install_chart(
+    cluster: Cluster, tools: DeployTools, home: Path, worker: str, operator: str
+) -> None:
+    """`helm install` as a user does, with the images built here (no registry: Never pull)."""
+    plane = cluster.plane
+    plane.kubectl("create", "namespace", RELEASE_NAMESPACE)
+    pod_url, _ = cluster.new_database()
+    apply(plane, secret("tablequeue-db", RELEASE_NAMESPACE, pod_url))
+    repository, tag = operator.rsplit(":", 1)
+    worker_repository, worker_tag = worker.rsplit(":", 1)
+    values = {
+        "operator.image.repository": repository,
+        "operator.image.tag": tag,
+        "operator.image.pullPolicy": "Never",
+        "operator.workerImage.repository": worker_repository,
+        "operator.workerImage.tag": worker_tag,
+        "operator.interval": "2",
+        "api.image.repository": worker_repository,
+        "api.image.tag": worker_tag,
+        "api.image.pullPolicy": "Never",
+    }
+    settings = [part for key, value in values.items() for part in ("--set", f"{key}={value}")]
+    env = tool_env(tools, home, plane.kubeconfig)
+    command: list[str | Path] = [tools.helm, "install", RELEASE, CHART]
+    run([*command, "--namespace", RELEASE_NAMESPACE, *REQUIRED_VALUES, *settings], env)
+    for component in ("operator", "api"):
+        cluster.wait_ready(RELEASE_NAMESPACE, f"app.kubernetes.io/name=tablequeue-{component}")
+
+
+def get_status(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def app_template(cluster: Cluster, *, start_delay: float = 3.0) -> dict[str, Any]:
+    """The user's pod template: the example app, slow to start, recording what it handles."""
+    return {
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": cluster.app_image,
+                    "imagePullPolicy": "Never",
+                    "ports": [{"name": "http", "containerPort": 8080}],
+                    "env": [
+                        {"name": "RECORDS_DIR", "value": "/records"},
+                        {"name": "START_DELAY_SECONDS", "value": str(start_delay)},
+                    ],
+                    "volumeMounts": [{"name": "records", "mountPath": "/records"}],
+                }
+            ],
+            "volumes": [
+                {
+                    "name": "records",
+                    "hostPath": {"path": str(cluster.records), "type": "Directory"},
+                }
+            ],
+        }
+    }
+
+
+@dataclass
+class Scenario:
+    cluster: Cluster
+    namespace: str
+    name: str
+    url: str
+    """The database, from this process."""
+
+    @property
+    def table(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def selector(self) -> str:
+        return f"tablequeue.dev/queue={self.name}"
+
+    def apply(self, **spec: Any) -> None:
+        apply(self.cluster.plane, queue(self.name, self.namespace, **spec))
+
+    def enqueue(self, count: int, **body: Any) -> list[str]:
+        ids = [f"{self.name}-{n}" for n in range(count)]
+        with connect(self.url) as db:
+            target = db.queue(self.name)
+            for start in range(0, count, 1000):
+                target.enqueue_many(
+                    [NewMessage(message_id=i, message=body) for i in ids[start : start + 1000]]
+                )
+        return ids
+
+    def statuses(self) -> dict[str, int]:
+        return dict(self._count_by("status"))
+
+    def attempts(self) -> Counter[int]:
+        return Counter(dict(self._count_by("attempts")))
+
+    def _count_by(self, column: str) -> list[tuple[Any, int]]:
+        query = sql.SQL("SELECT {column}, count(*) FROM {table} GROUP BY 1").format(
+            column=sql.Identifier(column), table=sql.Identifier(self.table)
+        )
+        with psycopg.connect(self.url) as conn:
+            return conn.execute(query).fetchall()
+
+    def handled(self) -> Counter[str]:
+        """How many times the app handled each message, from its records."""
+        counted: Counter[str] = Counter()
+        for path in self.cluster.records.glob(f"{self.name}-*.tsv"):
+            for line in path.read_text().splitlines():
+                message_id, _pod, _attempts = line.split("\t")
+                counted[message_id] += 1
+        return counted
+
+    def drained(self, total: int) -> dict[str, int] | None:
+        found = self.statuses()
+        return found if found.get("Processed", 0) == total else None
+
+    def worker_pods(self) -> list[dict[str, Any]]:
+        return self.cluster.pods(self.namespace, self.selector)
+
+
+@pytest.fixture
+def scenario(node_cluster: Cluster) -> Iterator[Scenario]:
+    cluster = node_cluster
+    number = next(_numbers)
+    namespace = f"pods-{number}"
+    cluster.plane.kubectl("create", "namespace", namespace)
+    pod_url, local_url = cluster.new_database()
+    apply(cluster.plane, secret("db", namespace, pod_url))
+    yield Scenario(cluster, namespace, f"work-{number}", local_url)
+    cluster.plane.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+def assert_exactly_once(scenario: Scenario, ids: list[str]) -> None:
+    assert scenario.statuses() == {"Processed": len(ids)}
+    assert scenario.attempts() == Counter({1: len(ids)})
+    handled = scenario.handled()
+    assert set(handled) == set(ids)
+    twice = {i: n for i, n in handled.items() if n > 1}
+    assert not twice, f"{len(twice)} messages handled more than once: {list(twice)[:10]}"
+
+
+def worker_status(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in pod["status"]["containerStatuses"] if s["name"] == "tablequeue-worker"]
+
+
+def deployment(scenario: Scenario) -> str:
+    return f"deployment/{scenario.name}-workers"
+
+
+def _pod_label(relabeling: dict[str, Any], pod: dict[str, Any]) -> tuple[str, str]:
+    """A monitor's relabeling of a pod label onto the target (the only kind the chart has)."""
+    (source,) = relabeling["sourceLabels"]
+    labels = pod["metadata"].get("labels", {})
+    value = next(
+        (v for k, v in labels.items() if source == "__meta_kubernetes_pod_label_" + _label(k)), ""
+    )
+    return relabeling["targetLabel"], value
+
+
+def _label(name: str) -> str:
+    """A Kubernetes label's name as Prometheus' service discovery writes it."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _containers_with_port(pod: dict[str, Any], port: str) -> Iterator[tuple[str, int]]:
+    for container in pod["spec"]["containers"]:
+        for declared in container.get("ports", []):
+            if declared.get("name") == port:
+                yield container["name"], declared["containerPort"]
+
+
+def scrape_configs(cluster: Cluster) -> list[dict[str, Any]]:
+    """The targets the chart's PodMonitor and ServiceMonitors select, labelled as
+    prometheus-operator labels them (job, namespace, pod, container, the monitors' relabelings).
+
+    Resolved here through the API server, not by Prometheus' kubernetes service discovery:
+    Debian's Prometheus is built without it (`kubernetes_sd_configs` is an unknown field). The
+    selection is the monitors' own: their label selectors, namespaces and port names, read from
+    the objects the chart installed.
+    """
+    plane = cluster.plane
+    configs: list[dict[str, Any]] = []
+    monitors = plane.kubectl_json("get", "podmonitors,servicemonitors", "-n", RELEASE_NAMESPACE)
+    for monitor in monitors["items"]:
+        spec, name = monitor["spec"], monitor["metadata"]["name"]
+        selector = ",".join(f"{k}={v}" for k, v in spec["selector"]["matchLabels"].items())
+        if monitor["kind"] == "PodMonitor":
+            scope = ["-A"] if spec["namespaceSelector"].get("any") else ["-n", RELEASE_NAMESPACE]
+            pods = plane.kubectl_json("get", "pods", *scope, "-l", selector)["items"]
+            endpoints = spec["podMetricsEndpoints"]
+            job = f"{RELEASE_NAMESPACE}/{name}"
+        else:
+            services = plane.kubectl_json(
+                "get", "services", "-n", RELEASE_NAMESPACE, "-l", selector
+            )
+            pod_selector = ",".join(
+                f"{k}={v}" for s in services["items"] for k, v in s["spec"]["selector"].items()
+            )
+            pods = plane.kubectl_json("get", "pods", "-n", RELEASE_NAMESPACE, "-l", pod_selector)[
+                "items"
+            ]
+            endpoints = spec["endpoints"]
+            job = services["items"][0]["metadata"]["name"]
+        for number, endpoint in enumerate(endpoints):
+            static = []
+            for pod in pods:
+                if not pod["status"].get("podIP") or pod["metadata"].get("deletionTimestamp"):
+                    continue
+                for container, port in _containers_with_port(pod, endpoint["port"]):
+                    labels = {
+                        "job": job,
+                        "namespace": pod["metadata"]["namespace"],
+                        "pod": pod["metadata"]["name"],
+                        "container": container,
+                    }
+                    labels |= dict(_pod_label(r, pod) for r in endpoint.get("relabelings", []))
+                    static.append(
+                        {"targets": [f"{pod['status']['podIP']}:{port}"], "labels": labels}
+                    )
+            configs.append(
+                {
+                    "job_name": f"{monitor['kind']}/{RELEASE_NAMESPACE}/{name}/{number}",
+                    "metrics_path": endpoint.get("path", "/metrics"),
+                    "honor_labels": bool(endpoint.get("honorLabels")),
+                    "static_configs": static,
+                }
+            )
+    return configs
