@@ -191,6 +191,21 @@ def app_template(cluster: Cluster, *, start_delay: float = 3.0) -> dict[str, Any
     }
 
 
+def scaled_workers(
+    cluster: Cluster, mode: str, min_replicas: int, cooldown: float, **workers: Any
+) -> dict[str, Any]:
+    """A Queue's `workers` for the scaling scenarios: the example app (listening at once), up to
+    3 replicas of 100 messages each, scaled by `mode`."""
+    autoscaling = {
+        "mode": mode,
+        "minReplicas": min_replicas,
+        "maxReplicas": 3,
+        "messagesPerReplica": 100,
+        "cooldownSeconds": cooldown,
+    }
+    return {"template": app_template(cluster, start_delay=0), **workers, "autoscaling": autoscaling}
+
+
 @dataclass
 class Scenario:
     cluster: Cluster

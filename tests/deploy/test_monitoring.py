@@ -202,18 +202,7 @@ def test_monitoring_every_panel_and_alert_returns_series_from_real_targets(
             queries = dashboard_queries() | {
                 f"alert {rule['alert']}": watched_series(rule["expr"]) for rule in alert_rules()
             }
-            missing: dict[str, str] = dict(queries)
-
-            def all_return_series() -> bool:
-                for name, expr in list(missing.items()):
-                    if prometheus.query(expr):
-                        del missing[name]
-                return not missing
-
-            try:
-                wait_until(all_return_series, timeout=120, interval=1)
-            except AssertionError:
-                raise AssertionError(f"no series for: {missing}\n{prometheus.log()}") from None
+            prometheus.wait_for_series(queries)
             # The rules loaded into a real Prometheus, and it evaluates them.
             groups = prometheus.api("rules")["groups"]
             assert {r["name"] for g in groups for r in g["rules"]} == {

@@ -38,6 +38,7 @@ from .pods import (
     deployment,
     get_status,
     node_cluster,
+    scaled_workers,
     scenario,
     scrape_configs,
     worker_status,
@@ -205,17 +206,7 @@ def test_pods_operator_scales_real_pods_from_zero_and_back(scenario: Scenario) -
     """Operator mode: no backlog, no pods; a backlog brings pods that drain it (scale-from-zero
     time: first message enqueued to first lease); then back to zero after the cooldown."""
     scenario.apply(
-        keepProcessedFor="1d",
-        workers={
-            "template": app_template(scenario.cluster, start_delay=0),
-            "autoscaling": {
-                "mode": "Operator",
-                "minReplicas": 0,
-                "maxReplicas": 3,
-                "messagesPerReplica": 100,
-                "cooldownSeconds": 5,
-            },
-        },
+        keepProcessedFor="1d", workers=scaled_workers(scenario.cluster, "Operator", 0, cooldown=5)
     )
     cluster = scenario.cluster
     found = ("get", deployment(scenario), "-n", scenario.namespace, "-o", "json")
@@ -273,18 +264,7 @@ def test_pods_prometheus_scrapes_the_pods_the_charts_monitors_select_and_the_das
         wait_until(every_kind_of_pod_up, timeout=120, interval=1)
         (worker,) = prometheus.query(f'up{{queue="{scenario.name}"}}')
         assert worker["metric"]["namespace"] == scenario.namespace
-        missing = dict(dashboard_queries())
-
-        def all_return_series() -> bool:
-            for name, expr in list(missing.items()):
-                if prometheus.query(expr):
-                    del missing[name]
-            return not missing
-
-        try:
-            wait_until(all_return_series, timeout=120, interval=1)
-        except AssertionError:
-            raise AssertionError(f"no series for: {missing}\n{prometheus.log()}") from None
+        prometheus.wait_for_series(dashboard_queries())
 
 
 # --- 4. an HPA scales real pods ------------------------------------------------------------------
@@ -296,20 +276,8 @@ def test_pods_hpa_scales_real_pods_through_prometheus_and_prometheus_adapter(
     """HPA mode with pods: Prometheus scrapes the operator's pod (found as the chart's
     ServiceMonitor says), prometheus-adapter serves the backlog as an external metric, the HPA
     controller scales the Deployment 1 -> 3, the pods become Ready and drain, then 3 -> 1."""
-    scenario.apply(
-        keepProcessedFor="1d",
-        workers={
-            "template": app_template(scenario.cluster, start_delay=0),
-            "concurrency": 2,
-            "autoscaling": {
-                "mode": "HPA",
-                "minReplicas": 1,
-                "maxReplicas": 3,
-                "messagesPerReplica": 100,
-                "cooldownSeconds": 2,
-            },
-        },
-    )
+    workers = scaled_workers(scenario.cluster, "HPA", 1, cooldown=2, concurrency=2)
+    scenario.apply(keepProcessedFor="1d", workers=workers)
     cluster = scenario.cluster
     cluster.wait_ready(scenario.namespace, scenario.selector, count=1)
     with (
@@ -355,20 +323,8 @@ def test_pods_keda_scales_real_pods_from_zero_to_several_and_back(
         with keda_metrics_server(
             deploy_tools.keda_adapter, plane, keda, scenario.namespace, tmp_path
         ) as log:
-            scenario.apply(
-                keepProcessedFor="1d",
-                workers={
-                    "template": app_template(scenario.cluster, start_delay=0),
-                    "concurrency": 2,
-                    "autoscaling": {
-                        "mode": "KEDA",
-                        "minReplicas": 0,
-                        "maxReplicas": 3,
-                        "messagesPerReplica": 100,
-                        "cooldownSeconds": 5,
-                    },
-                },
-            )
+            workers = scaled_workers(scenario.cluster, "KEDA", 0, cooldown=5, concurrency=2)
+            scenario.apply(keepProcessedFor="1d", workers=workers)
             hpa = ("get", "hpa", f"keda-hpa-{scenario.name}-workers", "-n", scenario.namespace)
             wait_until(lambda: plane.kubectl(*hpa, check=False).returncode == 0, timeout=180)
             assert scenario.worker_pods() == []

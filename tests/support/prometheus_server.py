@@ -50,6 +50,22 @@ class PrometheusServer:
         result: list[dict[str, Any]] = data["result"]
         return result
 
+    def wait_for_series(self, queries: dict[str, str], timeout: float = 120) -> None:
+        """Wait until every query (by name) has returned series once; at the deadline, fail
+        naming those that never did, with Prometheus' log."""
+        missing = dict(queries)
+
+        def all_returned() -> bool:
+            for name, expr in list(missing.items()):
+                if self.query(expr):
+                    del missing[name]
+            return not missing
+
+        try:
+            wait_until(all_returned, timeout=timeout, interval=1)
+        except AssertionError:
+            raise AssertionError(f"no series for: {missing}\n{self.log()}") from None
+
     def targets_up(self) -> dict[str, str]:
         """Each active target's scrape URL and health (up, down, unknown)."""
         return {t["scrapeUrl"]: t["health"] for t in self.api("targets")["activeTargets"]}
