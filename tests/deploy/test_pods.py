@@ -23,7 +23,7 @@ from psycopg import sql
 from tablequeue import NewMessage, connect
 from tests.support.deploy_tools import DeployTools
 from tests.support.keda import KedaOperator, keda_metrics_server
-from tests.support.kube.fixtures import apply, queue
+from tests.support.kube.fixtures import apply, queue, wait_ready
 from tests.support.metrics_adapter import prometheus_adapter
 from tests.support.prometheus_server import prometheus_server
 from tests.support.waiting import wait_until
@@ -93,12 +93,15 @@ def test_pods_workers_beside_the_app_drain_10000_messages_exactly_once(
             "autoscaling": {"mode": "None", "minReplicas": 2, "maxReplicas": 2},
         },
     )
-    wait_until(lambda: scenario.cluster.ready_pods(scenario.namespace, scenario.selector), 180)
+    # The messages wait before the pods start: the workers meet them before their apps listen.
+    wait_ready(scenario.cluster.plane, scenario.name, scenario.namespace, timeout=120)
+    began = time.monotonic()
     ids = scenario.enqueue(10_000)
     wait_until(lambda: scenario.statuses().get("Processed", 0) >= 2_000, timeout=300)
     scenario.cluster.node.restart_kubelet()
     wait_until(lambda: scenario.drained(len(ids)), timeout=600, interval=1)
     assert_exactly_once(scenario, ids)
+    print(f"2 pods drained 10,000 in {time.monotonic() - began:.1f}s, the kubelet restarted")
     for pod in scenario.worker_pods():
         for status in pod["status"]["containerStatuses"]:
             assert status["restartCount"] == 0, status
@@ -213,7 +216,7 @@ def test_pods_operator_scales_real_pods_from_zero_and_back(scenario: Scenario) -
     made = wait_until(lambda: cluster.plane.kubectl(*found, check=False).returncode == 0)
     assert made and json.loads(cluster.plane.kubectl(*found).stdout)["spec"]["replicas"] == 0
     assert scenario.worker_pods() == []
-    ids = scenario.enqueue(600, sleepSeconds=0.05)
+    ids = scenario.enqueue(600, sleepSeconds=0.2)  # 3 pods: 60 a second, 10 s at least
     wait_until(lambda: len(scenario.worker_pods()) == 3, timeout=120, interval=0.5)
     wait_until(lambda: scenario.drained(len(ids)), timeout=600, interval=1)
     with psycopg.connect(scenario.url) as conn:
@@ -276,7 +279,7 @@ def test_pods_hpa_scales_real_pods_through_prometheus_and_prometheus_adapter(
     """HPA mode with pods: Prometheus scrapes the operator's pod (found as the chart's
     ServiceMonitor says), prometheus-adapter serves the backlog as an external metric, the HPA
     controller scales the Deployment 1 -> 3, the pods become Ready and drain, then 3 -> 1."""
-    workers = scaled_workers(scenario.cluster, "HPA", 1, cooldown=2, concurrency=2)
+    workers = scaled_workers(scenario.cluster, "HPA", 1, cooldown=10, concurrency=2)
     scenario.apply(keepProcessedFor="1d", workers=workers)
     cluster = scenario.cluster
     cluster.wait_ready(scenario.namespace, scenario.selector, count=1)
@@ -289,7 +292,7 @@ def test_pods_hpa_scales_real_pods_through_prometheus_and_prometheus_adapter(
         ),
     ):
         began = time.monotonic()
-        ids = scenario.enqueue(300, sleepSeconds=0.5)  # one pod: 4 a second, the backlog lasts
+        ids = scenario.enqueue(300, sleepSeconds=1)  # one pod: 2 a second, the backlog lasts
         cluster.wait_ready(scenario.namespace, scenario.selector, count=3, timeout=180)
         scaled_up = time.monotonic() - began
         wait_until(lambda: scenario.drained(len(ids)), timeout=300, interval=1)
