@@ -219,7 +219,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [{cri}.containerd.runtimes.runc]
   runtime_type = "io.containerd.runc.v2"
 [{cri}.containerd.runtimes.runc.options]
-  BinaryName = "{os.environ.get("TQ_RUNC") or shutil.which("runc") or "/usr/sbin/runc"}"
+  BinaryName = "{shutil.which("runc") or "/usr/sbin/runc"}"
   SystemdCgroup = false
 """
         )
