@@ -250,12 +250,18 @@ class Scenario:
 
     def handled(self) -> Counter[str]:
         """How many times the app handled each message, from its records."""
-        counted: Counter[str] = Counter()
+        return Counter(message_id for message_id, _pod in self._records())
+
+    def handled_by(self) -> dict[str, str]:
+        """The pod that handled each message (the last one, if several did), from the records."""
+        return dict(self._records())
+
+    def _records(self) -> Iterator[tuple[str, str]]:
+        """(message id, pod) for each message the app handled: one line per message, per pod."""
         for path in self.cluster.records.glob(f"{self.name}-*.tsv"):
             for line in path.read_text().splitlines():
-                message_id, _pod, _attempts = line.split("\t")
-                counted[message_id] += 1
-        return counted
+                message_id, pod, _attempts = line.split("\t")
+                yield message_id, pod
 
     def drained(self, total: int) -> dict[str, int] | None:
         found = self.statuses()
@@ -294,82 +300,76 @@ def deployment(scenario: Scenario) -> str:
     return f"deployment/{scenario.name}-workers"
 
 
-def _pod_label(relabeling: dict[str, Any], pod: dict[str, Any]) -> tuple[str, str]:
-    """A monitor's relabeling of a pod label onto the target (the only kind the chart has)."""
-    (source,) = relabeling["sourceLabels"]
-    labels = pod["metadata"].get("labels", {})
-    value = next(
-        (v for k, v in labels.items() if source == "__meta_kubernetes_pod_label_" + _label(k)), ""
-    )
-    return relabeling["targetLabel"], value
-
-
 def _label(name: str) -> str:
     """A Kubernetes label's name as Prometheus' service discovery writes it."""
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-def _containers_with_port(pod: dict[str, Any], port: str) -> Iterator[tuple[str, int]]:
-    for container in pod["spec"]["containers"]:
-        for declared in container.get("ports", []):
-            if declared.get("name") == port:
-                yield container["name"], declared["containerPort"]
-
-
 def scrape_configs(cluster: Cluster) -> list[dict[str, Any]]:
-    """The targets the chart's PodMonitor and ServiceMonitors select, labelled as
-    prometheus-operator labels them (job, namespace, pod, container, the monitors' relabelings).
-
-    Resolved here through the API server, not by Prometheus' kubernetes service discovery:
-    Debian's Prometheus is built without it (`kubernetes_sd_configs` is an unknown field). The
-    selection is the monitors' own: their label selectors, namespaces and port names, read from
-    the objects the chart installed.
-    """
+    """What prometheus-operator makes of the chart's PodMonitor and ServiceMonitors: Prometheus'
+    own Kubernetes service discovery against the test API server (pods, endpoint slices), kept
+    to the monitors' selectors, namespaces and port names, with the job, target labels and
+    relabelings prometheus-operator gives."""
     plane = cluster.plane
+    discovery = {
+        "api_server": plane.server,
+        "tls_config": {
+            "ca_file": str(plane.pki / "ca.crt"),
+            "cert_file": str(plane.pki / "admin.crt"),
+            "key_file": str(plane.pki / "admin.key"),
+        },
+    }
     configs: list[dict[str, Any]] = []
     monitors = plane.kubectl_json("get", "podmonitors,servicemonitors", "-n", RELEASE_NAMESPACE)
     for monitor in monitors["items"]:
         spec, name = monitor["spec"], monitor["metadata"]["name"]
-        selector = ",".join(f"{k}={v}" for k, v in spec["selector"]["matchLabels"].items())
-        if monitor["kind"] == "PodMonitor":
-            scope = ["-A"] if spec["namespaceSelector"].get("any") else ["-n", RELEASE_NAMESPACE]
-            pods = plane.kubectl_json("get", "pods", *scope, "-l", selector)["items"]
-            endpoints = spec["podMetricsEndpoints"]
-            job = f"{RELEASE_NAMESPACE}/{name}"
-        else:
-            services = plane.kubectl_json(
-                "get", "services", "-n", RELEASE_NAMESPACE, "-l", selector
-            )
-            pod_selector = ",".join(
-                f"{k}={v}" for s in services["items"] for k, v in s["spec"]["selector"].items()
-            )
-            pods = plane.kubectl_json("get", "pods", "-n", RELEASE_NAMESPACE, "-l", pod_selector)[
-                "items"
+        pods = monitor["kind"] == "PodMonitor"
+        owner = "__meta_kubernetes_pod_label_" if pods else "__meta_kubernetes_service_label_"
+        selected = [
+            {"source_labels": [owner + _label(key)], "regex": value, "action": "keep"}
+            for key, value in spec["selector"]["matchLabels"].items()
+        ]
+        port = (
+            "__meta_kubernetes_pod_container_port_name"
+            if pods
+            else "__meta_kubernetes_endpointslice_port_name"
+        )
+        job = (
+            {"target_label": "job", "replacement": f"{RELEASE_NAMESPACE}/{name}"}
+            if pods
+            else {"source_labels": ["__meta_kubernetes_service_name"], "target_label": "job"}
+        )
+        sd = {"role": "pod" if pods else "endpointslice", **discovery}
+        if not spec.get("namespaceSelector", {}).get("any"):
+            sd["namespaces"] = {"names": [RELEASE_NAMESPACE]}
+        for number, endpoint in enumerate(spec.get("podMetricsEndpoints") or spec["endpoints"]):
+            relabel = [
+                *selected,
+                {"source_labels": [port], "regex": endpoint["port"], "action": "keep"},
+                {
+                    "source_labels": ["__meta_kubernetes_pod_phase"],
+                    "regex": "(Failed|Succeeded)",
+                    "action": "drop",
+                },
+                {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
+                {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+                {
+                    "source_labels": ["__meta_kubernetes_pod_container_name"],
+                    "target_label": "container",
+                },
+                job,
+                *(
+                    {"source_labels": r["sourceLabels"], "target_label": r["targetLabel"]}
+                    for r in endpoint.get("relabelings", [])
+                ),
             ]
-            endpoints = spec["endpoints"]
-            job = services["items"][0]["metadata"]["name"]
-        for number, endpoint in enumerate(endpoints):
-            static = []
-            for pod in pods:
-                if not pod["status"].get("podIP") or pod["metadata"].get("deletionTimestamp"):
-                    continue
-                for container, port in _containers_with_port(pod, endpoint["port"]):
-                    labels = {
-                        "job": job,
-                        "namespace": pod["metadata"]["namespace"],
-                        "pod": pod["metadata"]["name"],
-                        "container": container,
-                    }
-                    labels |= dict(_pod_label(r, pod) for r in endpoint.get("relabelings", []))
-                    static.append(
-                        {"targets": [f"{pod['status']['podIP']}:{port}"], "labels": labels}
-                    )
             configs.append(
                 {
                     "job_name": f"{monitor['kind']}/{RELEASE_NAMESPACE}/{name}/{number}",
                     "metrics_path": endpoint.get("path", "/metrics"),
                     "honor_labels": bool(endpoint.get("honorLabels")),
-                    "static_configs": static,
+                    "kubernetes_sd_configs": [sd],
+                    "relabel_configs": relabel,
                 }
             )
     return configs

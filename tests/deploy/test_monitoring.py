@@ -5,7 +5,6 @@ real API, through which every dashboard panel's query and every alert expression
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,22 +15,15 @@ import pytest
 import yaml
 
 from tablequeue import NewMessage, connect
-from tests.support.deploy_tools import CHART, DeployTools
+from tests.support.deploy_tools import DeployTools
 from tests.support.kube import ControlPlane
 from tests.support.kube.fixtures import Operator, apply, queue, secret, wait_ready
+from tests.support.monitoring import ALERTS, alert_rules, dashboard_queries, watched_series
 from tests.support.ports import free_port
 from tests.support.prometheus_server import prometheus_server
 from tests.support.waiting import wait_until
 
-ALERTS = CHART / "files" / "alerts.yaml"
 ALERT_TESTS = Path(__file__).parent / "alerts_test.yaml"
-GRAFANA_VARIABLES = {"$namespace": ".*", "$queue": ".*", "$__rate_interval": "1m"}
-"""What Grafana puts in for the dashboard's variables when every queue is selected."""
-
-
-def alert_rules() -> list[dict[str, Any]]:
-    groups = yaml.safe_load(ALERTS.read_text())["groups"]
-    return [rule for group in groups for rule in group["rules"]]
 
 
 def test_monitoring_promtool_check_rules(deploy_tools: DeployTools) -> None:
@@ -61,26 +53,6 @@ def test_monitoring_promtool_unit_tests_every_alert(deploy_tools: DeployTools) -
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def dashboard_queries() -> dict[str, str]:
-    """Every panel query of the shipped dashboard, by panel title and refId."""
-    from deploy.dashboard import PANELS
-
-    found = {}
-    for panel in PANELS:
-        for ref, query in zip("ABCDEFGH", panel.queries, strict=False):
-            expr = query.expr
-            for variable, value in GRAFANA_VARIABLES.items():
-                expr = expr.replace(variable, value)
-            found[f"panel {panel.title!r} {ref}"] = expr
-    return found
-
-
-def watched_series(expr: str) -> str:
-    """An alert expression that returns the series it watches whether or not it fires: every
-    comparison with a number gets Prometheus' `bool` modifier (0 or 1 instead of a filter)."""
-    return re.sub(r"(==|!=|>=|<=|>|<)\s*(?=[0-9.])", r"\1 bool ", expr)
 
 
 def test_monitoring_watched_series_keeps_the_expression() -> None:  # the helper itself

@@ -21,10 +21,12 @@ import pytest
 from psycopg import sql
 
 from tablequeue import NewMessage, connect
+from tablequeue.operator.deletion_cost import DELETION_COST
 from tests.support.deploy_tools import DeployTools
 from tests.support.keda import KedaOperator, keda_metrics_server
 from tests.support.kube.fixtures import apply, queue, wait_ready
 from tests.support.metrics_adapter import prometheus_adapter
+from tests.support.monitoring import ALERTS, dashboard_queries
 from tests.support.prometheus_server import prometheus_server
 from tests.support.waiting import wait_until
 
@@ -43,7 +45,6 @@ from .pods import (
     scrape_configs,
     worker_status,
 )
-from .test_monitoring import ALERTS, dashboard_queries
 
 __all__ = ["node_cluster", "scenario"]  # fixtures, for this module
 pytestmark = pytest.mark.timeout(900)
@@ -162,6 +163,42 @@ def test_pods_rollout_and_scale_in_mid_drain_lose_nothing_and_run_nothing_twice(
     wait_until(lambda: len(scenario.worker_pods()) == 1, timeout=120, interval=0.5)
     wait_until(lambda: scenario.drained(len(ids) + len(slow)), timeout=600, interval=1)
     assert_exactly_once(scenario, ids + slow)
+
+
+def test_pods_scale_in_removes_the_idle_pods_and_keeps_the_busy_one(scenario: Scenario) -> None:
+    """One pod busy with a long handler and three idle ones, scaled from 4 to 1: the ReplicaSet
+    removes the three idle pods (the operator raised the busy pod's pod-deletion-cost from its
+    workers' heartbeats) and the long handler finishes where it started, once."""
+    scenario.apply(
+        maxAttempts=1,
+        onLeaseExpired="Abandon",
+        keepProcessedFor="1d",
+        workers={
+            "template": app_template(scenario.cluster),
+            "batchSize": 1,
+            "concurrency": 1,
+            "autoscaling": {"mode": "None", "minReplicas": 4, "maxReplicas": 4},
+        },
+    )
+    cluster = scenario.cluster
+    cluster.wait_ready(scenario.namespace, scenario.selector, count=4)
+    ids = scenario.enqueue(1, sleepSeconds=30)
+
+    def costed_pods() -> list[str]:
+        return [
+            p["metadata"]["name"]
+            for p in scenario.worker_pods()
+            if p["metadata"].get("annotations", {}).get(DELETION_COST) == "1"
+        ]
+
+    (busy,) = wait_until(costed_pods, timeout=60, interval=0.5)
+    assert scenario.statuses() == {"Leased": 1}
+    cluster.plane.kubectl("scale", deployment(scenario), "--replicas=1", "-n", scenario.namespace)
+    wait_until(lambda: len(scenario.worker_pods()) == 1, timeout=120, interval=0.5)
+    assert [p["metadata"]["name"] for p in scenario.worker_pods()] == [busy]
+    wait_until(lambda: scenario.drained(len(ids)), timeout=120, interval=1)
+    assert_exactly_once(scenario, ids)
+    assert scenario.handled_by() == {ids[0]: busy}
 
 
 def test_pods_deleted_pod_and_killed_worker_container_lose_nothing(scenario: Scenario) -> None:

@@ -1,10 +1,11 @@
-"""Where the deployment tests' tools are: helm, ct, kubeconform, prometheus-adapter and KEDA's
-operator (built by scripts/build-deploy-tools into the user's cache folder), Debian's prometheus
-and promtool, the container tools, the third-party CRDs and kubeconform's schemas.
+"""Where the deployment tests' tools are: helm, ct, kubeconform, Prometheus and promtool,
+prometheus-adapter and KEDA (built by scripts/build-deploy-tools into the user's cache folder),
+the container tools, the third-party CRDs and kubeconform's schemas.
 
-A missing tool fails the test that needs it, naming the script that installs it: nothing is
-skipped. The fixture `deploy_tools` (session scope) is imported by the conftest of each folder
-that uses it:
+The first test that needs them runs the build script, which waits for a build under way (its
+lock) and builds only what is missing. A missing package fails the test that needs it, naming the
+script that installs it: nothing is skipped. The fixture `deploy_tools` (session scope) is
+imported by the conftest of each folder that uses it:
 
     from tests.support.deploy_tools import deploy_tools
 """
@@ -93,11 +94,12 @@ class DeployTools:
 
     @property
     def prometheus(self) -> Path:
-        return system_tool("prometheus")
+        """Prometheus 3 with its Kubernetes service discovery (and no other)."""
+        return self.root / "bin" / "prometheus"
 
     @property
     def promtool(self) -> Path:
-        return system_tool("promtool")
+        return self.root / "bin" / "promtool"
 
     def kubeconform_schema_location(self, folder: Path) -> str:
         """A `-schema-location` for kubeconform that finds the schemas in `folder`."""
@@ -116,7 +118,7 @@ class DeployTools:
 
 
 def system_tool(name: str) -> Path:
-    """A program installed by scripts/setup-deploy (Debian's prometheus, promtool, podman, ...)."""
+    """A program installed by scripts/setup-deploy (podman, buildah, containerd, ...)."""
     found = shutil.which(name)
     if found is None:
         raise DeployToolMissing(f"{name} is not installed: run {SETUP_SCRIPT}")
@@ -125,18 +127,15 @@ def system_tool(name: str) -> Path:
 
 @functools.cache
 def find_deploy_tools() -> DeployTools:
-    """The built tools; DeployToolMissing (naming the script to run) if any is missing."""
+    """The built tools (built now if they are not yet: minutes, progress on stderr);
+    DeployToolMissing (naming the script to run) if a Python tool is missing or the build fails."""
     for module, user in PYTHON_TOOLS.items():
         if importlib.util.find_spec(module) is None:
             raise DeployToolMissing(f"{module} (for {user}) is not installed: run {SETUP_SCRIPT}")
-    result = subprocess.run(
-        [str(BUILD_SCRIPT), "--check"], capture_output=True, text=True, check=False
-    )
+    result = subprocess.run([str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False)
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines:
-        raise DeployToolMissing(
-            f"{result.stderr.strip()}\nrun {SETUP_SCRIPT} (or {BUILD_SCRIPT}) to build them"
-        )
+        raise DeployToolMissing(f"{BUILD_SCRIPT} failed with exit code {result.returncode}")
     return DeployTools(Path(lines[-1]))
 
 

@@ -30,7 +30,7 @@ import pytest
 
 from tests.support.deploy_tools import SETUP_SCRIPT, DeployToolMissing, DeployTools
 from tests.support.kube import ControlPlane
-from tests.support.metrics_adapter import API_SERVICE, EXTERNAL_METRICS, register_external_metrics
+from tests.support.metrics_adapter import serve_external_metrics, server_flags
 from tests.support.ports import free_port
 from tests.support.processes import die_with_parent, stop_process
 from tests.support.waiting import wait_until
@@ -171,38 +171,14 @@ def keda_metrics_server(
     `local-service` pair, for server and client, valid for localhost). Yields its log file;
     unregistered and stopped after."""
     port = free_port()
-    log = folder / "keda-metrics-server.log"
-    kubeconfig = str(kube.kubeconfig)
     command = [
         str(binary),
-        "--bind-address=127.0.0.1",
-        f"--secure-port={port}",
-        f"--cert-dir={keda.certs}",
-        f"--lister-kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
+        *server_flags(kube, port, keda.certs),
         f"--metrics-service-address=127.0.0.1:{keda.metrics_service_port}",
         "--metrics-service-grpc-authority=localhost",
     ]
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=keda.env,
-            cwd=folder,
-            preexec_fn=die_with_parent,
-        )
-    try:
-        register_external_metrics(kube, namespace, port)
-
-        def served() -> bool:
-            assert server.poll() is None, log.read_text(errors="replace")[-_LOG_TAIL:]
-            return kube.get(EXTERNAL_METRICS)[0] == 200
-
-        wait_until(served, timeout=120, interval=0.25)
-        yield log
-    finally:
-        kube.kubectl("delete", "apiservice", API_SERVICE, "--ignore-not-found")
-        stop_process(server)
+    log = folder / "keda-metrics-server.log"
+    with serve_external_metrics(
+        command, kube, namespace, port, log, env=keda.env, cwd=folder
+    ) as served:
+        yield served

@@ -15,12 +15,13 @@ import contextlib
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .deploy_tools import ADAPTER_RULES
 from .kube.control_plane import ControlPlane
 from .kube.fixtures import apply
 from .ports import free_port
-from .processes import stop_process
+from .processes import die_with_parent, stop_process
 from .prometheus_server import PrometheusServer
 from .waiting import wait_until
 
@@ -29,22 +30,17 @@ EXTERNAL_METRICS = "/apis/external.metrics.k8s.io/v1beta1"
 ADAPTER_SERVICE = "tablequeue-prometheus-adapter"
 
 
-def _command(
-    binary: Path, kube: ControlPlane, port: int, prometheus: PrometheusServer, folder: Path
-) -> list[str]:
+def server_flags(kube: ControlPlane, port: int, cert_dir: Path) -> list[str]:
+    """The flags of an aggregated API server on localhost:`port` that reads `kube` with its admin
+    kubeconfig (prometheus-adapter and KEDA's metrics server are both built on the same library)."""
     kubeconfig = str(kube.kubeconfig)
     return [
-        str(binary),
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
-        f"--cert-dir={folder / 'certs'}",
+        f"--cert-dir={cert_dir}",
         f"--lister-kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
-        f"--prometheus-url={prometheus.url}/",
-        f"--config={ADAPTER_RULES}",
-        "--metrics-relist-interval=1s",
-        "--v=2",
     ]
 
 
@@ -73,28 +69,51 @@ def register_external_metrics(kube: ControlPlane, namespace: str, port: int) -> 
 
 
 @contextlib.contextmanager
-def prometheus_adapter(
-    binary: Path, kube: ControlPlane, prometheus: PrometheusServer, namespace: str, folder: Path
+def serve_external_metrics(
+    command: list[str], kube: ControlPlane, namespace: str, port: int, log: Path, **popen: Any
 ) -> Iterator[Path]:
-    """Start the adapter reading `prometheus`, register it, wait until the API serves it; yields
-    its log file. The APIService is deleted after: one without its server would break discovery
-    (and namespace deletion) for every later test of the session."""
-    port = free_port()
-    log = folder / "prometheus-adapter.log"
-    command = _command(binary, kube, port, prometheus, folder)
+    """Start `command` (an external metrics server listening on localhost:`port`, see
+    `server_flags`), register it, wait until the API serves it; yields its log file. The
+    APIService is deleted after: one without its server would break discovery (and namespace
+    deletion) for every later test of the session."""
     with log.open("wb") as output:
-        adapter = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT
+        server = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
+            **popen,
         )
     try:
         register_external_metrics(kube, namespace, port)
 
         def served() -> bool:
-            assert adapter.poll() is None, log.read_text()[-6000:]
+            assert server.poll() is None, log.read_text(errors="replace")[-8000:]
             return kube.get(EXTERNAL_METRICS)[0] == 200
 
-        wait_until(served, timeout=60, interval=0.25)
+        wait_until(served, timeout=120, interval=0.25)
         yield log
     finally:
         kube.kubectl("delete", "apiservice", API_SERVICE, "--ignore-not-found")
-        stop_process(adapter)
+        stop_process(server)
+
+
+@contextlib.contextmanager
+def prometheus_adapter(
+    binary: Path, kube: ControlPlane, prometheus: PrometheusServer, namespace: str, folder: Path
+) -> Iterator[Path]:
+    """prometheus-adapter reading `prometheus` with the chart's rules, serving the external
+    metrics API (`serve_external_metrics`); yields its log file."""
+    port = free_port()
+    command = [
+        str(binary),
+        *server_flags(kube, port, folder / "certs"),
+        f"--prometheus-url={prometheus.url}/",
+        f"--config={ADAPTER_RULES}",
+        "--metrics-relist-interval=1s",
+        "--v=2",
+    ]
+    log = folder / "prometheus-adapter.log"
+    with serve_external_metrics(command, kube, namespace, port, log) as served:
+        yield served

@@ -28,19 +28,18 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..ports import free_port
-from ..processes import die_with_parent, stop_process
+from ..processes import Daemons
 
 REPO = Path(__file__).resolve().parents[3]
 BUILD_SCRIPT = REPO / "scripts" / "build-control-plane"
 GO_MOD = REPO / "tools" / "controlplane" / "go.mod"
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
-_LOG_TAIL_CHARS = 6000
 
 
 class ControlPlaneError(RuntimeError):
@@ -180,7 +179,7 @@ class ControlPlane:
         self.port = free_port()
         self.server = f"https://{address}:{self.port}"
         self.started_in: float | None = None  # seconds from start to ready
-        self._processes: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
+        self._daemons = Daemons(self.logs, self.base, ControlPlaneError)
         self._tls: ssl.SSLContext | None = None
 
     @property
@@ -222,8 +221,7 @@ class ControlPlane:
 
     def log(self, name: str) -> str:
         """What a component (etcd, kube-apiserver, kube-controller-manager) has logged so far."""
-        path = self.logs / f"{name}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return self._daemons.log(name)
 
     # Start and stop.
 
@@ -234,9 +232,9 @@ class ControlPlane:
         _make_certificates(self.pki, self.address)
         self._write_kubeconfig()
         self._spawn("etcd", self._etcd_args())
-        self._wait("etcd", deadline, lambda: _etcd_healthy(self.etcd_url))
+        self._daemons.wait_ready("etcd", deadline, lambda: _etcd_healthy(self.etcd_url))
         self._spawn("kube-apiserver", self._apiserver_args())
-        self._wait("kube-apiserver", deadline, lambda: self.get("/readyz")[0] == 200)
+        self._daemons.wait_ready("kube-apiserver", deadline, lambda: self.get("/readyz")[0] == 200)
         for crd in crds:
             self._install_crd(crd, deadline)
         if self.for_pods:
@@ -244,7 +242,7 @@ class ControlPlane:
         if self.with_controller_manager:
             self._spawn("kube-controller-manager", self._controller_manager_args())
             # The serviceaccount controller making default/default shows the controllers run.
-            self._wait(
+            self._daemons.wait_ready(
                 "kube-controller-manager",
                 deadline,
                 lambda: self.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
@@ -267,7 +265,9 @@ class ControlPlane:
             established = ("--for=condition=Established", f"crd/{name}", f"--timeout={left}s")
             self.kubectl("wait", *established, timeout=left + 10)
             served = f"{spec['names']['plural']}.{spec['group']}"
-            self._wait("kube-apiserver", deadline, functools.partial(self._serves, served))
+            self._daemons.wait_ready(
+                "kube-apiserver", deadline, functools.partial(self._serves, served)
+            )
 
     def _serves(self, resource: str) -> bool:
         """Whether `kubectl get RESOURCE` works: discovery has the kind (kubectl re-reads it)."""
@@ -391,46 +391,10 @@ class ControlPlane:
         self.kubeconfig.chmod(0o600)
 
     def _spawn(self, name: str, args: list[str]) -> None:
-        log = (self.logs / f"{name}.log").open("wb")
-        try:
-            process = subprocess.Popen(
-                [str(self.bin_dir / name), *args],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.base,
-                start_new_session=True,  # a Ctrl-C reaches pytest, which tears down in order
-                preexec_fn=die_with_parent,
-            )
-        except BaseException:
-            log.close()
-            raise
-        self._processes.append((name, process, log))
-
-    def _wait(self, name: str, deadline: float, ready: Callable[[], bool]) -> None:
-        process = next(p for n, p, _ in self._processes if n == name)
-        while not ready():
-            if process.poll() is not None:
-                self._fail(f"{name} exited with code {process.returncode} while starting")
-            if time.monotonic() > deadline:
-                self._fail(f"{name} was not ready in time")
-            time.sleep(0.1)
-
-    def _fail(self, message: str) -> None:
-        tails = []
-        for name, _, _ in self._processes:
-            text = self.log(name)
-            tails.append(
-                f"--- {name} log (last {_LOG_TAIL_CHARS} chars) ---\n{text[-_LOG_TAIL_CHARS:]}"
-            )
-        raise ControlPlaneError("\n".join([message, *tails]))
+        self._daemons.start(name, [str(self.bin_dir / name), *args])
 
     def _stop(self) -> None:
-        # One at a time, last started first: an apiserver whose etcd is gone takes long to stop.
-        for _, process, log in reversed(self._processes):
-            stop_process(process)
-            log.close()
-        self._processes.clear()
+        self._daemons.stop_all()
 
 
 def _http_get(url: str, context: ssl.SSLContext | None) -> tuple[int, bytes]:

@@ -34,12 +34,12 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..ports import free_port
-from ..processes import die_with_parent, stop_process
+from ..processes import Daemons
 from .control_plane import (
     SERVICE_CLUSTER_IP_RANGE,
     ControlPlane,
@@ -55,7 +55,6 @@ PAUSE_SOURCE = Path(__file__).with_name("pause.c")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tablequeue" / "node"
 CNI_BIN = Path("/usr/lib/cni")
 CONTAINERD_NAMESPACE = "k8s.io"
-_LOG_TAIL_CHARS = 6000
 
 
 class NodeError(RuntimeError):
@@ -79,7 +78,7 @@ class Node:
         self.socket = base / "containerd" / "containerd.sock"
         self.kubelet_port = free_port()
         self.kubelet_healthz_port = free_port()
-        self._processes: dict[str, tuple[subprocess.Popen[bytes], IO[bytes]]] = {}
+        self._daemons = Daemons(self.logs, base, NodeError)
 
     # What tests use.
 
@@ -111,13 +110,12 @@ class Node:
 
     def restart_kubelet(self) -> None:
         """Stop the kubelet and start it again (its pods keep running meanwhile)."""
-        self._stop("kubelet")
+        self._daemons.stop("kubelet")
         self._spawn("kubelet", self._kubelet_args())
-        self._wait("kubelet", time.monotonic() + 120, self._kubelet_healthy)
+        self._daemons.wait_ready("kubelet", time.monotonic() + 120, self._kubelet_healthy)
 
     def log(self, name: str) -> str:
-        path = self.logs / f"{name}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return self._daemons.log(name)
 
     # Start and stop.
 
@@ -126,12 +124,12 @@ class Node:
         self.logs.mkdir()
         self._write_cni_config()
         self._spawn("containerd", ["containerd", f"--config={self._write_containerd_config()}"])
-        self._wait("containerd", deadline, self._containerd_ready)
+        self._daemons.wait_ready("containerd", deadline, self._containerd_ready)
         self._load_pause_image()
         self._spawn("kubelet", self._kubelet_args())
-        self._wait("kubelet", deadline, self._kubelet_healthy)
+        self._daemons.wait_ready("kubelet", deadline, self._kubelet_healthy)
         self._spawn("kube-proxy", self._kube_proxy_args())
-        self._wait("kube-proxy", deadline, self._node_ready)
+        self._daemons.wait_ready("kube-proxy", deadline, self._node_ready)
 
     def _containerd_ready(self) -> bool:
         return (
@@ -307,50 +305,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
     def _spawn(self, name: str, args: list[str]) -> None:
         binary = args[0] if name == "containerd" else str(self.plane.bin_dir / args[0])
-        log = (self.logs / f"{name}.log").open("ab")
-        try:
-            process = subprocess.Popen(
-                [binary, *args[1:]],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.base,
-                start_new_session=True,
-                preexec_fn=die_with_parent,
-            )
-        except BaseException:
-            log.close()
-            raise
-        self._processes[name] = (process, log)
-
-    def _wait(self, name: str, deadline: float, ready: Callable[[], bool]) -> None:
-        process = self._processes[name][0]
-        while not ready():
-            if process.poll() is not None:
-                self._fail(f"{name} exited with code {process.returncode} while starting")
-            if time.monotonic() > deadline:
-                self._fail(f"{name} was not ready in time")
-            time.sleep(0.2)
-
-    def _fail(self, message: str) -> None:
-        tails = [
-            f"--- {name} log (its end) ---\n{self.log(name)[-_LOG_TAIL_CHARS:]}"
-            for name in self._processes
-        ]
-        raise NodeError("\n".join([message, *tails]))
-
-    def _stop(self, name: str) -> None:
-        process, log = self._processes.pop(name)
-        stop_process(process)
-        log.close()
+        self._daemons.start(name, [binary, *args[1:]])
 
     def _stop_all(self) -> None:
         for name in ("kube-proxy", "kubelet"):
-            if name in self._processes:
-                self._stop(name)
-        if "containerd" in self._processes:
+            if name in self._daemons:
+                self._daemons.stop(name)
+        if "containerd" in self._daemons:
             self._remove_pods()
-            self._stop("containerd")
+            self._daemons.stop("containerd")
         _clean_up_machine(self.base, self.plane.bin_dir)
 
     def _remove_pods(self) -> None:
