@@ -86,6 +86,9 @@ def worker_environment(name: str, spec: QueueSpec) -> list[dict[str, Any]]:
         "grace_period": worker_grace_period(spec),
         "port": WORKER_PORT,
     }
+    hooks = sum(1 for c in app_containers(spec) if not _own_pre_stop(c))
+    if hooks:
+        options["prestop_hooks"] = hooks
     if workers.handler.http is not None:
         options["handler_timeout"] = workers.handler.http.timeout_seconds
         options["app_readiness_path"] = workers.app_readiness_path or worker_settings.APP_CHECK_OFF
@@ -155,11 +158,21 @@ def wait_for_drained(container: dict[str, Any]) -> dict[str, Any]:
     """An app container whose SIGTERM waits until the worker drained: a preStop hook on the
     worker's /drained (by port number: a named port in a hook is looked up in the hook's own
     container). A container with its own preStop keeps it."""
-    lifecycle = container.get("lifecycle") or {}
-    if lifecycle.get("preStop"):
+    if _own_pre_stop(container):
         return container
     hook = {"httpGet": {"path": DRAINED_PATH, "port": WORKER_PORT}}
-    return container | {"lifecycle": lifecycle | {"preStop": hook}}
+    return container | {"lifecycle": (container.get("lifecycle") or {}) | {"preStop": hook}}
+
+
+def _own_pre_stop(container: dict[str, Any]) -> bool:
+    return bool((container.get("lifecycle") or {}).get("preStop"))
+
+
+def app_containers(spec: QueueSpec) -> list[dict[str, Any]]:
+    """The containers of the user's template, the worker sidecar left out."""
+    template = spec.workers.template or {}
+    containers = (template.get("spec") or {}).get("containers") or []
+    return [c for c in containers if c.get("name") != WORKER_CONTAINER]
 
 
 def pod_template(name: str, spec: QueueSpec, default_image: str) -> dict[str, Any]:
@@ -174,9 +187,8 @@ def pod_template(name: str, spec: QueueSpec, default_image: str) -> dict[str, An
         "prometheus.io/port": str(WORKER_PORT),
     }
     pod = template.setdefault("spec", {})
-    containers = [c for c in pod.get("containers", []) if c.get("name") != WORKER_CONTAINER]
     pod["containers"] = [
-        *(wait_for_drained(c) for c in containers),
+        *(wait_for_drained(c) for c in app_containers(spec)),
         worker_container(name, spec, default_image),
     ]
     pod["terminationGracePeriodSeconds"] = termination_grace_period(

@@ -61,6 +61,14 @@ class WorkerSettings(BaseSettings):
         description="HTTP handler: lease only while GET on this path of the handler's host and "
         f"port answers (status < 500); {APP_CHECK_OFF!r}: no check.",
     )
+    prestop_hooks: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="How many app containers beside the worker ask GET /drained in their preStop "
+        "hook (the operator sets it): after draining, the worker waits for their requests (at "
+        "most 5 s) before it exits, so that no hook finds it gone.",
+    )
     sweep_interval: float = Field(30.0, ge=0.1)
     purge_interval: float = Field(
         60.0,

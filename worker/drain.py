@@ -6,7 +6,9 @@ handlers that are still running while the worker drains. The kubelet starts the 
 the worker its SIGTERM at the same moment, in no set order: a request that comes first waits for
 the SIGTERM, then for the drain. It never waits longer than the grace period + DRAIN_MARGIN
 seconds (then it answers 200 all the same, saying so), and the worker's process exits only once
-every such request has its answer written (`answered`).
+every such request has its answer written (`answered`). An idle worker drains at once, often
+before the kubelet's hook has connected: it waits for the hooks it was told of (`prestop_hooks`,
+at most HOOK_WAIT seconds) so that none fails on a closed port (a FailedPreStopHook event).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ ROUTE = "/drained"
 WAITING = "GET /drained: waiting until the worker has stopped and finished its handlers"
 DRAIN_MARGIN = 10.0
 """Seconds past the grace period a `/drained` request waits at most."""
+HOOKS_AWAITED = "drained: waiting for the app containers' preStop requests to /drained"
+HOOK_WAIT = 5.0
+"""Seconds a drained worker waits at most for the preStop requests it expects."""
 
 
 class DrainRoute:
@@ -33,6 +38,7 @@ class DrainRoute:
         self.drained = drained
         self.grace_period = grace_period
         self._answering: set[asyncio.Task[object]] = set()
+        self._answered = 0
 
     async def get(self, request: web.Request) -> web.StreamResponse:
         task = asyncio.current_task()
@@ -51,20 +57,21 @@ class DrainRoute:
             response = web.Response(text=text, headers={"Connection": "close"})
             await response.prepare(request)
             await response.write_eof()  # written before the process may exit
+            self._answered += 1
             return response
         finally:
             if task is not None:
                 self._answering.discard(task)
 
-    async def answered(self, timeout: float = 5.0) -> None:
+    async def answered(self, expected: int = 0, timeout: float = HOOK_WAIT) -> None:
         """Wait (at most `timeout` seconds) until every pending `/drained` request has its
-        answer written: call once `drained` is set, before the server stops."""
-        if not self._answering:
-            return
+        answer written and `expected` requests were answered in all: call once `drained` is
+        set, before the server stops."""
+        if self._answered < expected:
+            log.info(HOOKS_AWAITED, extra={"expected": expected, "answered": self._answered})
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(_all_out(self._answering), timeout)
+            await asyncio.wait_for(self._all_out(expected), timeout)
 
-
-async def _all_out(answering: set[asyncio.Task[object]]) -> None:
-    while answering:
-        await asyncio.sleep(0.01)
+    async def _all_out(self, expected: int) -> None:
+        while self._answering or self._answered < expected:
+            await asyncio.sleep(0.01)

@@ -45,7 +45,8 @@ async def serve(
     traced: Tracing | None = None,
 ) -> int:
     """Serve the probes, metrics, /drained and progress route, and run the worker until it
-    stops; the server stops only once the pending /drained requests are answered."""
+    stops; the server stops only once the pending /drained requests, and the app containers'
+    hooks it expects, are answered."""
     worker = Worker(config, database, handler, traced)
     drained = drain.DrainRoute(worker.drained, lambda: _grace_period(config))
     routes = [web.get(drain.ROUTE, drained.get)]
@@ -66,7 +67,7 @@ async def serve(
         return await worker.run()
     finally:
         worker.drained.set()  # also when it stopped early, or failed
-        await drained.answered()
+        await drained.answered(expected=config.prestop_hooks)
         await runner.cleanup()
 
 

@@ -267,6 +267,11 @@ class Scenario:
         found = self.statuses()
         return found if found.get("Processed", 0) == total else None
 
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        """The namespace's events about objects of `kind` (Pod, HorizontalPodAutoscaler, ...)."""
+        found = self.cluster.plane.kubectl_json("get", "events", "-n", self.namespace)["items"]
+        return [e for e in found if e["involvedObject"]["kind"] == kind]
+
     def worker_pods(self) -> list[dict[str, Any]]:
         return self.cluster.pods(self.namespace, self.selector)
 

@@ -163,6 +163,7 @@ def test_pods_rollout_and_scale_in_mid_drain_lose_nothing_and_run_nothing_twice(
     wait_until(lambda: len(scenario.worker_pods()) == 1, timeout=120, interval=0.5)
     wait_until(lambda: scenario.drained(len(ids) + len(slow)), timeout=600, interval=1)
     assert_exactly_once(scenario, ids + slow)
+    assert_no_failed_hooks(scenario)
 
 
 def test_pods_scale_in_removes_the_idle_pods_and_keeps_the_busy_one(scenario: Scenario) -> None:
@@ -199,6 +200,12 @@ def test_pods_scale_in_removes_the_idle_pods_and_keeps_the_busy_one(scenario: Sc
     wait_until(lambda: scenario.drained(len(ids)), timeout=120, interval=1)
     assert_exactly_once(scenario, ids)
     assert scenario.handled_by() == {ids[0]: busy}
+    assert_no_failed_hooks(scenario)  # the idle pods' workers waited for their apps' hooks
+
+
+def assert_no_failed_hooks(scenario: Scenario) -> None:
+    failed = [e["message"] for e in scenario.events("Pod") if e["reason"] == "FailedPreStopHook"]
+    assert not failed, failed
 
 
 def test_pods_deleted_pod_and_killed_worker_container_lose_nothing(scenario: Scenario) -> None:
@@ -337,12 +344,7 @@ def test_pods_hpa_scales_real_pods_through_prometheus_and_prometheus_adapter(
         wait_until(lambda: len(scenario.worker_pods()) == 1, timeout=180, interval=1)
         scaled_down = time.monotonic() - began
     assert_exactly_once(scenario, ids)
-    reasons = [
-        e["reason"]
-        for e in cluster.plane.kubectl_json("get", "events", "-n", scenario.namespace)["items"]
-        if e["involvedObject"]["kind"] == "HorizontalPodAutoscaler"
-    ]
-    assert "SuccessfulRescale" in reasons
+    assert "SuccessfulRescale" in {e["reason"] for e in scenario.events("HorizontalPodAutoscaler")}
     print(f"HPA with pods: 1 -> 3 Ready in {scaled_up:.1f}s, drained -> 1 in {scaled_down:.1f}s")
 
 

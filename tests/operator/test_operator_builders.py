@@ -94,6 +94,7 @@ def test_app_containers_wait_for_the_worker_to_drain_unless_they_have_their_own_
     assert proxy["lifecycle"] == {"preStop": DRAINED_HOOK}
     assert flusher["lifecycle"] == {"preStop": own}  # its own hook is kept
     assert worker["name"] == "tablequeue-worker" and "lifecycle" not in worker
+    assert env_of(worker)["TABLEQUEUE_PRESTOP_HOOKS"] == "2"  # it waits for app's and proxy's
     assert worker["ports"] == [
         {"name": "metrics", "containerPort": DRAINED_HOOK["httpGet"]["port"]}
     ]

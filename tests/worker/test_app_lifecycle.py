@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tablequeue import Queue
-from tablequeue.worker.drain import WAITING
+from tablequeue.worker.drain import HOOKS_AWAITED, WAITING
 from tests.support.ports import free_port
 from tests.support.processes import die_with_parent
 from tests.support.waiting import wait_until
@@ -248,3 +248,18 @@ def test_drained_never_waits_longer_than_the_grace_period_and_ten_seconds(
     assert 10 <= time.monotonic() - started < 20
     assert worker.process.poll() is None
     assert queue.count() == 0
+
+
+def test_an_idle_worker_stays_to_answer_the_pre_stop_hook_that_comes_after_its_sigterm(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker
+) -> None:
+    """The kubelet starts the app's preStop hook and the worker's SIGTERM together: an idle
+    worker drains at once, and without waiting for the hook it would be gone when the hook
+    connects (a FailedPreStopHook event). Told of one hook, it waits for it, then exits."""
+    make_queue("orders")
+    worker = start_worker("orders", db_url, SYNC, "--prestop-hooks", "1", *FAST_POLL)
+    worker.wait_ready()
+    worker.signal(signal.SIGTERM)
+    wait_until(lambda: HOOKS_AWAITED in _log_messages(worker), timeout=30, interval=0.01)
+    assert _get(worker, "/drained", timeout=30) == (200, "drained\n")
+    assert worker.wait_exit() == 0
