@@ -21,7 +21,8 @@ def rendered(tools: DeployTools, home: Path, *values: str) -> dict[tuple[str, st
     return by_kind(template(tools, home, *values))
 
 
-def pod(objects: dict[tuple[str, str], Any], component: str) -> dict[str, Any]:
+def pod(objects: dict[tuple[str, str], Any], component: str) -> Any:
+    """The pod spec of a component's Deployment."""
     return objects["Deployment", f"tq-tablequeue-{component}"]["spec"]["template"]["spec"]
 
 
