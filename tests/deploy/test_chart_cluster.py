@@ -1,7 +1,8 @@
 """charts/tablequeue in the real test control plane: helm install (every optional object on, the
-CRD adopted as the README says), upgrade (reaching the CRD) and uninstall (the CRD stays), and the
-operator's ServiceAccount as the chart makes it: allowed what the operator does, refused what it
-must not, and enough to run a Queue's whole life with its token."""
+CRD adopted as the README says), upgrade (reaching the CRD) and uninstall (the CRD stays); into a
+bare cluster (the chart creates the CRD, and the monitors once prometheus-operator's CRDs are
+there); and the operator's ServiceAccount as the chart makes it: allowed what the operator does,
+refused what it must not, and enough to run a Queue's whole life with its token."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from tablequeue import NewMessage, connect
 from tests.operator.conftest import replicas_of, table_names, wait
 from tests.support.deploy_tools import CHART, DeployTools
-from tests.support.kube import ControlPlane
+from tests.support.kube import ControlPlane, control_plane
 from tests.support.kube.fixtures import Operator, apply, get, queue, secret, wait_ready
 
 from .helm import REQUIRED_VALUES, run, tool_env
@@ -149,6 +150,39 @@ def test_chart_installs_upgrades_and_uninstalls_keeping_the_crd(
     # The CRD (helm.sh/resource-policy: keep) stays, and with it every Queue and its table.
     assert f"kept due to the resource policy:\n[CustomResourceDefinition] {CRD}" in uninstalled
     assert kube.kubectl("get", "crd", CRD, check=False).returncode == 0
+
+
+def test_chart_installs_into_a_bare_cluster_and_adds_the_monitors_with_their_crds(
+    deploy_tools: DeployTools, tmp_path: Path
+) -> None:
+    """A cluster without the Queue CRD and without prometheus-operator: the install creates the
+    CRD and leaves the monitors out (it used to fail on them); once prometheus-operator's CRDs
+    are installed, `helm upgrade` adds them."""
+    with control_plane(controller_manager=False) as bare:
+        release = make_release(bare, deploy_tools, tmp_path, "tq-bare")
+        notes = release.install()
+        assert "the cluster does not serve\nmonitoring.coreos.com/v1" in notes
+        bare.kubectl("wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
+        crd = bare.kubectl_json("get", "crd", CRD)["metadata"]
+        assert crd["annotations"]["helm.sh/resource-policy"] == "keep"
+        assert crd["annotations"]["meta.helm.sh/release-name"] == "tq-bare"
+        monitors = "servicemonitors,podmonitors,prometheusrules"
+        assert bare.kubectl("get", monitors, "-A", check=False).returncode != 0  # no such kinds
+
+        for file in deploy_tools.prometheus_operator_crds:
+            bare.kubectl("apply", "--server-side", "-f", str(file))
+        for kind in monitors.split(","):
+            bare.kubectl(
+                "wait", "--for=condition=Established", f"crd/{kind}.monitoring.coreos.com",
+                "--timeout=60s",
+            )  # fmt: skip
+        release.helm("upgrade", "tq-bare", str(CHART), *REQUIRED_VALUES)
+        assert release.names(monitors) == {
+            ("ServiceMonitor", "tq-bare-tablequeue-operator"),
+            ("ServiceMonitor", "tq-bare-tablequeue-api"),
+            ("PodMonitor", "tq-bare-tablequeue-workers"),
+            ("PrometheusRule", "tq-bare-tablequeue"),
+        }
 
 
 @pytest.fixture(scope="module")
