@@ -15,6 +15,8 @@ KUBE_VERSION = "1.36.3"
 """What `helm template` renders for: the test control plane's release."""
 REQUIRED_VALUES = ["--set", "api.database.secretRef.name=tablequeue-db"]
 """The one value the chart cannot default: the Secret with the API's database URL."""
+PROMETHEUS_OPERATOR = ["--api-versions", "monitoring.coreos.com/v1"]
+"""What a cluster with prometheus-operator's CRDs tells helm (the monitors need it)."""
 
 
 def tool_env(tools: DeployTools, home: Path, kubeconfig: Path | None = None) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """charts/tablequeue without a cluster: helm lint, ct lint, kubeconform on what it renders (strict,
 with the real schemas of Kubernetes and of the CRDs), and the files it must keep equal to their
-single source (the CRD, the operator's RBAC, the dashboard)."""
+single source (the CRD, the operator's RBAC, the dashboard). The optional objects and pod
+settings: tests/deploy/test_chart_values.py."""
 
 from __future__ import annotations
 
@@ -14,11 +15,18 @@ import yaml
 
 from tests.support.deploy_tools import CHART, REPO, DeployTools
 
-from .helm import REQUIRED_VALUES, by_kind, documents, run, template, tool_env
+from .helm import PROMETHEUS_OPERATOR, REQUIRED_VALUES, by_kind, documents, run, template, tool_env
+
+EVERYTHING_ON = CHART / "ci" / "everything-on-values.yaml"
+"""Every optional object and pod setting on (ct lints with it too)."""
 
 VARIANTS = {
-    "defaults": [],
+    "defaults": PROMETHEUS_OPERATOR,
+    "defaults-without-prometheus-operator": [],
+    "everything-on": [*PROMETHEUS_OPERATOR, "--values", str(EVERYTHING_ON)],
     "everything-off": [
+        "--set",
+        "crds.install=false",
         "--set",
         "api.enabled=false",
         "--set",
@@ -33,6 +41,7 @@ VARIANTS = {
         "prometheusAdapterRules.enabled=false",
     ],
     "namespaced-peering": [
+        *PROMETHEUS_OPERATOR,
         "--set",
         "operator.watchNamespaces={orders,billing}",
         "--set",
@@ -113,7 +122,7 @@ def test_chart_renders_objects_kubeconform_accepts(
     deploy_tools: DeployTools, tmp_path: Path, variant: str
 ) -> None:
     """Every rendered object and the CRD against the strict schemas (no unknown field anywhere)."""
-    rendered = template(deploy_tools, tmp_path, "--include-crds", *VARIANTS[variant])
+    rendered = template(deploy_tools, tmp_path, *VARIANTS[variant])
     queue_schemas = deploy_tools.crd_schemas(tmp_path / "schemas", REPO / "crds" / "queue.yaml")
     out = run(
         [
@@ -160,23 +169,31 @@ def test_chart_kubeconform_refuses_an_unknown_field(
     assert "honourLabels" in result.stdout
 
 
+MONITORS = [
+    ("PodMonitor", "tq-tablequeue-workers"),
+    ("PrometheusRule", "tq-tablequeue"),
+    ("ServiceMonitor", "tq-tablequeue-api"),
+    ("ServiceMonitor", "tq-tablequeue-operator"),
+]
+"""prometheus-operator's objects of the defaults."""
+
+
 def test_chart_objects(deploy_tools: DeployTools, tmp_path: Path) -> None:
-    objects = by_kind(template(deploy_tools, tmp_path))
-    assert sorted(objects) == [
+    objects = by_kind(template(deploy_tools, tmp_path, *PROMETHEUS_OPERATOR))
+    assert sorted(objects) == sorted([
         ("ClusterRole", "tq-tablequeue-operator"),
         ("ClusterRoleBinding", "tq-tablequeue-operator"),
         ("ConfigMap", "tq-tablequeue-adapter-rules"),
         ("ConfigMap", "tq-tablequeue-dashboard"),
+        ("CustomResourceDefinition", "queues.tablequeue.dev"),
         ("Deployment", "tq-tablequeue-api"),
         ("Deployment", "tq-tablequeue-operator"),
-        ("PodMonitor", "tq-tablequeue-workers"),
-        ("PrometheusRule", "tq-tablequeue"),
         ("Service", "tq-tablequeue-api"),
         ("Service", "tq-tablequeue-operator"),
+        ("ServiceAccount", "tq-tablequeue-api"),
         ("ServiceAccount", "tq-tablequeue-operator"),
-        ("ServiceMonitor", "tq-tablequeue-api"),
-        ("ServiceMonitor", "tq-tablequeue-operator"),
-    ]
+        *MONITORS,
+    ])  # fmt: skip
     operator = objects["Deployment", "tq-tablequeue-operator"]["spec"]["template"]["spec"]
     container = operator["containers"][0]
     assert operator["serviceAccountName"] == "tq-tablequeue-operator"
@@ -194,17 +211,104 @@ def test_chart_objects(deploy_tools: DeployTools, tmp_path: Path) -> None:
     assert rule == yaml.safe_load((CHART / "files" / "alerts.yaml").read_text())
 
 
+def test_chart_makes_monitors_only_where_prometheus_operator_is(
+    deploy_tools: DeployTools, tmp_path: Path
+) -> None:
+    """Without monitoring.coreos.com/v1 among the cluster's APIs the monitors are left out (an
+    install would fail on them) and nothing else changes; with it they are there, unless
+    switched off."""
+    without = by_kind(template(deploy_tools, tmp_path))
+    with_crds = by_kind(template(deploy_tools, tmp_path, *PROMETHEUS_OPERATOR))
+    assert sorted(set(with_crds) - set(without)) == MONITORS
+    assert all(without[key] == with_crds[key] for key in without)
+    switched_off = by_kind(
+        template(
+            deploy_tools, tmp_path, *PROMETHEUS_OPERATOR,
+            "--set", "monitoring.serviceMonitors.api=false",
+            "--set", "monitoring.prometheusRule.enabled=false",
+        )
+    )  # fmt: skip
+    assert sorted(set(with_crds) - set(switched_off)) == [
+        ("PrometheusRule", "tq-tablequeue"),
+        ("ServiceMonitor", "tq-tablequeue-api"),
+    ]
+
+
+COMPONENTS = {
+    "operator": {
+        ("ClusterRole", "tq-tablequeue-operator"),
+        ("ClusterRoleBinding", "tq-tablequeue-operator"),
+        ("CustomResourceDefinition", "queues.tablequeue.dev"),
+        ("Deployment", "tq-tablequeue-operator"),
+        ("NetworkPolicy", "tq-tablequeue-operator"),
+        ("PodDisruptionBudget", "tq-tablequeue-operator"),
+        ("Service", "tq-tablequeue-operator"),
+        ("ServiceAccount", "tq-tablequeue-operator"),
+    },
+    "api": {
+        ("Deployment", "tq-tablequeue-api"),
+        ("Ingress", "tq-tablequeue-api"),
+        ("NetworkPolicy", "tq-tablequeue-api"),
+        ("PodDisruptionBudget", "tq-tablequeue-api"),
+        ("Service", "tq-tablequeue-api"),
+        ("ServiceAccount", "tq-tablequeue-api"),
+    },
+    "monitoring": {
+        ("ConfigMap", "tq-tablequeue-adapter-rules"),
+        ("ConfigMap", "tq-tablequeue-dashboard"),
+        *MONITORS,
+    },
+}
+
+
+def test_chart_labels_every_object_and_pod_with_its_component(
+    deploy_tools: DeployTools, tmp_path: Path
+) -> None:
+    objects = by_kind(template(deploy_tools, tmp_path, *VARIANTS["everything-on"]))
+    found: dict[str, set[tuple[str, str]]] = {}
+    for key, manifest in objects.items():
+        labels = manifest["metadata"]["labels"]
+        assert labels["app.kubernetes.io/part-of"] == "tablequeue", key
+        found.setdefault(labels["app.kubernetes.io/component"], set()).add(key)
+    assert found == COMPONENTS
+    for component in ("operator", "api"):
+        deployment = objects["Deployment", f"tq-tablequeue-{component}"]
+        pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert pod_labels["app.kubernetes.io/component"] == component
+        # The selector stays as it was: a Deployment's selector cannot change in an upgrade.
+        assert deployment["spec"]["selector"]["matchLabels"] == {
+            "app.kubernetes.io/name": f"tablequeue-{component}",
+            "app.kubernetes.io/instance": "tq",
+        }
+
+
 def test_chart_crd_is_the_generated_one(deploy_tools: DeployTools, tmp_path: Path) -> None:
     """crds/queue.yaml (generated from tablequeue/spec.py) is the one source: the chart's
-    crds/queue.yaml links to it, and `helm package` puts its contents into the chart archive."""
-    linked = CHART / "crds" / "queue.yaml"
+    files/crds/queue.yaml links to it, `helm package` puts its contents into the chart archive,
+    and the chart renders it unchanged but for its labels and helm.sh/resource-policy: keep."""
+    linked = CHART / "files" / "crds" / "queue.yaml"
     assert linked.is_symlink()
     assert linked.resolve() == (REPO / "crds" / "queue.yaml").resolve()
+    assert not (CHART / "crds").exists()  # helm would install it once and never upgrade it
     run([deploy_tools.helm, "package", CHART, "-d", tmp_path], tool_env(deploy_tools, tmp_path))
     with tarfile.open(tmp_path / "tablequeue-0.1.0.tgz") as archive:
-        member = archive.extractfile("tablequeue/crds/queue.yaml")
+        member = archive.extractfile("tablequeue/files/crds/queue.yaml")
         assert member is not None
         assert member.read() == (REPO / "crds" / "queue.yaml").read_bytes()
+
+    rendered = by_kind(template(deploy_tools, tmp_path))[
+        "CustomResourceDefinition", "queues.tablequeue.dev"
+    ]
+    metadata = rendered.pop("metadata")
+    assert metadata.pop("annotations") == {"helm.sh/resource-policy": "keep"}
+    assert metadata.pop("labels")["app.kubernetes.io/component"] == "operator"
+    generated = yaml.safe_load((REPO / "crds" / "queue.yaml").read_text())
+    assert {**rendered, "metadata": metadata} == generated
+
+    kinds = {
+        kind for kind, _ in by_kind(template(deploy_tools, tmp_path, "--set", "crds.install=false"))
+    }
+    assert "CustomResourceDefinition" not in kinds
 
 
 def test_chart_rbac_is_operator_rbac(deploy_tools: DeployTools, tmp_path: Path) -> None:

@@ -1,5 +1,7 @@
-"""charts/tablequeue in the real test control plane: helm install, upgrade and uninstall (the CRD
-stays), and the operator's ServiceAccount as the chart makes it: allowed what the operator does,
+"""charts/tablequeue in the real test control plane: helm install (every optional object on, the
+CRD adopted as the README says), upgrade (reaching the CRD) and uninstall (the CRD stays); into a
+bare cluster (the chart creates the CRD, and the monitors once prometheus-operator's CRDs are
+there); and the operator's ServiceAccount as the chart makes it: allowed what the operator does,
 refused what it must not, and enough to run a Queue's whole life with its token."""
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import pytest
 from tablequeue import NewMessage, connect
 from tests.operator.conftest import replicas_of, table_names, wait
 from tests.support.deploy_tools import CHART, DeployTools
-from tests.support.kube import ControlPlane
+from tests.support.kube import ControlPlane, control_plane
 from tests.support.kube.fixtures import Operator, apply, get, queue, secret, wait_ready
 
 from .helm import REQUIRED_VALUES, run, tool_env
+from .test_chart import EVERYTHING_ON
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -74,16 +77,31 @@ def make_release(kube: ControlPlane, tools: DeployTools, home: Path, name: str) 
 
 
 NAMESPACED_KINDS = (
-    "deployments,services,serviceaccounts,configmaps,servicemonitors,podmonitors,prometheusrules"
+    "deployments,services,serviceaccounts,configmaps,servicemonitors,podmonitors,prometheusrules,"
+    "poddisruptionbudgets,networkpolicies,ingresses"
 )
+CRD = "queues.tablequeue.dev"
+
+
+def adopt_crd(release: Release) -> None:
+    """The README's step for a cluster whose CRD came from an older chart (its crds/ folder) or
+    from `kubectl apply`, as the test control plane's did: hand it to the release."""
+    kube = release.kube
+    kube.kubectl("label", "crd", CRD, "app.kubernetes.io/managed-by=Helm", "--overwrite")
+    kube.kubectl(
+        "annotate", "crd", CRD, f"meta.helm.sh/release-name={release.name}",
+        f"meta.helm.sh/release-namespace={release.namespace}", "--overwrite",
+    )  # fmt: skip
 
 
 def test_chart_installs_upgrades_and_uninstalls_keeping_the_crd(
     kube: ControlPlane, deploy_tools: DeployTools, monitoring_crds: None, tmp_path: Path
 ) -> None:
     release = make_release(kube, deploy_tools, tmp_path, "tq-install")
-    notes = release.install()
+    adopt_crd(release)
+    notes = release.install("--values", str(EVERYTHING_ON))
     assert "kubectl get tq" in notes and "port-forward svc/tq-install-tablequeue-api" in notes
+    assert "ServiceMonitor/PodMonitor objects and a PrometheusRule were created" in notes
     full = "tq-install-tablequeue"
     assert release.names(NAMESPACED_KINDS) == {
         ("Deployment", f"{full}-operator"),
@@ -91,13 +109,20 @@ def test_chart_installs_upgrades_and_uninstalls_keeping_the_crd(
         ("Service", f"{full}-operator"),
         ("Service", f"{full}-api"),
         ("ServiceAccount", f"{full}-operator"),
+        ("ServiceAccount", f"{full}-api"),
         ("ConfigMap", f"{full}-dashboard"),
         ("ConfigMap", f"{full}-adapter-rules"),
         ("ServiceMonitor", f"{full}-operator"),
         ("ServiceMonitor", f"{full}-api"),
         ("PodMonitor", f"{full}-workers"),
         ("PrometheusRule", full),
+        ("PodDisruptionBudget", f"{full}-operator"),
+        ("PodDisruptionBudget", f"{full}-api"),
+        ("NetworkPolicy", f"{full}-operator"),
+        ("NetworkPolicy", f"{full}-api"),
+        ("Ingress", f"{full}-api"),
     }
+    assert f"name: {CRD}" in release.helm("get", "manifest", "tq-install")
     assert get(kube, "clusterrole", f"{full}-operator", "") is not None
     binding = kube.kubectl_json("get", "clusterrolebinding", f"{full}-operator")
     assert binding["subjects"] == [
@@ -107,21 +132,57 @@ def test_chart_installs_upgrades_and_uninstalls_keeping_the_crd(
     release.helm(
         "upgrade", "tq-install", str(CHART), *REQUIRED_VALUES,
         "--set", "api.enabled=false", "--set", "operator.interval=2",
-        "--set", "monitoring.podMonitor.workers=false",
+        "--set", "monitoring.podMonitor.workers=false", "--set", "commonLabels.tier=queues",
     )  # fmt: skip
     names = release.names(NAMESPACED_KINDS)
-    assert ("Deployment", f"{full}-api") not in names
+    assert {name for _, name in names if name.endswith("-api")} == set()
     assert ("PodMonitor", f"{full}-workers") not in names
+    # The upgrade reached the CRD (a template of the chart, not a file of its crds/ folder).
+    assert kube.kubectl_json("get", "crd", CRD)["metadata"]["labels"]["tier"] == "queues"
     operator = kube.kubectl_json("get", "deployment", f"{full}-operator", "-n", release.namespace)
     assert "--interval=2" in operator["spec"]["template"]["spec"]["containers"][0]["args"]
     history = json.loads(release.helm("history", "tq-install", "-o", "json"))
     assert [(h["revision"], h["status"]) for h in history] == [(1, "superseded"), (2, "deployed")]
 
-    release.helm("uninstall", "tq-install", "--wait")
+    uninstalled = release.helm("uninstall", "tq-install", "--wait")
     assert release.names(NAMESPACED_KINDS) == set()
     assert get(kube, "clusterrole", f"{full}-operator", "") is None
-    # The CRD (from the chart's crds/) stays, and with it every Queue and its table.
-    assert kube.kubectl("get", "crd", "queues.tablequeue.dev", check=False).returncode == 0
+    # The CRD (helm.sh/resource-policy: keep) stays, and with it every Queue and its table.
+    assert f"kept due to the resource policy:\n[CustomResourceDefinition] {CRD}" in uninstalled
+    assert kube.kubectl("get", "crd", CRD, check=False).returncode == 0
+
+
+def test_chart_installs_into_a_bare_cluster_and_adds_the_monitors_with_their_crds(
+    deploy_tools: DeployTools, tmp_path: Path
+) -> None:
+    """A cluster without the Queue CRD and without prometheus-operator: the install creates the
+    CRD and leaves the monitors out (it used to fail on them); once prometheus-operator's CRDs
+    are installed, `helm upgrade` adds them."""
+    with control_plane(controller_manager=False) as bare:
+        release = make_release(bare, deploy_tools, tmp_path, "tq-bare")
+        notes = release.install()
+        assert "the cluster does not serve\nmonitoring.coreos.com/v1" in notes
+        bare.kubectl("wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s")
+        crd = bare.kubectl_json("get", "crd", CRD)["metadata"]
+        assert crd["annotations"]["helm.sh/resource-policy"] == "keep"
+        assert crd["annotations"]["meta.helm.sh/release-name"] == "tq-bare"
+        monitors = "servicemonitors,podmonitors,prometheusrules"
+        assert bare.kubectl("get", monitors, "-A", check=False).returncode != 0  # no such kinds
+
+        for file in deploy_tools.prometheus_operator_crds:
+            bare.kubectl("apply", "--server-side", "-f", str(file))
+        for kind in monitors.split(","):
+            bare.kubectl(
+                "wait", "--for=condition=Established", f"crd/{kind}.monitoring.coreos.com",
+                "--timeout=60s",
+            )  # fmt: skip
+        release.helm("upgrade", "tq-bare", str(CHART), *REQUIRED_VALUES)
+        assert release.names(monitors) == {
+            ("ServiceMonitor", "tq-bare-tablequeue-operator"),
+            ("ServiceMonitor", "tq-bare-tablequeue-api"),
+            ("PodMonitor", "tq-bare-tablequeue-workers"),
+            ("PrometheusRule", "tq-bare-tablequeue"),
+        }
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +193,8 @@ def rbac_release(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Release]:
     release = make_release(kube, deploy_tools, tmp_path_factory.mktemp("helm"), "tq-rbac")
-    release.install("--set", "api.enabled=false")
+    # The CRD is another release's (or nobody's): one release per cluster owns it.
+    release.install("--set", "api.enabled=false", "--set", "crds.install=false")
     yield release
     release.helm("uninstall", "tq-rbac")
 
