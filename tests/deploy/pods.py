@@ -145,7 +145,7 @@ def _install_chart(
         "api.image.repository": worker_repository,
         "api.image.tag": worker_tag,
         "api.image.pullPolicy": "Never",
-        # The cluster has the CRD already (kube_node.cluster applied it): the chart leaves it be.
+        # The cluster has the CRD already (node.cluster applied it): the chart leaves it be.
         "crds.install": "false",
     }
     settings = [part for key, value in values.items() for part in ("--set", f"{key}={value}")]
