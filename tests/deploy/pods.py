@@ -208,6 +208,18 @@ def scaled_workers(
     return {"template": app_template(cluster, start_delay=0), **workers, "autoscaling": autoscaling}
 
 
+def fixed_workers(
+    cluster: Cluster, replicas: int, batch_size: int, concurrency: int
+) -> dict[str, Any]:
+    """A Queue's `workers` for the lifecycle scenarios: the example app, `replicas` pods."""
+    return {
+        "template": app_template(cluster),
+        "batchSize": batch_size,
+        "concurrency": concurrency,
+        "autoscaling": {"mode": "None", "minReplicas": replicas, "maxReplicas": replicas},
+    }
+
+
 @dataclass
 class Scenario:
     cluster: Cluster

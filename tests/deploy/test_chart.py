@@ -85,26 +85,6 @@ def test_chart_ct_lint(deploy_tools: DeployTools, tmp_path: Path) -> None:
     assert "All charts linted successfully" in out
 
 
-def test_chart_values_schema_refuses_a_typo(deploy_tools: DeployTools, tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            str(deploy_tools.helm),
-            "template",
-            "tq",
-            str(CHART),
-            *REQUIRED_VALUES,
-            "--set",
-            "operator.intervall=5",
-        ],
-        capture_output=True,
-        text=True,
-        env=tool_env(deploy_tools, tmp_path),
-        check=False,
-    )
-    assert result.returncode != 0
-    assert "intervall" in result.stderr, result.stderr
-
-
 def test_chart_api_needs_its_database_secret(deploy_tools: DeployTools, tmp_path: Path) -> None:
     result = subprocess.run(
         [str(deploy_tools.helm), "template", "tq", str(CHART)],

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.deploy_tools import CHART, DeployTools
 
 from .helm import REQUIRED_VALUES, by_kind, template, tool_env
@@ -179,31 +181,27 @@ def test_chart_extra_volumes_mounts_and_env(deploy_tools: DeployTools, tmp_path:
         assert container["env"][-1] == env
 
 
-def test_chart_values_schema_checks_the_new_values(
-    deploy_tools: DeployTools, tmp_path: Path
-) -> None:
-    """A misspelt key or a wrong type under the new values is refused before rendering."""
-    for wrong, name in [
+@pytest.mark.parametrize(
+    ("wrong", "name"),
+    [
+        ("operator.intervall=5", "intervall"),
         ("api.ingress.host=queues.example.com", "host"),
         ("api.podDisruptionBudget.maxUnavailable=half", "maxUnavailable"),
         ("networkPolicy.enable=true", "enable"),
         ("crds.create=true", "create"),
         ("api.ingress.pathType=Anything", "pathType"),
-    ]:
-        result = subprocess.run(
-            [
-                str(deploy_tools.helm),
-                "template",
-                "tq",
-                str(CHART),
-                *REQUIRED_VALUES,
-                "--set",
-                wrong,
-            ],
-            capture_output=True,
-            text=True,
-            env=tool_env(deploy_tools, tmp_path),
-            check=False,
-        )
-        assert result.returncode != 0, wrong
-        assert name in result.stderr, result.stderr
+    ],
+)
+def test_chart_values_schema_refuses_typos_and_wrong_types(
+    deploy_tools: DeployTools, tmp_path: Path, wrong: str, name: str
+) -> None:
+    """A misspelt key or a wrong type is refused before rendering, naming the key."""
+    result = subprocess.run(
+        [str(deploy_tools.helm), "template", "tq", str(CHART), *REQUIRED_VALUES, "--set", wrong],
+        capture_output=True,
+        text=True,
+        env=tool_env(deploy_tools, tmp_path),
+        check=False,
+    )
+    assert result.returncode != 0, wrong
+    assert name in result.stderr, result.stderr

@@ -38,6 +38,7 @@ from .pods import (
     app_template,
     assert_exactly_once,
     deployment,
+    fixed_workers,
     get_status,
     node_cluster,
     scaled_workers,
@@ -86,13 +87,8 @@ def test_pods_workers_beside_the_app_drain_10000_messages_exactly_once(
         maxAttempts=1,
         onLeaseExpired="Abandon",
         keepProcessedFor="1d",
-        workers={
-            "template": app_template(scenario.cluster),
-            "handler": {"http": {"port": 8080, "path": "/process"}},
-            "batchSize": 20,
-            "concurrency": 8,
-            "autoscaling": {"mode": "None", "minReplicas": 2, "maxReplicas": 2},
-        },
+        workers=fixed_workers(scenario.cluster, 2, 20, 8)
+        | {"handler": {"http": {"port": 8080, "path": "/process"}}},
     )
     # The messages wait before the pods start: the workers meet them before their apps listen.
     wait_ready(scenario.cluster.plane, scenario.name, scenario.namespace, timeout=120)
@@ -120,12 +116,7 @@ def test_pods_rollout_and_scale_in_mid_drain_lose_nothing_and_run_nothing_twice(
         "maxAttempts": 1,
         "onLeaseExpired": "Abandon",
         "keepProcessedFor": "1d",
-        "workers": {
-            "template": app_template(scenario.cluster),
-            "batchSize": 10,
-            "concurrency": 4,
-            "autoscaling": {"mode": "None", "minReplicas": 4, "maxReplicas": 4},
-        },
+        "workers": fixed_workers(scenario.cluster, 4, 10, 4),
     }
     scenario.apply(**spec)
     cluster = scenario.cluster
@@ -174,12 +165,7 @@ def test_pods_scale_in_removes_the_idle_pods_and_keeps_the_busy_one(scenario: Sc
         maxAttempts=1,
         onLeaseExpired="Abandon",
         keepProcessedFor="1d",
-        workers={
-            "template": app_template(scenario.cluster),
-            "batchSize": 1,
-            "concurrency": 1,
-            "autoscaling": {"mode": "None", "minReplicas": 4, "maxReplicas": 4},
-        },
+        workers=fixed_workers(scenario.cluster, 4, 1, 1),
     )
     cluster = scenario.cluster
     cluster.wait_ready(scenario.namespace, scenario.selector, count=4)
@@ -217,12 +203,7 @@ def test_pods_deleted_pod_and_killed_worker_container_lose_nothing(scenario: Sce
         onLeaseExpired="Retry",
         leaseSeconds=10,
         keepProcessedFor="1d",
-        workers={
-            "template": app_template(scenario.cluster),
-            "batchSize": 10,
-            "concurrency": 4,
-            "autoscaling": {"mode": "None", "minReplicas": 2, "maxReplicas": 2},
-        },
+        workers=fixed_workers(scenario.cluster, 2, 10, 4),
     )
     cluster = scenario.cluster
     cluster.wait_ready(scenario.namespace, scenario.selector, count=2)
