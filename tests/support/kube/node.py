@@ -208,6 +208,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   # This machine's root may not lower an oom_score_adj (no CAP_SYS_RESOURCE): the kubelet's
   # values for system-critical pods (-998) are clamped to containerd's own instead.
   restrict_oom_score_adj = true
+  # The pods' network namespaces under the state folder, not /var/run/netns: the clean-up
+  # unmounts them with the rest of the node's mounts and never meets another runtime's.
+  netns_mounts_under_state_dir = true
 [{cri}.cni]
   bin_dir = "{CNI_BIN}"
   conf_dir = "{self.base / "cni"}"
@@ -323,8 +326,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
 
 def _clean_up_machine(base: Path | None, bin_dir: Path | None) -> None:
-    """What a node leaves on the machine outside its folder: shims, mounts, network namespaces,
-    the bridge, kube-proxy's iptables chains. Also run before a start, after a crashed session."""
+    """What a node leaves on the machine outside its folder: shims, mounts (the pods' network
+    namespaces among them), the bridge, kube-proxy's iptables chains. Also run before a start,
+    after a crashed session."""
     shims = _run("pgrep", "-f", "containerd-shim-runc-v2 .*tablequeue-node-", check=False)
     for pid in shims.stdout.split():
         _run("kill", "-KILL", pid, check=False)
@@ -334,9 +338,6 @@ def _clean_up_machine(base: Path | None, bin_dir: Path | None) -> None:
         target = line.split()[1]
         if "/tablequeue-node-" in target:
             _run("umount", "-l", target, check=False)
-    netns = Path("/var/run/netns")
-    for namespace in netns.glob("cni-*") if netns.exists() else []:
-        _run("ip", "netns", "delete", namespace.name, check=False)
     _run("ip", "link", "delete", BRIDGE, check=False)
     if bin_dir is not None and (bin_dir / "kube-proxy").exists():  # its chains and rules
         _run(str(bin_dir / "kube-proxy"), "--cleanup", check=False)
