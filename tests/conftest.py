@@ -24,7 +24,7 @@ from tests.support.kube import ControlPlane, control_plane
 from tests.support.mariadb_server import MariaDbServer, mariadb_server
 from tests.support.postgres_server import PostgresServer, postgres_server
 
-pytest_plugins = ["tests.support.markers"]
+pytest_plugins = ["tests.support.markers", "tests.support.go_builds"]
 ENGINES = {
     "postgresql": "postgres_url",
     "sqlite": "sqlite_url",

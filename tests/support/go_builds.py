@@ -1,0 +1,62 @@
+"""The tools the tests take from Go modules (scripts/build-go-tools: the control plane, the node,
+the deployment tools), which scripts/test builds beside the tests on a machine that has not built
+them yet: many minutes of CPU that would otherwise come before the first test.
+
+- The order of the run: the modules that need no Go tool first, then the node's (the longest
+  module, so that it does not end the run), then the other modules that need one. xdist keeps this
+  order with `--no-loadscope-reorder`.
+- A test that needs a Go tool waits for its build (the build scripts' lock; a missing tool is
+  built then) before its timeout starts: the wait is the build's, not the test's.
+
+Loaded by tests/conftest.py (`pytest_plugins`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Generator
+
+import pytest
+
+from .deploy_tools import find_deploy_tools
+from .kube.control_plane import build_control_plane
+
+CONTROL_PLANE_FIXTURES = {"kube", "node_cluster"}
+DEPLOY_TOOLS_FIXTURES = {"deploy_tools", "node_cluster"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    ranks = _module_ranks(items)
+    items[:] = sorted(items, key=ranks.__getitem__)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # around pytest-timeout's timer
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    # A build that fails here fails the test in its fixture, which builds again (and says why).
+    with contextlib.suppress(Exception):
+        if fixtures & CONTROL_PLANE_FIXTURES:
+            _control_plane_built()
+        if fixtures & DEPLOY_TOOLS_FIXTURES:
+            find_deploy_tools()
+    yield
+
+
+@functools.cache
+def _control_plane_built() -> None:
+    build_control_plane()
+
+
+def _module_ranks(items: list[pytest.Item]) -> dict[pytest.Item, int]:
+    """Each test's place in the run: its module's rank, 0 (needs no Go tool), 1 (runs pods on the
+    node) or 2 (needs another Go tool). sorted() keeps the collection order within a rank."""
+    needs: dict[str, set[str]] = {}
+    for item in items:
+        needs.setdefault(str(item.path), set()).update(getattr(item, "fixturenames", ()))
+    go_built = CONTROL_PLANE_FIXTURES | DEPLOY_TOOLS_FIXTURES
+    ranks = {
+        module: 1 if "node_cluster" in fixtures else 2 if fixtures & go_built else 0
+        for module, fixtures in needs.items()
+    }
+    return {item: ranks[str(item.path)] for item in items}
