@@ -74,7 +74,6 @@ def _workers(database: Database, db_url: str, folder: Path) -> Iterator[None]:
             "-m",
             "tablequeue.cli",
             "worker",
-            "--queue",
             resource.name,
             "--db",
             db_url,
