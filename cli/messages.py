@@ -54,7 +54,12 @@ def _parse_json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise InvalidInput(f"invalid JSON {where}: {error.msg} at column {error.colno}") from None
+        at = (
+            f"line {error.lineno}, column {error.colno}"
+            if error.lineno > 1
+            else f"column {error.colno}"
+        )
+        raise InvalidInput(f"invalid JSON {where}: {error.msg} at {at}") from None
     except RecursionError:
         raise InvalidInput(f"invalid JSON {where}: nested too deeply") from None
     except ValueError:  # Python's limit on the digits of an integer
@@ -84,7 +89,10 @@ def _bodies(
                     f"cannot read {path}: not UTF-8 text after line {number - 1} ({error.reason})"
                 ) from None
             if line.strip():
-                yield _parse_json(line, f"on line {number} of {path}"), f"line {number}"
+                # Without its line break: a line cut short is at fault at its end, not on the
+                # next line's first column.
+                body = _parse_json(line.rstrip("\r\n"), f"on line {number} of {path}")
+                yield body, f"line {number}"
 
 
 def _open(path: str) -> tuple[Any, int | None]:
