@@ -88,7 +88,7 @@ def option_line(
 
 
 @click.command(cls=ProcessCommand, extras=("worker",))
-@click.argument("queue_name", metavar="QUEUE", required=False, envvar=env_name("queue"))
+@click.argument("queue", metavar="QUEUE", required=False, envvar=env_name("queue"))
 @click.option(
     "--queue",
     "queue_option",
@@ -103,19 +103,19 @@ def option_line(
     omit={"queue"},
 )
 @friendly_errors
-def worker(queue_name: str | None, queue_option: str | None, **options: Any) -> None:
+def worker(queue: str | None, queue_option: str | None, **options: Any) -> None:
     """Lease messages of QUEUE and hand them to a handler (options also from TABLEQUEUE_*;
     QUEUE from TABLEQUEUE_QUEUE)."""
     from tablequeue.worker.main import run
 
     if queue_option is not None:
         click.echo("warning: --queue is deprecated: give the queue as the argument", err=True)
-        if queue_name is not None and queue_name != queue_option:
-            fail(f"two queues: {queue_name!r} and --queue {queue_option!r}; give one")
-        queue_name = queue_option
-    if queue_name is None:
+        if queue is not None and queue != queue_option:
+            fail(f"two queues: {queue!r} and --queue {queue_option!r}; give one")
+        queue = queue_option
+    if queue is None:
         raise click.UsageError(f"Missing argument 'QUEUE'. Give it or set {env_name('queue')}.")
-    options["queue"] = queue_name
+    options["queue"] = queue
     sys.exit(run(settings(WorkerSettings, env_name, "worker", options)))
 
 
