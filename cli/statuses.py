@@ -26,10 +26,11 @@ def new_status_option(function: F) -> F:
 
 def check(queue: Queue, statuses: Iterable[str | None], new_status: bool) -> None:
     """InvalidInput, with the closest known status, for a status nobody would recognize."""
+    given = [names.settable_status(s) for s in statuses if s is not None]
     if new_status:
         return
     known = {*names.BUILT_IN, queue.database.default_status_of(queue.name)}
-    unknown = sorted({s for s in statuses if s is not None and s not in known})
+    unknown = sorted(set(given) - known)
     if not unknown:
         return
     held = {status for status, count in queue.stats().counts.items() if count}
