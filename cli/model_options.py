@@ -22,10 +22,13 @@ class EnvOption(click.Option):
     def process_value(self, ctx: click.Context, value: Any) -> Any:
         try:
             return super().process_value(ctx, value)
-        except click.MissingParameter as error:
-            if self._envvars():
-                error.message = f"Give {self.opts[0]} or set {' or '.join(self._envvars())}."
-            raise
+        except click.MissingParameter:
+            if not self._envvars():
+                raise
+            variables = " or ".join(self._envvars())
+            raise click.MissingParameter(
+                f"Give {self.opts[0]} or set {variables}.", ctx=ctx, param=self
+            ) from None
         except click.BadParameter as error:
             if ctx.get_parameter_source(self.name or "") is click.core.ParameterSource.ENVIRONMENT:
                 variable = next((v for v in self._envvars() if os.environ.get(v)), None)

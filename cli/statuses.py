@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from tablequeue import Queue, names
+from tablequeue import Database, Queue, names
 from tablequeue.errors import InvalidInput
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -24,12 +24,14 @@ def new_status_option(function: F) -> F:
     )(function)
 
 
-def check(queue: Queue, statuses: Iterable[str | None], new_status: bool) -> None:
+def check(
+    database: Database, queue: Queue, statuses: Iterable[str | None], new_status: bool
+) -> None:
     """InvalidInput, with the closest known status, for a status nobody would recognize."""
     given = [names.settable_status(s) for s in statuses if s is not None]
     if new_status:
         return
-    known = {*names.BUILT_IN, queue.database.default_status_of(queue.name)}
+    known = {*names.BUILT_IN, database.default_status_of(queue.name)}
     unknown = sorted(set(given) - known)
     if not unknown:
         return
