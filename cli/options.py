@@ -59,8 +59,11 @@ def _with_suggestion(error: QueueNotFound, options: dict[str, Any]) -> str:
     db_url = options.get("db_url") or options.get("db")
     if not isinstance(name, str) or not isinstance(db_url, str):
         return str(error)
-    with connect(db_url) as database:
-        existing = [row["name"] for row in database.queues()]
+    try:
+        with connect(db_url) as database:
+            existing = [row["name"] for row in database.queues()]
+    except TableQueueError:  # the database went away since: the error as it was
+        return str(error)
     matches = difflib.get_close_matches(name, existing, n=1)
     if not matches:
         return str(error)
