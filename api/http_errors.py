@@ -72,14 +72,60 @@ def core_error_response(error: errors.TableQueueError) -> JSONResponse:
 
 async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
     """A request that does not match its route's parameters or body model: 422, one line each."""
-    lines = _validation_lines(error.errors())
+    lines = _validation_lines(error.errors(), error.body)
     return error_response(422, "invalid request: " + "; ".join(lines)[:500], lines)
 
 
-def _validation_lines(problems: Any) -> list[str]:
-    lines = []
+ENVELOPE = 'expected {"message": ...}'
+"""What an enqueue or publish body is: the message goes under `message`, beside its options."""
+
+
+def _validation_lines(problems: Any, body: Any) -> list[str]:
+    """One line per problem, named by where it is in the request. A body union (one message or
+    a list) reports only the problems of the branch the body's shape chose, and a body without
+    its `message` envelope says so instead of listing its keys as extra fields."""
+    lines: list[str] = []
     for problem in problems:
-        where = ".".join(str(part) for part in problem.get("loc", ()) if part != "body")
-        text = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
-        lines.append(f"{where}: {text}" if where else text)
+        loc = [str(part) for part in problem.get("loc", ())]
+        branch = next((part for part in loc if "[" in part), None)
+        if branch is not None and branch.startswith("list[") != isinstance(body, list):
+            continue  # the other branch of the union: its complaint is about the shape
+        path = [part for part in loc if part != "body" and "[" not in part]
+        line = _body_line(problem, path, body, branch is not None) if loc[:1] == ["body"] else None
+        if line is None:
+            text = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
+            where = ".".join(path)
+            line = f"{where}: {text}" if where else text
+        if line and line not in lines:
+            lines.append(line)
     return lines
+
+
+def _body_line(problem: Any, path: list[str], body: Any, union: bool) -> str | None:
+    """The readable line for the common body mistakes; "" to drop the problem (another line says
+    it); None for the generic line. `union`: the body may be one message or a list of them."""
+    kind = problem.get("type")
+    if kind == "json_invalid":
+        reason = problem.get("ctx", {}).get("error", "invalid JSON")
+        return f"the body is not JSON: {reason} (at character {path[0] if path else '?'})"
+    if kind == "missing" and not path:
+        return "a JSON body is required"
+    listed = isinstance(body, list) and bool(path) and path[0].isdigit()
+    item = body[int(path[0])] if listed else body
+    prefix = f"{path[0]}: " if listed else ""
+    if kind in ("model_attributes_type", "dict_type") and len(path) == int(listed):
+        accepted = " (or a list of them)" if union and not listed else ""
+        return f"{prefix}{ENVELOPE}{accepted}; got {_kind_of(item)}"
+    envelope_missing = isinstance(item, dict) and "message" not in item
+    if envelope_missing and path[-1:] == ["message"] and kind == "missing":
+        keys = ", ".join(sorted(map(str, item)))[:200]
+        got = f"an object with keys {keys}" if item else "an empty object"
+        return f"{prefix}{ENVELOPE}; got {got}"
+    if envelope_missing and kind == "extra_forbidden":
+        return ""
+    return None
+
+
+def _kind_of(value: Any) -> str:
+    kinds = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number" if isinstance(value, int | float) else "an object")

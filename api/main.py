@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uvicorn
 
+from tablequeue import json_logs
 from tablequeue.api_settings import ApiSettings
 from tablequeue.database import connect
 
@@ -13,6 +14,7 @@ from .limits import MAX_REQUEST_HEAD_BYTES
 
 
 def run(settings: ApiSettings) -> None:
+    json_logs.setup()
     auth = Auth(admin_token=settings.admin_token, read_token=settings.read_token)
     with connect(settings.db) as database:
         app = create_app(database, auth, listen_host=settings.host)
@@ -21,6 +23,7 @@ def run(settings: ApiSettings) -> None:
             host=settings.host,
             port=settings.port,
             log_level="info",
+            log_config=None,  # uvicorn's records reach the root logger's JSON handler
             access_log=False,
             h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
         )

@@ -77,7 +77,6 @@ def drain(python: str, messages: int, env: dict[str, str]) -> tuple[float, float
                 "-m",
                 "tablequeue",
                 "worker",
-                "--queue",
                 "bench",
                 "--db",
                 url,

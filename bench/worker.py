@@ -111,9 +111,10 @@ def processes(
 
 
 def worker(url: str, queue: str, handler: str, port: int, batch: int, *flags: str) -> list[str]:
-    options = {"--queue": queue, "--db": url, "--handler": handler, "--host": "127.0.0.1",
+    options = {"--db": url, "--handler": handler, "--host": "127.0.0.1",
                "--port": port, "--batch-size": batch, "--concurrency": CONCURRENCY}  # fmt: skip
-    return [TABLEQUEUE, "worker", *(str(x) for item in options.items() for x in item), *flags]
+    given = [str(x) for item in options.items() for x in item]
+    return [TABLEQUEUE, "worker", queue, *given, *flags]
 
 
 def is_ready(port: int) -> bool:

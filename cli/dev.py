@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,14 +21,18 @@ import uvicorn
 from tablequeue.api.app import create_app
 from tablequeue.api.limits import MAX_REQUEST_HEAD_BYTES
 from tablequeue.database import Database, connect
+from tablequeue.errors import InvalidInput
 
 from .examples import dev_messages, dev_queues
 
 
 def run(folder: Path, host: str, port: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".gitignore").write_text(
+        "# Written by tablequeue dev: nothing here belongs in git.\n*\n"
+    )
     db_url = f"sqlite:///{folder.resolve() / 'dev.db'}"
-    with connect(db_url) as database:
+    with _listening(host, port) as listener, connect(db_url) as database:
         _seed(database)
         with _workers(database, db_url, folder):
             url = f"http://{host}:{port}"
@@ -39,14 +44,31 @@ def run(folder: Path, host: str, port: int) -> None:
             signal.signal(signal.SIGTERM, _exit)
             with contextlib.suppress(KeyboardInterrupt, SystemExit):
                 app = create_app(database, listen_host=host)
-                uvicorn.run(
+                config = uvicorn.Config(
                     app,
                     host=host,
                     port=port,
                     log_level="warning",
                     h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
                 )
+                uvicorn.Server(config).run(sockets=[listener])
     click.echo("tablequeue dev: stopped")
+
+
+@contextlib.contextmanager
+def _listening(host: str, port: int) -> Iterator[socket.socket]:
+    """The API's socket, bound before anything starts: a taken port stops `dev` at once."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind((host, port))
+        except OSError as error:
+            raise InvalidInput(
+                f"cannot listen on {host}:{port}: {error.strerror} (is another tablequeue dev "
+                "running? give another --port)"
+            ) from None
+        yield listener
 
 
 def _exit(*_: object) -> None:
@@ -74,7 +96,6 @@ def _workers(database: Database, db_url: str, folder: Path) -> Iterator[None]:
             "-m",
             "tablequeue.cli",
             "worker",
-            "--queue",
             resource.name,
             "--db",
             db_url,

@@ -20,7 +20,7 @@ from tablequeue.durations import parse_duration
 from tablequeue.errors import InvalidInput
 from tablequeue.models import Message, NewMessage
 
-from . import progress
+from . import progress, statuses
 from .options import db_options, emit, validation_line
 
 
@@ -54,7 +54,12 @@ def _parse_json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise InvalidInput(f"invalid JSON {where}: {error.msg} at column {error.colno}") from None
+        at = (
+            f"line {error.lineno}, column {error.colno}"
+            if error.lineno > 1
+            else f"column {error.colno}"
+        )
+        raise InvalidInput(f"invalid JSON {where}: {error.msg} at {at}") from None
     except RecursionError:
         raise InvalidInput(f"invalid JSON {where}: nested too deeply") from None
     except ValueError:  # Python's limit on the digits of an integer
@@ -84,7 +89,10 @@ def _bodies(
                     f"cannot read {path}: not UTF-8 text after line {number - 1} ({error.reason})"
                 ) from None
             if line.strip():
-                yield _parse_json(line, f"on line {number} of {path}"), f"line {number}"
+                # Without its line break: a line cut short is at fault at its end, not on the
+                # next line's first column.
+                body = _parse_json(line.rstrip("\r\n"), f"on line {number} of {path}")
+                yield body, f"line {number}"
 
 
 def _open(path: str) -> tuple[Any, int | None]:
@@ -108,10 +116,17 @@ def _open(path: str) -> tuple[Any, int | None]:
 @click.option("--id", "message_id", help="Message identity (upserts an existing one).")
 @click.option("--at", help="Not before this time (ISO 8601 with zone).")
 @click.option("--after", help="Not before this long from now (30s, 5m, 2h).")
-@click.option("--priority", type=int, default=0, show_default=True)
+@click.option("--priority", type=int, default=0, show_default=True, help="Higher is leased first.")
 @click.option("--status", help="Status instead of the queue's default.")
 @click.option("--expires-after", help="Expire if not leased within this long.")
-@click.option("--header", "headers", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A header for the handler (repeatable), e.g. --header trace=abc.",
+)
+@statuses.new_status_option
 @db_options
 def enqueue(
     db_url: str,
@@ -127,6 +142,7 @@ def enqueue(
     status: str | None,
     expires_after: str | None,
     headers: tuple[str, ...],
+    new_status: bool,
 ) -> None:
     """Enqueue one JSON message, or one per line of a JSON Lines file."""
     options: dict[str, Any] = {
@@ -158,7 +174,9 @@ def enqueue(
         connect(db_url) as database,
         progress.step(as_json or len(batch) < 2, f"enqueueing {len(batch):,} messages"),
     ):
-        results = database.queue(queue_name).enqueue_many(batch)
+        queue = database.queue(queue_name)
+        statuses.check(database, queue, {m.status for m in batch}, new_status)
+        results = queue.enqueue_many(batch)
     data = [
         {
             "id": r.id,
@@ -204,7 +222,13 @@ def _short(message: Message) -> str:
 @click.argument("queue_name", metavar="QUEUE")
 @click.option("--status", help="Only this status.")
 @click.option("--where", help='Predicate on the body, e.g. Product.Sku == "123".')
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 10_000),
+    default=50,
+    show_default=True,
+    help="At most this many messages.",
+)
 @click.option("--after-id", type=int, help="Next page: the last id of the previous one.")
 @click.option("--desc", is_flag=True, help="Newest first.")
 @db_options
@@ -292,6 +316,7 @@ def job(db_url: str, as_json: bool, tracking_id: str) -> None:
 @click.option("--where", help="Messages whose body matches this predicate.")
 @click.option("--force", is_flag=True, help="Also change Leased messages.")
 @click.option("--dry-run", is_flag=True, help="Only count the messages it would change.")
+@statuses.new_status_option
 @db_options
 def set_status(
     db_url: str,
@@ -303,11 +328,14 @@ def set_status(
     where: str | None,
     force: bool,
     dry_run: bool,
+    new_status: bool,
 ) -> None:
     """Set STATUS on messages chosen by --id, --from and/or --where."""
     verb = "counting" if dry_run else f"setting {status} on"
     with connect(db_url) as database, progress.step(as_json, f"{verb} messages"):
-        changed = database.queue(queue_name).set_status(
+        queue = database.queue(queue_name)
+        statuses.check(database, queue, [status], new_status)
+        changed = queue.set_status(
             status,
             ids=list(ids) or None,
             from_status=from_status,

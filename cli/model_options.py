@@ -16,11 +16,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class EnvOption(click.Option):
-    """An option that, given a bad value by an environment variable, names the variable."""
+    """An option that, given a bad value by an environment variable, names the variable; missing,
+    says that the variable may give it."""
 
     def process_value(self, ctx: click.Context, value: Any) -> Any:
         try:
             return super().process_value(ctx, value)
+        except click.MissingParameter:
+            if not self._envvars():
+                raise
+            variables = " or ".join(self._envvars())
+            raise click.MissingParameter(
+                f"Give {self.opts[0]} or set {variables}.", ctx=ctx, param=self
+            ) from None
         except click.BadParameter as error:
             if ctx.get_parameter_source(self.name or "") is click.core.ParameterSource.ENVIRONMENT:
                 variable = next((v for v in self._envvars() if os.environ.get(v)), None)
@@ -45,10 +53,12 @@ def model_options(
     metavars: Mapping[str, str] | None = None,
     hidden: Collection[str] = (),
     flags: Mapping[str, str] | None = None,
+    omit: Collection[str] = (),
 ) -> Callable[[F], F]:
     """One `--field-name` option per field, in the model's order, read also from `env_name(field)`
     (a variable, or several: the first set one). `flags` gives a field other flags than
     `--field-name`, e.g. `"--standalone/--peering"`; a tuple field is a repeatable option.
+    The fields of `omit` get no option (the command reads them its own way).
 
     An option the user does not give (and whose variable is unset) arrives as its default, or
     None for fields without one: drop those None values to let the model fill them in.
@@ -56,6 +66,8 @@ def model_options(
 
     def decorate(function: F) -> F:
         for name, field in reversed(model.model_fields.items()):
+            if name in omit:
+                continue
             flag = "--" + name.replace("_", "-")
             attributes = _attributes(field)
             if attributes.get("default") is True:  # a flag on by default needs its --no- form

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import sys
@@ -11,7 +12,10 @@ from typing import Any, NoReturn, TypeVar
 import click
 import pydantic
 
-from tablequeue.errors import TableQueueError
+from tablequeue import connect
+from tablequeue.errors import QueueNotFound, TableQueueError
+
+from .model_options import EnvOption
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,6 +39,8 @@ def friendly_errors(function: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
+        except QueueNotFound as error:
+            fail(_with_suggestion(error, kwargs))
         except TableQueueError as error:
             fail(str(error))
         except pydantic.ValidationError as error:
@@ -47,10 +53,34 @@ def friendly_errors(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _with_suggestion(error: QueueNotFound, options: dict[str, Any]) -> str:
+    """The error, or "did you mean" the existing queue whose name is closest to the one given."""
+    name = options.get("queue_name") or options.get("name") or options.get("queue")
+    db_url = options.get("db_url") or options.get("db")
+    if not isinstance(name, str) or not isinstance(db_url, str):
+        return str(error)
+    try:
+        with connect(db_url) as database:
+            existing = [row["name"] for row in database.queues()]
+    except TableQueueError:  # the database went away since: the error as it was
+        return str(error)
+    matches = difflib.get_close_matches(name, existing, n=1)
+    if not matches:
+        return str(error)
+    where = f" in {error.where}" if error.where else ""
+    return f"{error.public}{where}: did you mean {matches[0]!r}?"
+
+
 def db_option(description: str) -> Callable[[F], F]:
     """`--db URL`, required, also from TABLEQUEUE_DB."""
     return click.option(
-        "--db", "db_url", envvar="TABLEQUEUE_DB", required=True, metavar="URL", help=description
+        "--db",
+        "db_url",
+        cls=EnvOption,
+        envvar="TABLEQUEUE_DB",
+        required=True,
+        metavar="URL",
+        help=description,
     )
 
 

@@ -88,14 +88,34 @@ def option_line(
 
 
 @click.command(cls=ProcessCommand, extras=("worker",))
+@click.argument("queue", metavar="QUEUE", required=False, envvar=env_name("queue"))
+@click.option(
+    "--queue",
+    "queue_option",
+    metavar="QUEUE",
+    help="Deprecated: give QUEUE as the argument.",
+)
 @model_options(
-    WorkerSettings, env_name, metavars={"db": "URL", "listen_db": "URL"}, hidden={"vacuum_interval"}
+    WorkerSettings,
+    env_name,
+    metavars={"db": "URL", "listen_db": "URL"},
+    hidden={"vacuum_interval"},
+    omit={"queue"},
 )
 @friendly_errors
-def worker(**options: Any) -> None:
-    """Lease messages of QUEUE and hand them to a handler (options also from TABLEQUEUE_*)."""
+def worker(queue: str | None, queue_option: str | None, **options: Any) -> None:
+    """Lease messages of QUEUE and hand them to a handler (options also from TABLEQUEUE_*;
+    QUEUE from TABLEQUEUE_QUEUE)."""
     from tablequeue.worker.main import run
 
+    if queue_option is not None:
+        click.echo("warning: --queue is deprecated: give the queue as the argument", err=True)
+        if queue is not None and queue != queue_option:
+            fail(f"two queues: {queue!r} and --queue {queue_option!r}; give one")
+        queue = queue_option
+    if queue is None:
+        raise click.UsageError(f"Missing argument 'QUEUE'. Give it or set {env_name('queue')}.")
+    options["queue"] = queue
     sys.exit(run(settings(WorkerSettings, env_name, "worker", options)))
 
 
@@ -117,8 +137,16 @@ def api(**options: Any) -> None:
     show_default=True,
     help="Where the SQLite database and worker logs go.",
 )
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address of the API and admin UI."
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8000,
+    show_default=True,
+    help="Port of the API and admin UI.",
+)
 @friendly_errors
 def dev(folder: str, host: str, port: int) -> None:
     """Run everything on SQLite: example queues, workers, messages, API and admin UI."""

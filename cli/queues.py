@@ -9,7 +9,7 @@ import click
 from tablequeue import FlowState, connect
 from tablequeue.spec import load_queue_file
 
-from . import progress
+from . import progress, statuses
 from .options import db_options, emit
 
 
@@ -19,7 +19,14 @@ def queue() -> None:
 
 
 @queue.command("apply")
-@click.option("-f", "--file", "path", required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "-f",
+    "--file",
+    "path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="YAML file of Queue resources (several separated by ---).",
+)
 @db_options
 def queue_apply(db_url: str, as_json: bool, path: str) -> None:
     """Create or migrate the queues of a YAML file (the Queue resources you kubectl apply)."""
@@ -88,10 +95,14 @@ def queue_delete(db_url: str, as_json: bool, name: str, drop_table: bool) -> Non
 @queue.command("default-status")
 @click.argument("name")
 @click.argument("status")
+@statuses.new_status_option
 @db_options
-def queue_default_status(db_url: str, as_json: bool, name: str, status: str) -> None:
-    """Set the status new messages get (Pending, or e.g. Paused to hold them)."""
+def queue_default_status(
+    db_url: str, as_json: bool, name: str, status: str, new_status: bool
+) -> None:
+    """Set the status new messages get (Pending, or e.g. Paused --new-status to hold them)."""
     with connect(db_url) as database:
+        statuses.check(database, database.queue(name), [status], new_status)
         database.set_default_status(name, status)
     emit(as_json, {"queue": name, "defaultStatus": status}, f"queue/{name} default {status}")
 

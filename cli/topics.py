@@ -18,9 +18,15 @@ from .options import db_options, emit
 @click.option("--id", "message_id", help="Message identity in each queue (upserts).")
 @click.option("--at", help="Not before this time (ISO 8601 with zone).")
 @click.option("--after", help="Not before this long from now (30s, 5m, 2h).")
-@click.option("--priority", type=int, default=0, show_default=True)
+@click.option("--priority", type=int, default=0, show_default=True, help="Higher is leased first.")
 @click.option("--expires-after", help="Expire if not leased within this long.")
-@click.option("--header", "headers", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A header for the handler (repeatable), e.g. --header trace=abc.",
+)
 @db_options
 def publish(
     db_url: str,

@@ -167,6 +167,8 @@ def _settings_table(model: Any, command: Any, variables: Callable[[str], Any], u
     for name, field in model.model_fields.items():
         option = options[name]
         flag = "/".join(["/".join(option.opts), *option.secondary_opts])
+        if option.param_type_name == "argument":
+            flag = f"{option.metavar} (argument)"
         repeat = " (repeatable)" if getattr(option, "multiple", False) else ""
         names = variables(name)
         names = [names] if isinstance(names, str) else list(names)

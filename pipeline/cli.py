@@ -114,10 +114,16 @@ def pipeline() -> None:
 @click.option("--schedule-column", help="A time column: not processed before it.")
 @click.option("--header-column", "headers", multiple=True, help="Columns for the headers.")
 @click.option("--priority-column", help="A column with the priority.")
-@click.option("--priority", type=int, default=0, show_default=True)
+@click.option("--priority", type=int, default=0, show_default=True, help="Higher is leased first.")
 @click.option("--status", help="Status instead of the queue's default.")
 @click.option("--rejects", help="Where rejected rows go (JSON lines with the reason).")
-@click.option("--batch-size", type=click.IntRange(1, 10_000), default=1000, show_default=True)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 10_000),
+    default=1000,
+    show_default=True,
+    help="Rows per enqueue transaction on each partition.",
+)
 @click.option(
     "--partitions",
     type=click.IntRange(1),
@@ -206,7 +212,13 @@ def enqueue(
     type=click.IntRange(1),
     help="JDBC reads by id range, one connection each (default: Spark's parallelism).",
 )
-@click.option("--delete-batch", type=click.IntRange(1, 10_000), default=1000, show_default=True)
+@click.option(
+    "--delete-batch",
+    type=click.IntRange(1, 10_000),
+    default=1000,
+    show_default=True,
+    help="Messages deleted per transaction once archived.",
+)
 @spark_options
 def archive(
     queues: tuple[str, ...],

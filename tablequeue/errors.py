@@ -32,6 +32,7 @@ class QueueNotFound(TableQueueError, LookupError):
     def __init__(self, public: str, where: str = "", hint: str = "") -> None:
         super().__init__(public + (f" in {where}" if where else "") + (f": {hint}" if hint else ""))
         self._public = public
+        self.where = where
 
     @property
     def public(self) -> str:

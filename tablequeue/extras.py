@@ -25,6 +25,7 @@ PACKAGES: Mapping[str, Mapping[str, str]] = {
         "uvicorn": "uvicorn",
         "jinja2": "jinja2",
         "prometheus_client": "prometheus-client",
+        "pythonjsonlogger": "python-json-logger",
     },
     "operator": {
         "kopf": "kopf",

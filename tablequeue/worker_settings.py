@@ -46,15 +46,45 @@ class WorkerSettings(BaseSettings):
         "python:package.module:function."
     )
     handler_timeout: float = Field(30.0, description="HTTP handler: seconds to wait for an answer.")
-    batch_size: int | None = Field(None, ge=1, le=MAX_LEASE_BATCH)
-    concurrency: int | None = Field(None, ge=1, le=10_000)
-    lease_seconds: float | None = Field(None, ge=0.1)
+    batch_size: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_LEASE_BATCH,
+        description="Messages leased per round [default: the queue's workers.batchSize].",
+    )
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description="Handlers running at once [default: the queue's workers.concurrency].",
+    )
+    lease_seconds: float | None = Field(
+        None,
+        ge=0.1,
+        description="Seconds a lease lasts before the message counts as lost "
+        "[default: the queue's leaseSeconds].",
+    )
     execution_timeout: float | None = Field(
         None, ge=0, description="Cancel a handler after this many seconds (0: no limit)."
     )
-    poll_min: float | None = Field(None, ge=0.001)
-    poll_max: float | None = Field(None, ge=0.001)
-    grace_period: float | None = Field(None, ge=0)
+    poll_min: float | None = Field(
+        None,
+        ge=0.001,
+        description="Seconds to wait after a round that found messages "
+        "[default: the queue's workers.pollInterval.minSeconds].",
+    )
+    poll_max: float | None = Field(
+        None,
+        ge=0.001,
+        description="Longest wait between rounds while the queue is empty "
+        "[default: the queue's workers.pollInterval.maxSeconds].",
+    )
+    grace_period: float | None = Field(
+        None,
+        ge=0,
+        description="On SIGTERM, seconds to let running handlers finish "
+        "[default: the queue's workers.gracePeriodSeconds].",
+    )
     app_readiness_path: str | None = Field(
         None,
         pattern=f"^(/.*|{APP_CHECK_OFF})$",
@@ -69,7 +99,11 @@ class WorkerSettings(BaseSettings):
         "hook (the operator sets it): after draining, the worker waits for their requests (at "
         "most 5 s) before it exits, so that no hook finds it gone.",
     )
-    sweep_interval: float = Field(30.0, ge=0.1)
+    sweep_interval: float = Field(
+        30.0,
+        ge=0.1,
+        description="Seconds between sweeps (lost leases, expired messages).",
+    )
     purge_interval: float = Field(
         60.0,
         ge=0.1,
@@ -98,13 +132,15 @@ class WorkerSettings(BaseSettings):
         description="PostgreSQL: a URL straight to the server for LISTEN when --db goes "
         "through a transaction pooler (?pooler=transaction) [env TABLEQUEUE_LISTEN_DB]",
     )
-    host: str = "0.0.0.0"
+    host: str = Field("0.0.0.0", description="Address of /livez, /readyz and /metrics.")
     port: int = Field(9090, ge=0, le=65535, description="Port of /livez, /readyz and /metrics.")
     owner: str = Field(
         default_factory=_default_owner, description="Lease owner name [default: host-pid-random]"
     )
     exit_when_idle: bool = Field(False, description="Exit once nothing is due or running.")
-    log_level: Annotated[LogLevel, BeforeValidator(_upper)] = "INFO"
+    log_level: Annotated[LogLevel, BeforeValidator(_upper)] = Field(
+        "INFO", description="Lowest level of the JSON log lines on stderr."
+    )
     db: str = Field(description="Database URL [env TABLEQUEUE_DB]")
 
     def resolve(self, queue: Queue) -> None:

@@ -16,7 +16,7 @@ import sys
 import uuid
 from typing import NamedTuple
 
-from pythonjsonlogger.json import JsonFormatter
+from tablequeue import json_logs
 
 
 class Handling(NamedTuple):
@@ -54,16 +54,4 @@ class MessageFilter(logging.Filter):
 
 
 def setup(level: str = "INFO", queue: str | None = None) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter(
-            "{asctime}{levelname}{name}{message}",
-            style="{",
-            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-            static_fields={"queue": queue} if queue else None,
-        )
-    )
-    handler.addFilter(MessageFilter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
+    json_logs.setup(level, {"queue": queue} if queue else None, [MessageFilter()])

@@ -126,7 +126,7 @@ class TableQueueWorker(TableQueue):
         handler = "python:tablequeue.examples:noop_async"
         if latency:
             handler = "python:bench.systems.tq:record_latency"
-        command = [TABLEQUEUE, "worker", "--queue", queue, "--db", self.url]
+        command = [TABLEQUEUE, "worker", queue, "--db", self.url]
         command += ["--handler", handler, "--host", "127.0.0.1", "--port", str(port)]
         command += ["--batch-size", str(batch), "--concurrency", "100", "--log-level", "warning"]
         if self.engine == "sqlite":

@@ -97,7 +97,9 @@ def test_pipes_and_json_get_no_progress(jsonl: Path, db: str, tmp_path: Path) ->
     assert done.stdout == f"{ROWS} messages: {ROWS} inserted, 0 updated, 0 discarded\n"
     assert done.stderr == ""
     code, output = run_in_terminal(
-        ["set-status", "orders", "OnHold", "--from", "Pending", "--json"], db, tmp_path
+        ["set-status", "orders", "OnHold", "--from", "Pending", "--json", "--new-status"],
+        db,
+        tmp_path,
     )
     assert code == 0
     assert output.strip() == json.dumps({"changed": ROWS, "dryRun": False})

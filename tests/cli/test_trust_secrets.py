@@ -72,7 +72,7 @@ def test_no_process_writes_the_password(url: str, tmp_path: Path) -> None:
         written.append(log.read_text(errors="replace"))
 
     port = free_port()
-    worker = ["worker", "--queue", "orders", "--db", url, "--handler", "http://127.0.0.1:9/x"]
+    worker = ["worker", "orders", "--db", url, "--handler", "http://127.0.0.1:9/x"]
     with run(tmp_path, *worker, "--port", str(port), "--host", "127.0.0.1") as (process, log):
         wait_until(
             lambda: (

@@ -28,6 +28,7 @@ SAMPLES = {
     "poll_max": "2.0",
     "grace_period": "10.0",
     "app_readiness_path": "/healthz",
+    "prestop_hooks": "2",
     "sweep_interval": "5.0",
     "purge_interval": "20.0",
     "heartbeat_interval": "2.5",
@@ -52,6 +53,7 @@ PARSED: dict[str, Any] = SAMPLES | {
     "poll_min": 0.25,
     "poll_max": 2.0,
     "grace_period": 10.0,
+    "prestop_hooks": 2,
     "sweep_interval": 5.0,
     "purge_interval": 20.0,
     "heartbeat_interval": 2.5,
@@ -104,11 +106,16 @@ def test_env_names_are_the_documented_ones() -> None:
 
 
 def test_every_field_is_a_worker_flag_read_from_its_variable() -> None:
-    options = {p.name: p for p in worker_command().params if isinstance(p, click.Option)}
-    options.pop("help", None)
-    assert set(options) == set(WorkerSettings.model_fields)
+    params = {p.name: p for p in worker_command().params}
+    params.pop("help", None)
+    params.pop("queue_option")  # the deprecated --queue, read into the argument's field
+    assert set(params) == set(WorkerSettings.model_fields)
+    queue = params.pop("queue")
+    assert isinstance(queue, click.Argument) and queue.envvar == env_name("queue")
     for field, info in WorkerSettings.model_fields.items():
-        option = options[field]
+        if field == "queue":
+            continue
+        option = params[field]
         assert option.envvar == env_name(field)
         assert f"--{field.replace('_', '-')}" in option.opts
         assert option.required == info.is_required()

@@ -445,7 +445,7 @@ class Shell:
             assert done.returncode == 0, where
             url = arguments[arguments.index("--db") + 1] if "--db" in arguments else self.url
             with connect(url) as database:  # it processed every message, none failed
-                queue = database.queue(arguments[arguments.index("--queue") + 1])
+                queue = database.queue(arguments[1])  # `worker QUEUE ...`
                 assert queue.messages() == [], f"{where}: {queue.messages()}"
             return
         result = CliRunner().invoke(main, arguments, env=self.env, catch_exceptions=False)

@@ -219,7 +219,7 @@ with connect({db!r}) as db:
 @pytest.mark.parametrize(
     ("command", "extras"),
     [
-        (["worker", "--queue", "orders", "--handler", "python:m:f", "--db", "sqlite://"], "worker"),
+        (["worker", "orders", "--handler", "python:m:f", "--db", "sqlite://"], "worker"),
         (["worker"], "worker"),
         (["api", "--db", "sqlite://"], "api"),
         (["operator"], "operator"),

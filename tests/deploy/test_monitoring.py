@@ -119,7 +119,7 @@ def test_monitoring_every_panel_and_alert_returns_series_from_real_targets(
         worker = ["worker", "--handler", "python:tablequeue.examples:handle"]
         processes.append(
             start(
-                [*tablequeue, *worker, "--db", postgres_url, "--queue", "orders",
+                [*tablequeue, *worker, "orders", "--db", postgres_url,
                  "--port", str(worker_port)],
                 tmp_path / "worker.log",
             )
@@ -127,7 +127,7 @@ def test_monitoring_every_panel_and_alert_returns_series_from_real_targets(
         down = f"postgresql://nobody@127.0.0.1:{free_port()}/gone"
         processes.append(
             start(
-                [*tablequeue, *worker, "--db", down, "--queue", "offline",
+                [*tablequeue, *worker, "offline", "--db", down,
                  "--port", str(offline_port)],
                 tmp_path / "offline-worker.log",
             )

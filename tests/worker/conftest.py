@@ -41,7 +41,8 @@ def start_worker(tmp_path: Path, records: Path) -> Iterator[StartWorker]:
         name = f"worker-{len(started) + 1}"
         port = port or free_port()
         command = [*(program or [sys.executable, "-m", "tablequeue"]), "worker"]
-        for flag, value in (("--queue", queue), ("--db", db_url), ("--handler", handler)):
+        command += [queue] if queue is not None else []
+        for flag, value in (("--db", db_url), ("--handler", handler)):
             if value is not None:
                 command += [flag, value]
         if env is None or "TABLEQUEUE_PORT" not in env:

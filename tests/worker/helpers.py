@@ -113,7 +113,7 @@ def counter(worker: WorkerProcess, name: str, **labels: str) -> float:
 
 def run_failing_worker(*options: str) -> str:
     """Run a worker that must refuse to start; returns its one line on stderr."""
-    command = [sys.executable, "-m", "tablequeue", "worker", "--queue", "orders", *options]
+    command = [sys.executable, "-m", "tablequeue", "worker", "orders", *options]
     done = subprocess.run(
         command,
         cwd=ROOT,
