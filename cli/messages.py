@@ -6,11 +6,11 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from datetime import datetime, timedelta
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 import pydantic
@@ -108,24 +108,41 @@ def _open(path: str) -> tuple[Any, int | None]:
     return file, None
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DELIVERY_OPTIONS = [
+    click.option("--at", help="Not before this time (ISO 8601 with zone)."),
+    click.option("--after", help="Not before this long from now (30s, 5m, 2h)."),
+    click.option(
+        "--priority", type=int, default=0, show_default=True, help="Higher is leased first."
+    ),
+    click.option("--expires-after", help="Expire if not leased within this long."),
+    click.option(
+        "--header",
+        "headers",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A header for the handler (repeatable), e.g. --header trace=abc.",
+    ),
+]
+
+
+def delivery_options(command: F) -> F:
+    """--at, --after, --priority, --expires-after, --header: when and how a message is
+    delivered (enqueue, publish)."""
+    for option in reversed(_DELIVERY_OPTIONS):
+        command = option(command)
+    return command
+
+
 @click.command()
 @click.argument("queue_name", metavar="QUEUE")
 @click.argument("message", required=False)
 @click.option("-f", "--file", "path", help="JSON Lines file of bodies ('-' for stdin).")
 @click.option("--envelope", is_flag=True, help="Each line is {message, messageId, at, ...}.")
 @click.option("--id", "message_id", help="Message identity (upserts an existing one).")
-@click.option("--at", help="Not before this time (ISO 8601 with zone).")
-@click.option("--after", help="Not before this long from now (30s, 5m, 2h).")
-@click.option("--priority", type=int, default=0, show_default=True, help="Higher is leased first.")
+@delivery_options
 @click.option("--status", help="Status instead of the queue's default.")
-@click.option("--expires-after", help="Expire if not leased within this long.")
-@click.option(
-    "--header",
-    "headers",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A header for the handler (repeatable), e.g. --header trace=abc.",
-)
 @statuses.new_status_option
 @db_options
 def enqueue(

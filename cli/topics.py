@@ -8,7 +8,7 @@ import click
 
 from tablequeue import connect
 
-from .messages import _duration_seconds, _headers, _parse_json, _timestamp
+from .messages import _duration_seconds, _headers, _parse_json, _timestamp, delivery_options
 from .options import db_options, emit
 
 
@@ -16,17 +16,7 @@ from .options import db_options, emit
 @click.argument("topic")
 @click.argument("message")
 @click.option("--id", "message_id", help="Message identity in each queue (upserts).")
-@click.option("--at", help="Not before this time (ISO 8601 with zone).")
-@click.option("--after", help="Not before this long from now (30s, 5m, 2h).")
-@click.option("--priority", type=int, default=0, show_default=True, help="Higher is leased first.")
-@click.option("--expires-after", help="Expire if not leased within this long.")
-@click.option(
-    "--header",
-    "headers",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A header for the handler (repeatable), e.g. --header trace=abc.",
-)
+@delivery_options
 @db_options
 def publish(
     db_url: str,
