@@ -3,6 +3,8 @@ enough for a 2-core machine."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +22,28 @@ TEST_CONF = {
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    spark = session("local[2]", TEST_CONF, app_name="tablequeue-tests")
+    with _environment_kept():
+        spark = session("local[2]", TEST_CONF, app_name="tablequeue-tests")
     yield spark
     spark.stop()
+
+
+@pytest.fixture(autouse=True)
+def _jobs_leave_the_environment() -> Iterator[None]:
+    """The jobs the tests run in this process (`tablequeue pipeline ...` through CliRunner) call
+    session() too."""
+    with _environment_kept():
+        yield
+
+
+@contextlib.contextmanager
+def _environment_kept() -> Iterator[None]:
+    """session() sets variables for the job's process (PYTHONSAFEPATH, PYSPARK_PYTHON, ...) that
+    Spark reads as it starts. In a test process they would stay for every later test of this
+    pytest worker: a `python -m tests.support...` child started then would not find `tests`."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
