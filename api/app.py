@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 
 from tablequeue import Database, errors
 
-from . import ui
+from . import docs_page, ui
 from .auth import Auth
 from .csrf import CrossOriginGuard, is_loopback
 from .dependencies import auth_refusal
@@ -51,6 +51,8 @@ def create_app(
         summary="Message queues that live in SQL tables",
         version="1",
         responses=ERROR_RESPONSES,
+        docs_url=None,  # docs_page.py serves /docs from vendored files
+        redoc_url=None,  # ReDoc would load from a CDN
     )
     app.state.database = database
     app.state.auth = auth = auth or Auth()
@@ -63,6 +65,7 @@ def create_app(
     app.exception_handler(HTTPException)(http_error)
     for router in ROUTERS:
         app.include_router(router)
+    app.include_router(docs_page.router)
     ui.mount(app)
     return app
 

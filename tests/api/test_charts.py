@@ -5,11 +5,9 @@ write it). Screenshots go to test-output/screenshots/ for a person to look at.""
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from tablequeue import Database, Queue
@@ -24,10 +22,6 @@ from .test_ui_browser import (  # noqa: F401 (fixtures)
     page,
     shot,
 )
-
-STATIC = Path(__file__).resolve().parents[2] / "api" / "static"
-UPLOT_VERSION = "1.6.32"
-UPLOT_SHA256 = "19c8d4c6ad88929a79f4ae49d6f7161566dfd0ba3d15cc495e974f787eb78f1f"
 
 
 def seed_hour(database: Database, queue: Queue, scale: int = 1) -> tuple[datetime, int]:
@@ -53,19 +47,6 @@ def seed_hour(database: Database, queue: Queue, scale: int = 1) -> tuple[datetim
                 )
             )
     return now, total
-
-
-def test_the_vendored_uplot_is_the_one_named() -> None:
-    script = (STATIC / "uPlot.iife.min.js").read_bytes()
-    assert hashlib.sha256(script).hexdigest() == UPLOT_SHA256
-    assert script.startswith(
-        f"/*! https://github.com/leeoniya/uPlot (v{UPLOT_VERSION}) */".encode()
-    )
-    vendored = (STATIC / "VENDORED.md").read_text()
-    assert UPLOT_VERSION in vendored and UPLOT_SHA256 in vendored
-    assert "MIT License" in (STATIC / "uPlot.LICENSE").read_text()
-    css = hashlib.sha256((STATIC / "uPlot.min.css").read_bytes()).hexdigest()
-    assert css in vendored
 
 
 def test_chart_routes(database: Database, make_queue: MakeQueue) -> None:
