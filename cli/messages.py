@@ -17,6 +17,7 @@ import pydantic
 
 from tablequeue import connect
 from tablequeue.durations import parse_duration
+from tablequeue.error_text import exception_line
 from tablequeue.errors import InvalidInput
 from tablequeue.models import Message, NewMessage
 
@@ -290,7 +291,7 @@ def show(db_url: str, as_json: bool, queue_name: str, message_id: int) -> None:
 
 
 def attempt_table(attempts: list[dict[str, Any]]) -> str:
-    """The failed and lost attempts as a text table, oldest first (the error's first line)."""
+    """The failed and lost attempts as a text table, oldest first (the error's exception line)."""
     if not attempts:
         return "attempts: none failed or lost"
     rows = [
@@ -300,7 +301,7 @@ def attempt_table(attempts: list[dict[str, Any]]) -> str:
             a["at"],
             a["owner"] or "",
             a["correlationId"] or "",
-            (a["error"] or "").strip().splitlines()[0][:100] if a["error"] else "",
+            exception_line(a["error"])[:100],
         ]
         for a in attempts
     ]

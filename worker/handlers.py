@@ -82,7 +82,24 @@ Handler = Callable[[Message, HandlerContext], Awaitable[Outcome | None]]
 
 
 def _trim(text: str) -> str:
-    return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 3] + "..."
+    """At most MAX_ERROR_TEXT characters: the start and the end (a traceback's exception line)."""
+    if len(text) <= MAX_ERROR_TEXT:
+        return text
+    half = (MAX_ERROR_TEXT - len(TRIMMED)) // 2
+    return text[:half] + TRIMMED + text[-half:]
+
+
+TRIMMED = "\n[...]\n"
+
+
+def _handler_traceback(error: BaseException) -> str:
+    """The traceback of an exception a Python handler raised, from the handler's own code on:
+    the frames of this module that called it (the await, the thread of a sync handler) are not
+    the user's to read."""
+    frames = error.__traceback__
+    while frames is not None and frames.tb_frame.f_globals.get("__name__") == __name__:
+        frames = frames.tb_next
+    return "".join(traceback.format_exception(type(error), error, frames))
 
 
 HTTP_PAYLOAD_FIELDS = (
@@ -283,8 +300,8 @@ class PythonHandler:
             raise HandlerFailed(_trim(f"{type(error).__name__}: {error}"), permanent=True) from None
         except HandlerFailed:
             raise
-        except Exception:
-            raise HandlerFailed(_trim(traceback.format_exc())) from None
+        except Exception as error:
+            raise HandlerFailed(_trim(_handler_traceback(error))) from None
         return outcome_from(returned)
 
     async def close(self) -> None:
@@ -299,7 +316,7 @@ def _failure(error: Exception, traced: bool = True) -> HandlerFailed:
     if isinstance(error, PermanentFailure):
         return HandlerFailed(_trim(f"{type(error).__name__}: {error}"), permanent=True)
     if traced:
-        return HandlerFailed(_trim("".join(traceback.format_exception(error))))
+        return HandlerFailed(_trim(_handler_traceback(error)))
     return HandlerFailed(_trim(f"{type(error).__name__}: {error}"))
 
 

@@ -18,6 +18,7 @@ from fastapi.templating import Jinja2Templates
 
 from tablequeue import errors, names
 from tablequeue.durations import age
+from tablequeue.error_text import exception_line
 
 from ..dependencies import AuthArg, DatabaseArg, get_auth, get_database
 from ..http_errors import public_message, status_of
@@ -26,6 +27,7 @@ API_FOLDER = Path(__file__).resolve().parent.parent
 TEMPLATES = API_FOLDER / "templates"
 STATIC = API_FOLDER / "static"
 BODY_PREVIEW = 120
+ERROR_PREVIEW = 100
 
 
 def pretty_json(value: Any) -> str:
@@ -41,6 +43,10 @@ def when(value: datetime | None) -> str:
     if value is None:
         return ""
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def clipped(text: str, limit: int = ERROR_PREVIEW) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def status_class(status: str) -> str:
@@ -61,6 +67,8 @@ def _environment() -> jinja2.Environment:
         when=when,
         age=age,
         status_class=status_class,
+        exception_line=exception_line,
+        clipped=clipped,
     )
     return env
 

@@ -4,6 +4,7 @@ its tracking id, in its queue or, once the row is gone, in the kept results."""
 from __future__ import annotations
 
 import json
+import traceback
 from typing import Any
 
 from click.testing import CliRunner, Result
@@ -27,6 +28,8 @@ def test_show_prints_the_attempts(database: Database, db_url: str) -> None:
     queue.enqueue({"n": 1})
     [m] = queue.lease("worker-a", 1, correlation_id="cid-1").messages
     queue.fail("worker-a", [Failure(m, "SMTP timeout\nTraceback ...")])
+    [again] = queue.lease("worker-b", 1).messages
+    queue.fail("worker-b", [Failure(again, _traceback_of(ValueError("bad sku 123")))])
 
     shown = _run(db_url, "show", "orders", str(m.id))
     assert shown.exit_code == 0, shown.output
@@ -34,11 +37,20 @@ def test_show_prints_the_attempts(database: Database, db_url: str) -> None:
     assert table[1].split()[:2] == ["#", "kind"]
     assert table[2].split()[:2] == ["1", "failure"]
     assert "worker-a" in table[2] and "cid-1" in table[2] and table[2].endswith("SMTP timeout")
+    assert table[3].split()[:2] == ["2", "failure"]
+    assert table[3].endswith("ValueError: bad sku 123")  # not "Traceback (most recent ..."
 
     as_json = _run(db_url, "show", "orders", str(m.id), "--json")
-    [attempt] = json.loads(as_json.output)["attemptHistory"]
+    attempt, _ = json.loads(as_json.output)["attemptHistory"]
     assert attempt["owner"] == "worker-a" and attempt["correlationId"] == "cid-1"
     assert attempt["error"] == "SMTP timeout\nTraceback ..." and attempt["kind"] == "failure"
+
+
+def _traceback_of(error: Exception) -> str:
+    try:
+        raise error
+    except Exception as raised:
+        return "".join(traceback.format_exception(raised))
 
 
 def test_show_says_when_nothing_failed(database: Database, db_url: str) -> None:

@@ -6,6 +6,8 @@ import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from tablequeue.error_text import exception_line
+from tablequeue.worker import handlers
 from tests.support import worker_app
 from tests.support.waiting import wait_until
 
@@ -108,8 +110,8 @@ def test_python_handlers_sync_and_async(
     failed = sync_queue.get(raising)
     assert (failed.status, failed.attempts) == ("Sleeping", 1)  # retried later (maxAttempts 3)
     assert failed.last_error and failed.last_error.startswith("Traceback (most recent call last)")
-    assert "worker_handlers.py" in failed.last_error
-    assert failed.last_error.rstrip().endswith("RuntimeError: kaboom")
+    _from_the_handler_on(failed.last_error)
+    assert exception_line(failed.last_error) == "RuntimeError: kaboom"
     given_up = sync_queue.get(hopeless)
     assert (given_up.status, given_up.attempts) == ("Error", 1)
     assert given_up.last_error == "PermanentFailure: no such customer"
@@ -121,8 +123,18 @@ def test_python_handlers_sync_and_async(
     failed = async_queue.get(async_raising)
     assert failed.status == "Error"
     assert failed.last_error and failed.last_error.rstrip().endswith("RuntimeError: async kaboom")
+    _from_the_handler_on(failed.last_error)
+    assert exception_line(failed.last_error) == "RuntimeError: async kaboom"
     timed = async_queue.get(async_timed)  # its own asyncio.timeout stopped it, nothing else
     assert (timed.status, timed.result) == ("Processed", "timed out")
+
+
+def _from_the_handler_on(trace: str) -> None:
+    """The first frame is the handler's (tests/support/worker_handlers.py), no frame the
+    worker's own code that called it."""
+    frames = [line for line in trace.splitlines() if line.startswith('  File "')]
+    assert frames and "worker_handlers.py" in frames[0], trace
+    assert not any(f'"{handlers.__file__}"' in frame for frame in frames), trace
 
 
 # --- handler context --------------------------------------------------------------------------
