@@ -257,7 +257,7 @@ class Worker:
             if self.stopping.is_set():
                 return
             if held.unreached or not (gate := self._gate()).is_open:
-                await self._give_back_unreached(queue, held)
+                await self._give_back_unreached(queue, held, rollup)
                 if not gate.is_open:  # the next lease once the app answers
                     await gate.wait_open(self.stopping)
                     continue
@@ -276,7 +276,7 @@ class Worker:
         assert self.gate is not None, "made before the lease loop starts"
         return self.gate
 
-    async def _give_back_unreached(self, queue: Queue, held: HeldMessages) -> None:
+    async def _give_back_unreached(self, queue: Queue, held: HeldMessages, rollup: Rollup) -> None:
         """The app did not answer: give back the messages whose request never reached it and,
         while the gate is closed, the leased ones not started (no attempt counted)."""
         ids = held.take_unreached()
@@ -285,6 +285,7 @@ class Worker:
         if not ids:
             return
         await self.health.retrying(lambda: queue.release(self.config.owner, ids))
+        rollup.given_back(ids)
         self.metrics.app_given_back.inc(len(ids))
         log.info("gave back messages: the app did not answer", extra={"count": len(ids)})
 
@@ -408,10 +409,11 @@ class Worker:
         grace = self.config.grace_period
         # A lease statement may be under way: let it finish so what it leased is released below.
         await asyncio.wait([lease_loop], timeout=grace)
-        await self._give_back_unreached(queue, held)
+        await self._give_back_unreached(queue, held, rollup)
         unstarted = held.take_unstarted()
         if unstarted:
             await self.health.retrying(lambda: queue.release(self.config.owner, unstarted))
+            rollup.given_back(unstarted)
             self.metrics.count_released(len(unstarted))
             log.info("released unstarted messages", extra={"count": len(unstarted)})
         # A lease still under way past the grace period: its rows are left to their expiry.
@@ -426,7 +428,7 @@ class Worker:
                     entry.stop(f"worker stopped after its grace period of {grace:g}s", fails=True)
             if late:
                 await asyncio.wait(late)
-        await self._give_back_unreached(queue, held)  # requests that failed meanwhile
+        await self._give_back_unreached(queue, held, rollup)  # requests that failed meanwhile
         settlement.close()
         await settler
         self.drained.set()  # the handlers are done, their outcomes recorded

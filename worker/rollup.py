@@ -1,6 +1,8 @@
 """The worker's share of the chart rollup (`tablequeue.rollup`): counts kept in memory per
 minute of the database's clock, written with one upsert per minute every `rollup_interval`
-seconds (and at shutdown), together with samples of the queue's highest id and backlog.
+seconds (and at shutdown), together with samples of the queue's highest id and backlog. A
+message leased for the first time counts as enqueued in the minute it was created (leases are
+exclusive: one worker counts it).
 
 Nothing is written per message: recording an outcome costs a dictionary lookup and a bucket
 index. A worker killed with SIGKILL loses what it counted since its last write (at most
@@ -42,6 +44,8 @@ class Rollup:
         self.minutes: dict[datetime, MinuteCounts] = {}
         self._clock_offset = timedelta(0)
         """The database's clock minus this machine's, measured at each write."""
+        self._first_leases: dict[int, datetime] = {}
+        """Messages counted as enqueued at their lease, until settled: by id, their minute."""
         self._pruned_at: float | None = None
         self._warned_at: float | None = None
 
@@ -54,21 +58,38 @@ class Rollup:
 
     def _current(self) -> tuple[datetime, MinuteCounts]:
         now = self.database_now()
-        minute = minute_of(now)
+        return now, self._counts(minute_of(now))
+
+    def _counts(self, minute: datetime) -> MinuteCounts:
         counts = self.minutes.get(minute)
         if counts is None:
             counts = self.minutes[minute] = MinuteCounts()
-        return now, counts
+        return counts
 
     def leased(self, messages: Sequence[Message]) -> None:
-        """The highest id leased: an enqueue seen even if its row is gone by the next sample."""
-        if self.enabled and messages:
-            self._current()[1].saw_id(max(message.id for message in messages))
+        """Messages leased: the ones leased for the first time count as enqueued in the minute
+        they were created (the queue table counts those never leased when the chart is read)."""
+        if not self.enabled:
+            return
+        for message in messages:
+            if _first_lease(message):
+                minute = minute_of(message.created_at)
+                self._counts(minute).enqueued += 1
+                self._first_leases[message.id] = minute
+
+    def given_back(self, ids: Iterable[int]) -> None:
+        """Leases given back unstarted: their next lease is their first again."""
+        for message_id in ids:
+            minute = self._first_leases.pop(message_id, None)
+            if minute is not None:
+                self._counts(minute).enqueued -= 1
 
     def settled(self, settled: Settled, outcomes: Iterable[Completion | Failure]) -> None:
         """Outcomes just recorded: successes with their latency (due to now), failures."""
         if not self.enabled:
             return
+        for outcome in outcomes:
+            self._first_leases.pop(outcome.message.id, None)
         now, counts = self._current()
         counts.processed += settled.processed + settled.deleted + settled.rescheduled
         counts.failed += settled.retrying + settled.errored
@@ -132,3 +153,10 @@ class Rollup:
                 "cannot write the chart rollup; counts are kept and written later",
                 extra={"error": str(error).splitlines()[0][:300]},
             )
+
+
+def _first_lease(message: Message) -> bool:
+    """Whether a message just leased was never leased before: its first attempt, never
+    finished (a message run again by `processAgainAt` was), never failed (a person may have
+    retried a failed one: attempts start again at 0, its error stays)."""
+    return message.attempts == 1 and message.processed_at is None and message.last_error is None

@@ -289,15 +289,14 @@ class Dialect(SqlParts):
         *,
         add: Sequence[str],
         largest: Sequence[str],
-        smallest: Sequence[str],
         latest: Sequence[str],
     ) -> sa.Executable:
         """Insert `row`, or update the row with its primary key: the `add` columns add the new
-        value to the stored one, `largest` keep the larger, `smallest` the smaller, `latest`
+        value to the stored one (a stored NULL counts as 0), `largest` keep the larger, `latest`
         take the new value unless it is NULL (counters written by many processes at once, as
         by the chart rollup)."""
         insert = self.insert(table).values(**row)
-        set_ = accumulated(table, self.excluded(insert), add, largest, smallest, latest)
+        set_ = accumulated(table, self.excluded(insert), add, largest, latest)
         return self.on_conflict_key(insert, set_)
 
     def on_conflict_key(self, insert: Insert, set_: dict[str, Any]) -> Insert:
@@ -351,19 +350,18 @@ def accumulated(
     new: Any,
     add: Sequence[str],
     largest: Sequence[str],
-    smallest: Sequence[str],
     latest: Sequence[str],
 ) -> dict[str, Any]:
     """The assignments of `Dialect.accumulate`'s update: `new` are the written values."""
-    set_: dict[str, Any] = {name: table.c[name] + new[name] for name in add}
+    set_: dict[str, Any] = {
+        name: (sa.func.coalesce(table.c[name], 0) if table.c[name].nullable else table.c[name])
+        + new[name]
+        for name in add
+    }
     for name in largest:
         stored = table.c[name]
         larger = sa.or_(stored.is_(None), new[name] > stored)
         set_[name] = sa.case((larger, new[name]), else_=stored)
-    for name in smallest:
-        stored = table.c[name]
-        smaller = sa.or_(stored.is_(None), new[name] < stored)
-        set_[name] = sa.case((smaller, new[name]), else_=stored)
     for name in latest:
         set_[name] = sa.func.coalesce(new[name], table.c[name])
     return set_

@@ -21,7 +21,6 @@ from .table import (
     LARGEST,
     LATEST,
     ROLLUP_TABLE,
-    SMALLEST,
     bucket_of,
     rollup_table,
 )
@@ -40,7 +39,8 @@ class MinuteCounts:
     latency_sum: float = 0.0
     latency_max: float | None = None
     buckets: list[int] = field(default_factory=lambda: [0] * BUCKETS)
-    first_id: int | None = None
+    enqueued: int = 0
+    """Messages created this minute leased for the first time (less those given back)."""
     last_id: int | None = None
 
     def observe(self, latency: float) -> None:
@@ -61,16 +61,10 @@ class MinuteCounts:
         self.latency_sum += sum(latencies)
         self.observe_max(max(latencies))
 
-    def saw_id(self, message_id: int) -> None:
-        """A message id seen (leased): the highest id was at least this."""
-        if self.last_id is None or message_id > self.last_id:
-            self.last_id = message_id
-
     def sampled(self, highest: int) -> None:
         """The table's highest id, read now."""
-        self.saw_id(highest)
-        if self.first_id is None or highest < self.first_id:
-            self.first_id = highest
+        if self.last_id is None or highest > self.last_id:
+            self.last_id = highest
 
     def merge(self, other: MinuteCounts) -> None:
         self.processed += other.processed
@@ -79,10 +73,9 @@ class MinuteCounts:
         if other.latency_max is not None:
             self.observe_max(other.latency_max)
         self.buckets = [a + b for a, b in zip(self.buckets, other.buckets, strict=True)]
+        self.enqueued += other.enqueued
         if other.last_id is not None:
-            self.saw_id(other.last_id)
-        if other.first_id is not None:
-            self.sampled(other.first_id)
+            self.sampled(other.last_id)
 
     def observe_max(self, latency: float) -> None:
         if self.latency_max is None or latency > self.latency_max:
@@ -96,9 +89,9 @@ class MinuteCounts:
             "failed": self.failed,
             "latency_sum": self.latency_sum,
             "latency_max": self.latency_max,
-            "first_id": self.first_id,
             "last_id": self.last_id,
             "backlog": backlog,
+            "enqueued": self.enqueued,
         }
         values.update(zip(BUCKET_COLUMNS, self.buckets, strict=True))
         return values
@@ -137,9 +130,7 @@ def write_minutes(
             counts = pending[minute]
             row = counts.row(queue, minute, backlog if minute == current else None)
             connection.execute(
-                dialect.accumulate(
-                    rollup, row, add=ADDED_UP, largest=LARGEST, smallest=SMALLEST, latest=LATEST
-                )
+                dialect.accumulate(rollup, row, add=ADDED_UP, largest=LARGEST, latest=LATEST)
             )
     assert isinstance(now, datetime)
     return now

@@ -67,10 +67,10 @@ def migrate(connection: sa.Connection, table: sa.Table, from_version: int) -> No
         message_id = names.index_name(table.name, "message_id")
         next(index for index in table.indexes if index.name == message_id).create(connection)
     if from_version < 4:
-        _add_missing_columns(connection, table, ADDED_COLUMNS)
+        add_missing_columns(connection, table, ADDED_COLUMNS)
 
 
-def _add_missing_columns(
+def add_missing_columns(
     connection: sa.Connection, table: sa.Table, columns: Sequence[str]
 ) -> None:
     """Add the nullable `columns` the table lacks (a second run adds nothing)."""
@@ -119,7 +119,7 @@ operator or `queue apply` migrates it) serves them unchanged."""
 
 def migrate_registry(connection: sa.Connection, registry: sa.Table) -> None:
     """Add the columns a registry made by an older tablequeue lacks (under the DDL lock)."""
-    _add_missing_columns(connection, registry, REGISTRY_ADDED_COLUMNS)
+    add_missing_columns(connection, registry, REGISTRY_ADDED_COLUMNS)
 
 
 REGISTRY_ADDED_COLUMNS = ("owner", "paused_at")
@@ -297,9 +297,9 @@ def rollup_table(metadata: sa.MetaData) -> sa.Table:
             sa.Column(name, sa.BigInteger(), nullable=False, server_default="0")
             for name in BUCKET_COLUMNS
         ),
-        sa.Column("first_id", sa.BigInteger(), nullable=True),
         sa.Column("last_id", sa.BigInteger(), nullable=True),
         sa.Column("backlog", sa.BigInteger(), nullable=True),
+        sa.Column("enqueued", sa.BigInteger(), nullable=True),  # after 0.1.0: NULL in older rows
     )
     sa.Index(f"{ROLLUP_TABLE}_minute", table.c.minute)  # pruning, across queues
     return table

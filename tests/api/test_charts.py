@@ -12,7 +12,7 @@ from typing import Any
 
 from tablequeue import Database, Queue
 from tablequeue.rollup import MinuteCounts, minute_of, rollup_table, write_minutes
-from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
+from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST
 from tests.support.api_server import api_client, serve_api
 
 from .test_ui_browser import (  # noqa: F401 (fixtures)
@@ -43,7 +43,7 @@ def seed_hour(database: Database, queue: Queue, scale: int = 1) -> tuple[datetim
             row = counts.row(queue.name, minute, int(300 * (1.2 + math.cos(k / 9)) * scale))
             connection.execute(
                 database.dialect.accumulate(
-                    rollup, row, add=ADDED_UP, largest=LARGEST, smallest=SMALLEST, latest=LATEST
+                    rollup, row, add=ADDED_UP, largest=LARGEST, latest=LATEST
                 )
             )
     return now, total

@@ -33,7 +33,7 @@ from tablequeue.dialects import DIALECTS
 from tablequeue.dialects.history import HistoryQueries
 from tablequeue.dialects.statements import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
-from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST, SMALLEST
+from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST
 from tablequeue.spec import QueueSpec
 from tablequeue.storage import Storage, schedules
 from tablequeue.storage.schedules import ScheduleState
@@ -113,7 +113,7 @@ def rollup_statements(storage: Storage) -> dict[str, Any]:
     rollup = rollup_table(storage.metadata)
     row = MinuteCounts().row("orders", datetime(2026, 1, 1, tzinfo=UTC), 0)
     upsert = storage.dialect.accumulate(
-        rollup, row, add=ADDED_UP, largest=LARGEST, smallest=SMALLEST, latest=LATEST
+        rollup, row, add=ADDED_UP, largest=LARGEST, latest=LATEST
     )
     statements: dict[str, Any] = {
         "create_rollup": sa.schema.CreateTable(rollup),

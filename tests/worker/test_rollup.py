@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,17 +51,36 @@ def _totals(database: Database) -> dict[str, Any]:
     }
 
 
+def _sum(series: list[int | None]) -> int:
+    return sum(value for value in series if value is not None)
+
+
+def _enqueued_by_minute(charts: dict[str, Any], series: dict[str, Any]) -> dict[int, int]:
+    return Counter({t: n for t, n in zip(charts["time"], series["enqueued"], strict=True) if n})
+
+
+def _created_by_minute(database: Database, table: sa.Table) -> Counter[int]:
+    """Minute (Unix seconds) -> messages created in it, of the rows in the table now."""
+    with database.transaction() as connection:
+        created = connection.execute(sa.select(table.c.created_at)).scalars()
+        return Counter(int(minute_of(at).timestamp()) for at in created)
+
+
 def test_two_workers_write_what_they_did_and_the_charts_show_it(
     make_queue: MakeQueue, database: Database, db_url: str, start_worker: StartWorker
 ) -> None:
     queue = make_queue("orders", max_attempts=1)
     first = enqueue(queue, [{"n": n} for n in range(3)])
+    created = _created_by_minute(database, queue.table)  # the rows are deleted once processed
     options = ("--rollup-interval", "1", "--batch-size", "5", *FAST_POLL)
     workers = [start_worker("orders", db_url, SYNC, *options) for _ in range(2)]
     for worker in workers:
         worker.wait_ready()
     wait_until(lambda: _totals(database)["processed"] == 3, 60)
+    database.pause("orders")  # the workers lease nothing while the new rows are read
     ids = enqueue(queue, [{"n": n} for n in range(40)] + [{"raise": "no stock"}] * 6)
+    created += _created_by_minute(database, queue.table)
+    database.resume("orders")
     wait_until(lambda: queue.count(status="Pending") == 0 and queue.count(status="Leased") == 0)
     assert queue.count(status="Error") == 6
     wait_until(lambda: _totals(database)["processed"] == 43 and _totals(database)["failed"] == 6)
@@ -70,11 +90,18 @@ def test_two_workers_write_what_they_did_and_the_charts_show_it(
 
     charts = chart_series(database, "1h", ["orders"])
     [orders] = charts["queues"]
-    assert sum(orders["processed"]) == 43 and sum(orders["failed"]) == 6
-    enqueued = [n for n in orders["enqueued"] if n is not None]
-    # Every id after the first sample (which saw the first three) is counted, once.
-    assert sum(enqueued) == max(ids) - max(first) == 46
+    assert _sum(orders["processed"]) == 43 and _sum(orders["failed"]) == 6
+    # Every message created is counted once, in the minute it was created (the first three
+    # before any worker sampled the queue too), by the worker that leased it first.
+    assert _sum(orders["enqueued"]) == len(first) + len(ids) == 49
+    assert _enqueued_by_minute(charts, orders) == created
     assert any(p is not None for p in orders["latencyP50"])
+
+    # A person retries the six in Error: run again, they are not enqueued again.
+    queue.set_status("Pending", from_status="Error")
+    wait_until(lambda: _totals(database)["failed"] == 12)
+    orders = chart_series(database, "1h", ["orders"])["queues"][0]
+    assert _sum(orders["enqueued"]) == 49
     for worker in workers:
         worker.signal(signal.SIGTERM)
         assert worker.wait_exit() == 0

@@ -281,7 +281,6 @@ class MssqlDialect(Dialect):
         *,
         add: Sequence[str],
         largest: Sequence[str],
-        smallest: Sequence[str],
         latest: Sequence[str],
     ) -> sa.Executable:
         """Differs because SQL Server has no INSERT ... ON CONFLICT: MERGE ... WITH (HOLDLOCK)
@@ -290,7 +289,7 @@ class MssqlDialect(Dialect):
         it)."""
         values = [sa.literal(value, table.c[name].type).label(name) for name, value in row.items()]
         source = sa.select(*values).subquery("s")
-        set_ = accumulated(table, source.c, add, largest, smallest, latest)
+        set_ = accumulated(table, source.c, add, largest, latest)
         keys = [column.name for column in table.primary_key.columns]
         return Merge(table, source, list(set_.items()), None, keys)
 

@@ -101,7 +101,7 @@ def test_series_per_step_with_percentiles_enqueued_and_backlog(
     orders = by_queue["orders"]
     assert all(len(series) == 60 for series in orders.values() if isinstance(series, list))
     assert orders["processed"][step] == 100 and orders["failed"][step] == 4
-    assert sum(orders["processed"]) == 100
+    assert _measured(orders["processed"]) == 100
     assert orders["backlog"][sampled] == 10
     p50, p90, p99 = (orders[f"latencyP{p}"][step] for p in (50, 90, 99))
     assert 0.05 < p50 <= 0.1 and 0.05 < p90 <= 0.1 and 1.0 < p99 <= 2.5
@@ -113,42 +113,66 @@ def test_series_per_step_with_percentiles_enqueued_and_backlog(
     only = chart_series(database, "24h", ["orders"])
     assert [q["queue"] for q in only["queues"]] == ["orders"]
     assert only["stepSeconds"] == 300 and len(only["time"]) == 288
-    assert sum(only["queues"][0]["processed"]) == 100
+    assert _measured(only["queues"][0]["processed"]) == 100
     with pytest.raises(InvalidInput, match="unknown window '2h'"):
         chart_series(database, "2h")
 
 
-def test_enqueued_follows_the_highest_id_across_samples(
+def _measured(series: list[int | None]) -> int:
+    return sum(value for value in series if value is not None)
+
+
+def test_no_data_is_null_and_enqueued_counts_what_was_created(
     database: Database, make_queue: MakeQueue
 ) -> None:
     queue = make_queue()
-    _enqueue(queue, 2)
+    ids = _enqueue(queue, 5)
     clock = write_minutes(database, "orders", queue.table, {})
     minute = minute_of(clock)
-    # Samples of earlier minutes, as workers that ran then would have written them.
-    baseline = MinuteCounts()
-    baseline.saw_id(100)
-    moved = MinuteCounts()
-    moved.saw_id(142)
-    lower = MinuteCounts()
-    lower.saw_id(120)  # a sample after the newest rows were deleted: never negative
-    write_minutes(
-        database,
-        "orders",
-        queue.table,
-        {
-            minute - timedelta(minutes=3): baseline,
-            minute - timedelta(minutes=2): moved,
-            minute - timedelta(minutes=1): lower,
-        },
-    )
-    charts = chart_series(database, "1h", ["orders"])  # one call: one window, one time axis
-    orders = charts["queues"][0]
+    charts = chart_series(database, "1h", ["orders"])
+    [orders] = charts["queues"]
     step = charts["time"].index(int(minute.timestamp()))
-    assert orders["enqueued"][step - 3] is None  # the first sample: no baseline before it
-    assert orders["enqueued"][step - 2] == 42
-    assert orders["enqueued"][step - 1] == 0
-    assert orders["enqueued"][step - 4] is None  # no sample at all
+    # Before the queue existed: nothing, not zeros; since: what was created, never leased yet.
+    assert orders["enqueued"][: step - 1] == [None] * (step - 1)
+    assert _measured(orders["enqueued"]) == 5
+    assert orders["processed"][: step - 1] == [None] * (step - 1)  # no worker counted then
+    assert orders["processed"][step] == 0 and orders["backlog"][step] == 5  # a worker sampled
+
+    # Two are leased: the worker that leased them counts them in the minute they were created
+    # (the table counts only the ones never leased).
+    leased = queue.lease("w1", 2).messages
+    created = minute_of(leased[0].created_at)
+    write_minutes(database, "orders", queue.table, {created: MinuteCounts(enqueued=2)})
+    _enqueue(queue, 1)
+    orders = chart_series(database, "1h", ["orders"])["queues"][0]
+    assert _measured(orders["enqueued"]) == 6 == len(ids) + 1
+
+    # A message deleted before any lease is no longer counted (the leased ones stay counted).
+    queue.delete(ids[-1])
+    orders = chart_series(database, "1h", ["orders"])["queues"][0]
+    assert _measured(orders["enqueued"]) == 5
+
+
+def test_an_older_rollup_table_is_read_then_migrated_by_apply(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    queue = make_queue()
+    created = minute_of(queue.get(_enqueue(queue, 2)[0]).created_at)
+    with database.transaction() as connection:  # as made by 0.1.0: no `enqueued` column
+        connection.exec_driver_sql("ALTER TABLE tablequeue_rollup DROP COLUMN enqueued")
+    with database.transaction() as connection:
+        rollup = rollup_table(database.metadata)
+        connection.execute(
+            rollup.insert().values(
+                queue="orders", minute=created, processed=1, failed=0, latency_sum=0, backlog=2
+            )
+        )
+    orders = chart_series(database, "1h", ["orders"])["queues"][0]
+    assert _measured(orders["processed"]) == 1 and _measured(orders["enqueued"]) == 2
+    make_queue()  # apply again: the column is added, NULL in the row written before
+    write_minutes(database, "orders", queue.table, {created: MinuteCounts(enqueued=1)})
+    row = next(row for row in _rows(database) if row.minute == created)
+    assert row.enqueued == 1 and row.processed == 1
 
 
 def test_prune_deletes_rows_past_the_horizon_in_bounded_batches(

@@ -1,5 +1,5 @@
-INSERT INTO tablequeue_rollup (queue, minute, processed, failed, latency_sum, latency_max, latency_b00, latency_b01, latency_b02, latency_b03, latency_b04, latency_b05, latency_b06, latency_b07, latency_b08, latency_b09, latency_b10, latency_b11, latency_b12, latency_b13, latency_b14, latency_b15, latency_b16, latency_b17, latency_b18, latency_b19, latency_b20, latency_b21, latency_b22, first_id, last_id, backlog)
-VALUES (%(queue)s, %(minute)s, %(processed)s, %(failed)s, %(latency_sum)s, %(latency_max)s, %(latency_b00)s, %(latency_b01)s, %(latency_b02)s, %(latency_b03)s, %(latency_b04)s, %(latency_b05)s, %(latency_b06)s, %(latency_b07)s, %(latency_b08)s, %(latency_b09)s, %(latency_b10)s, %(latency_b11)s, %(latency_b12)s, %(latency_b13)s, %(latency_b14)s, %(latency_b15)s, %(latency_b16)s, %(latency_b17)s, %(latency_b18)s, %(latency_b19)s, %(latency_b20)s, %(latency_b21)s, %(latency_b22)s, %(first_id)s, %(last_id)s, %(backlog)s)
+INSERT INTO tablequeue_rollup (queue, minute, processed, failed, latency_sum, latency_max, latency_b00, latency_b01, latency_b02, latency_b03, latency_b04, latency_b05, latency_b06, latency_b07, latency_b08, latency_b09, latency_b10, latency_b11, latency_b12, latency_b13, latency_b14, latency_b15, latency_b16, latency_b17, latency_b18, latency_b19, latency_b20, latency_b21, latency_b22, last_id, backlog, enqueued)
+VALUES (%(queue)s, %(minute)s, %(processed)s, %(failed)s, %(latency_sum)s, %(latency_max)s, %(latency_b00)s, %(latency_b01)s, %(latency_b02)s, %(latency_b03)s, %(latency_b04)s, %(latency_b05)s, %(latency_b06)s, %(latency_b07)s, %(latency_b08)s, %(latency_b09)s, %(latency_b10)s, %(latency_b11)s, %(latency_b12)s, %(latency_b13)s, %(latency_b14)s, %(latency_b15)s, %(latency_b16)s, %(latency_b17)s, %(latency_b18)s, %(latency_b19)s, %(latency_b20)s, %(latency_b21)s, %(latency_b22)s, %(last_id)s, %(backlog)s, %(enqueued)s)
 ON DUPLICATE KEY UPDATE processed = (tablequeue_rollup.processed + VALUES(processed)),
     failed = (tablequeue_rollup.failed + VALUES(failed)),
     latency_sum = (tablequeue_rollup.latency_sum + VALUES(latency_sum)),
@@ -27,6 +27,6 @@ ON DUPLICATE KEY UPDATE processed = (tablequeue_rollup.processed + VALUES(proces
     latency_b20 = (tablequeue_rollup.latency_b20 + VALUES(latency_b20)),
     latency_b21 = (tablequeue_rollup.latency_b21 + VALUES(latency_b21)),
     latency_b22 = (tablequeue_rollup.latency_b22 + VALUES(latency_b22)),
-    first_id = CASE WHEN (tablequeue_rollup.first_id IS NULL OR VALUES(first_id) < tablequeue_rollup.first_id) THEN VALUES(first_id) ELSE tablequeue_rollup.first_id END,
     last_id = CASE WHEN (tablequeue_rollup.last_id IS NULL OR VALUES(last_id) > tablequeue_rollup.last_id) THEN VALUES(last_id) ELSE tablequeue_rollup.last_id END,
-    backlog = coalesce(VALUES(backlog), tablequeue_rollup.backlog);
+    backlog = coalesce(VALUES(backlog), tablequeue_rollup.backlog),
+    enqueued = (coalesce(tablequeue_rollup.enqueued, %(coalesce_1)s) + VALUES(enqueued));

@@ -28,8 +28,8 @@ CREATE TABLE tablequeue_rollup (
 	latency_b20 BIGINT NOT NULL DEFAULT '0',
 	latency_b21 BIGINT NOT NULL DEFAULT '0',
 	latency_b22 BIGINT NOT NULL DEFAULT '0',
-	first_id BIGINT NULL,
 	last_id BIGINT NULL,
 	backlog BIGINT NULL,
+	enqueued BIGINT NULL,
 	PRIMARY KEY (queue, minute)
 );

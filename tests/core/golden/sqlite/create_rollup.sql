@@ -28,8 +28,8 @@ CREATE TABLE tablequeue_rollup (
 	latency_b20 BIGINT DEFAULT '0' NOT NULL,
 	latency_b21 BIGINT DEFAULT '0' NOT NULL,
 	latency_b22 BIGINT DEFAULT '0' NOT NULL,
-	first_id BIGINT,
 	last_id BIGINT,
 	backlog BIGINT,
+	enqueued BIGINT,
 	PRIMARY KEY (queue, minute)
 );

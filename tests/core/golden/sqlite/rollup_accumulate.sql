@@ -1,4 +1,4 @@
-INSERT INTO tablequeue_rollup (queue, minute, processed, failed, latency_sum, latency_max, latency_b00, latency_b01, latency_b02, latency_b03, latency_b04, latency_b05, latency_b06, latency_b07, latency_b08, latency_b09, latency_b10, latency_b11, latency_b12, latency_b13, latency_b14, latency_b15, latency_b16, latency_b17, latency_b18, latency_b19, latency_b20, latency_b21, latency_b22, first_id, last_id, backlog)
+INSERT INTO tablequeue_rollup (queue, minute, processed, failed, latency_sum, latency_max, latency_b00, latency_b01, latency_b02, latency_b03, latency_b04, latency_b05, latency_b06, latency_b07, latency_b08, latency_b09, latency_b10, latency_b11, latency_b12, latency_b13, latency_b14, latency_b15, latency_b16, latency_b17, latency_b18, latency_b19, latency_b20, latency_b21, latency_b22, last_id, backlog, enqueued)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (queue, minute)
 DO UPDATE
@@ -29,6 +29,6 @@ SET processed = (tablequeue_rollup.processed + excluded.processed),
     latency_b20 = (tablequeue_rollup.latency_b20 + excluded.latency_b20),
     latency_b21 = (tablequeue_rollup.latency_b21 + excluded.latency_b21),
     latency_b22 = (tablequeue_rollup.latency_b22 + excluded.latency_b22),
-    first_id = CASE WHEN (tablequeue_rollup.first_id IS NULL OR excluded.first_id < tablequeue_rollup.first_id) THEN excluded.first_id ELSE tablequeue_rollup.first_id END,
     last_id = CASE WHEN (tablequeue_rollup.last_id IS NULL OR excluded.last_id > tablequeue_rollup.last_id) THEN excluded.last_id ELSE tablequeue_rollup.last_id END,
-    backlog = coalesce(excluded.backlog, tablequeue_rollup.backlog);
+    backlog = coalesce(excluded.backlog, tablequeue_rollup.backlog),
+    enqueued = (coalesce(tablequeue_rollup.enqueued, ?) + excluded.enqueued);
