@@ -89,7 +89,7 @@ def _trim(text: str) -> str:
     return text[:half] + TRIMMED + text[-half:]
 
 
-TRIMMED = "\n[...]\n"
+TRIMMED = "\n  [...]\n"  # indented: read as frames left out, not as the exception line
 
 
 def _handler_traceback(error: BaseException) -> str:

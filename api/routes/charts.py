@@ -3,8 +3,8 @@
 Every series has one value per step of the window, at the times of `time` (Unix seconds, the
 start of each step). Counts are totals over the step; latency percentiles (seconds, from due to
 processed) come from the step's merged histogram; `backlog` is the last sample in the step;
-null means nothing was measured (no success for latency, no worker sampling for backlog and
-enqueued).
+null means nothing was measured (no worker wrote then, the queue did not exist yet, no success
+for latency), never 0.
 """
 
 from __future__ import annotations
@@ -27,11 +27,16 @@ Window = Annotated[
 
 class Series(BaseModel):
     enqueued: list[int | None] = Field(
-        description="How far the queue's highest message id moved (enqueues, including "
-        "updates of a messageId on PostgreSQL and MariaDB); null where no worker sampled it."
+        description="Messages created in the step (each counted once: by the worker that "
+        "leased it first, or in the queue table while never leased); null before the queue "
+        "existed."
     )
-    processed: list[int] = Field(description="Successes recorded.")
-    failed: list[int] = Field(description="Failures recorded (retried or sent to Error).")
+    processed: list[int | None] = Field(
+        description="Successes recorded; null where no worker wrote."
+    )
+    failed: list[int | None] = Field(
+        description="Failures recorded (retried or sent to Error); null where no worker wrote."
+    )
     latencyP50: list[float | None]
     latencyP90: list[float | None]
     latencyP99: list[float | None] = Field(

@@ -1,13 +1,36 @@
 // tablequeue admin UI: charts of the past from the JSON API's /charts routes, drawn by uPlot
 // (vendored: uPlot.iife.min.js, see VENDORED.md). Every chart is kept in window.tqCharts by
-// name, so a test (or a person in the console) can read back the data drawn.
+// name, so a test (or a person in the console) can read back the data drawn. Colours come from
+// CSS custom properties (ui.css, `--chart-*`); the charts are drawn again on the document's
+// `tablequeue:themechange` event.
 "use strict";
 
 (function () {
-  var COLORS = ["#2c5fd4", "#16a34a", "#c9372c", "#d97706", "#7c3aed", "#0891b2", "#db2777",
-                "#4b5563", "#65a30d", "#9333ea"];
+  var FALLBACK_COLORS = ["#2c5fd4", "#16a34a", "#c9372c", "#d97706", "#7c3aed", "#0891b2",
+                         "#db2777", "#4b5563", "#65a30d", "#9333ea"];
   var STEP_NAMES = { 60: "per minute", 300: "per 5 minutes", 3600: "per hour" };
+  // Ticks of a count axis: whole numbers only (uPlot picks the first that leaves room).
+  var COUNT_INCREMENTS = [];
+  for (var power = 1; power <= 1e12; power *= 10) COUNT_INCREMENTS.push(power, 2 * power, 5 * power);
   window.tqCharts = {};
+  var shown = null; // what was drawn last: drawn again when the theme changes
+
+  function cssColor(name, fallback) {
+    var value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return value || fallback;
+  }
+
+  function theme() {
+    return {
+      axis: cssColor("--chart-axis", "rgba(0,0,0,0.07)"),
+      grid: cssColor("--chart-grid", "rgba(0,0,0,0.07)"),
+      text: cssColor("--chart-text", "#000"),
+      fill: cssColor("--chart-fill", "rgba(124,58,237,0.08)"),
+      series: FALLBACK_COLORS.map(function (color, i) {
+        return cssColor("--chart-series-" + (i + 1), color);
+      }),
+    };
+  }
 
   function seconds(value) {
     if (value === null || value === undefined) return "–";
@@ -21,24 +44,58 @@
     return value === null || value === undefined ? "–" : String(Math.round(value));
   }
 
+  function compact(value) {
+    // 950, 1.2k, 12k, 3.4M: one decimal below ten of a unit.
+    var units = [[1e9, "G"], [1e6, "M"], [1e3, "k"]];
+    for (var i = 0; i < units.length; i++) {
+      var scaled = value / units[i][0];
+      if (Math.abs(scaled) >= 1) {
+        var text = Math.abs(scaled) < 10 ? scaled.toFixed(1).replace(/\.0$/, "") : String(Math.round(scaled));
+        return text + units[i][1];
+      }
+    }
+    return String(value);
+  }
+
+  function countTicks(u, ticks) {
+    return ticks.map(function (v) { return v !== null && Number.isInteger(v) ? compact(v) : ""; });
+  }
+
+  function decadeTicks(u, ticks) {
+    // A log axis labels its powers of ten only (1 ms, 10 ms, 100 ms, 1 s, 10 s, ...).
+    return ticks.map(function (v) {
+      if (v === null || v <= 0) return "";
+      var exponent = Math.log10(v);
+      if (Math.abs(exponent - Math.round(exponent)) > 1e-9) return "";
+      if (v < 1) return Math.round(v * 1000) + " ms";
+      if (v < 1000) return Math.round(v) + " s";
+      if (v < 100000) return Math.round(v / 60) + " min";
+      return Math.round(v / 3600) + " h";
+    });
+  }
+
   function draw(name, element, time, series, options) {
     if (!element) return;
     var old = window.tqCharts[name];
     if (old) old.destroy();
     var width = Math.max(element.clientWidth, 300);
+    var colors = theme();
+    var axis = { stroke: colors.text, grid: { stroke: colors.grid }, ticks: { stroke: colors.axis } };
+    var yAxis = Object.assign({}, axis, options.log ? { values: decadeTicks, size: 60 } :
+      { values: countTicks, incrs: COUNT_INCREMENTS, size: 60 });
     var opts = {
       width: width,
       height: 220,
       scales: { x: { time: true }, y: options.log ? { distr: 3 } : { range: function (u, min, max) {
         return [0, max > 0 ? max * 1.1 : 1];
       } } },
-      axes: [{}, { values: function (u, ticks) { return ticks.map(options.format); }, size: 60 }],
+      axes: [axis, yAxis],
       series: [{}].concat(series.map(function (s, i) {
         return {
           label: s.label,
-          stroke: s.color || COLORS[i % COLORS.length],
+          stroke: colors.series[(s.color === undefined ? i : s.color) % colors.series.length],
           width: 1.5,
-          fill: s.fill || undefined,
+          fill: s.fill ? colors.fill : undefined,
           value: function (u, v) { return options.format(v); },
           points: { show: time.length <= 90 },
         };
@@ -60,17 +117,17 @@
     var per = STEP_NAMES[charts.stepSeconds] || "per " + charts.stepSeconds + " s";
     document.getElementById("throughput-title").textContent = "Messages " + per;
     draw("throughput", document.getElementById("chart-throughput"), charts.time, [
-      { label: "enqueued", values: s.enqueued, color: COLORS[0] },
-      { label: "processed", values: s.processed, color: COLORS[1] },
-      { label: "failed", values: s.failed, color: COLORS[2] },
+      { label: "enqueued", values: s.enqueued, color: 0 },
+      { label: "processed", values: s.processed, color: 1 },
+      { label: "failed", values: s.failed, color: 2 },
     ], { format: count });
     draw("latency", document.getElementById("chart-latency"), charts.time, [
-      { label: "p50", values: positive(s.latencyP50), color: COLORS[1] },
-      { label: "p90", values: positive(s.latencyP90), color: COLORS[3] },
-      { label: "p99", values: positive(s.latencyP99), color: COLORS[2] },
+      { label: "p50", values: positive(s.latencyP50), color: 1 },
+      { label: "p90", values: positive(s.latencyP90), color: 3 },
+      { label: "p99", values: positive(s.latencyP99), color: 2 },
     ], { format: seconds, log: true });
     draw("backlog", document.getElementById("chart-backlog"), charts.time, [
-      { label: "backlog", values: s.backlog, color: COLORS[4], fill: "rgba(124,58,237,0.08)" },
+      { label: "backlog", values: s.backlog, color: 4, fill: true },
     ], { format: count });
     if (!single) {
       var title = document.getElementById("by-queue-title");
@@ -97,6 +154,7 @@
         });
       })
       .then(function (charts) {
+        shown = { root: root, charts: charts };
         render(root, charts);
         var measured = (queue !== undefined ? [charts] : charts.queues).some(function (s) {
           return s.processed.some(Boolean) || s.failed.some(Boolean) ||
@@ -118,6 +176,9 @@
     if (!root || typeof uPlot === "undefined") return;
     load(root);
     setInterval(function () { load(root); }, 30000);
+    document.addEventListener("tablequeue:themechange", function () {
+      if (shown) render(shown.root, shown.charts);
+    });
     var resizing;
     window.addEventListener("resize", function () {
       clearTimeout(resizing);

@@ -138,7 +138,7 @@ def chart_series(
                 .order_by(rollup.c.queue, rollup.c.minute)
             ).all()
             before = dict(
-                connection.execute(  # type: ignore[arg-type]
+                connection.execute(
                     sa.select(rollup.c.queue, sa.func.max(rollup.c.last_id))
                     .where(chosen, rollup.c.minute < start_at)
                     .group_by(rollup.c.queue)

@@ -70,9 +70,7 @@ def migrate(connection: sa.Connection, table: sa.Table, from_version: int) -> No
         add_missing_columns(connection, table, ADDED_COLUMNS)
 
 
-def add_missing_columns(
-    connection: sa.Connection, table: sa.Table, columns: Sequence[str]
-) -> None:
+def add_missing_columns(connection: sa.Connection, table: sa.Table, columns: Sequence[str]) -> None:
     """Add the nullable `columns` the table lacks (a second run adds nothing)."""
     present = {column["name"] for column in sa.inspect(connection).get_columns(table.name)}
     quote = connection.dialect.identifier_preparer.quote

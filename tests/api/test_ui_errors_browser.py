@@ -36,7 +36,9 @@ def test_errors_show_their_exception_line_first(
     from playwright.sync_api import expect
 
     queue = make_queue("orders", max_attempts=2, retry={"delay_seconds": 0})
-    failing, long_one = (queue.enqueue({"n": n}).id for n in (1, 2))
+    enqueued = [queue.enqueue({"n": n}).id for n in (1, 2)]
+    assert None not in enqueued
+    failing, long_one = (int(message_id or 0) for message_id in enqueued)
     for error in (ValueError("bad sku 123"), KeyError("price")):  # two attempts, then Error
         leased = queue.lease("worker-1", batch_size=2).messages
         queue.fail(

@@ -112,9 +112,7 @@ def rollup_statements(storage: Storage) -> dict[str, Any]:
     """The chart rollup's table, its index and the upsert every worker's write runs."""
     rollup = rollup_table(storage.metadata)
     row = MinuteCounts().row("orders", datetime(2026, 1, 1, tzinfo=UTC), 0)
-    upsert = storage.dialect.accumulate(
-        rollup, row, add=ADDED_UP, largest=LARGEST, latest=LATEST
-    )
+    upsert = storage.dialect.accumulate(rollup, row, add=ADDED_UP, largest=LARGEST, latest=LATEST)
     statements: dict[str, Any] = {
         "create_rollup": sa.schema.CreateTable(rollup),
         "rollup_accumulate": upsert,
