@@ -162,10 +162,12 @@ def test_each_component_works_with_only_its_grants(as_role: Roles) -> None:
     assert admin.queue("orders").run_schedule("nightly") is not None  # Paused, the default
     assert admin.pause("orders").paused and not admin.resume("orders").paused
 
-    assert sum(chart_series(admin, "1h", ["orders"])["queues"][0]["processed"]) == 1
+    charts = chart_series(admin, "1h", ["orders"])["queues"][0]  # reads the queue table too
+    assert sum(n for n in charts["processed"] if n is not None) == 1
     reader = as_role["tq_reader"].queue("orders")
     assert [view.fired for view in reader.schedules()] == [2]
-    assert sum(chart_series(as_role["tq_reader"], "24h")["total"]["processed"]) == 1
+    total = chart_series(as_role["tq_reader"], "24h")["total"]
+    assert sum(n for n in total["processed"] if n is not None) == 1
     assert reader.stats().counts == {"OnHold": 1, "Paused": 1}  # processed ones are deleted
     assert as_role["tq_reader"].find_job(str(done.tracking_id)).source == "results"
     assert reader.attempts(reader.messages(status="OnHold")[0]) == []
