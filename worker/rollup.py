@@ -84,7 +84,7 @@ class Rollup:
             if minute is not None:
                 self._counts(minute).enqueued -= 1
 
-    def settled(self, settled: Settled, outcomes: Iterable[Completion | Failure]) -> None:
+    def settled(self, settled: Settled, outcomes: Sequence[Completion | Failure]) -> None:
         """Outcomes just recorded: successes with their latency (due to now), failures."""
         if not self.enabled:
             return
