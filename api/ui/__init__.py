@@ -11,11 +11,18 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 
-from . import charts, messages, queues, signin, workers
+from . import charts, find, messages, queues, signin, workers
 from .rendering import STATIC, error_page, status_page
 
 PREFIX = "/ui"
-ROUTERS = [queues.router, signin.router, messages.router, charts.router, workers.router]
+ROUTERS = [
+    queues.router,
+    signin.router,
+    messages.router,
+    charts.router,
+    workers.router,
+    find.router,
+]
 
 
 def mount(app: FastAPI) -> None:
