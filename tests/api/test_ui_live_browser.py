@@ -38,6 +38,15 @@ def row_ids(page: Any) -> list[int]:
     return list(ids)
 
 
+def clipped_cells(page: Any) -> list[str]:
+    """The text of the queue list's shown cells that do not show all of it."""
+    clipped = page.locator("table.queues th, table.queues td").evaluate_all(
+        "cells => cells.filter(c => c.offsetParent && c.scrollWidth > c.clientWidth)"
+        ".map(c => c.textContent.trim())"
+    )
+    return list(clipped)
+
+
 def wait_for_ticks(page: Any, ticks: int) -> None:
     """Until the live timer has ticked `ticks` more times (paused or not)."""
     start = int(page.evaluate("Number(document.body.dataset.liveTicks || 0)"))
@@ -214,11 +223,7 @@ def _queue_list_fits(page: Any) -> None:
         for cell in (row.locator("td").nth(0), row.locator("td.health")):
             box = cell.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 800
-    clipped = page.locator("table.queues th, table.queues td").evaluate_all(
-        "cells => cells.filter(c => c.offsetParent && c.scrollWidth > c.clientWidth)"
-        ".map(c => c.textContent.trim())"
-    )
-    assert clipped == []  # every shown cell shows all of its text
+    assert clipped_cells(page) == []
     lefts = [
         [round(box["x"]) for th in table.locator("th").all() if (box := th.bounding_box())]
         for table in page.locator("table.queues").all()
