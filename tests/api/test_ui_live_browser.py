@@ -146,7 +146,12 @@ def test_retry_cancel_and_delete_ticked_rows(
         page.check("#select-all")
         expect(page.locator("#selected-count")).to_have_text("6 selected")
         messages: list[str] = []
-        page.once("dialog", lambda dialog: (messages.append(dialog.message), dialog.dismiss()))
+
+        def decline(dialog: Any) -> None:
+            messages.append(dialog.message)
+            dialog.dismiss()
+
+        page.once("dialog", decline)
         page.click("#delete-selected button")
         expect(page.locator("#messages tbody tr[data-id]")).to_have_count(6)
         assert messages == ["Delete the 6 ticked message(s)? This cannot be undone."]

@@ -105,7 +105,7 @@ def seed_shop(database: Database, make_queue: Any) -> int:
         beat(database, worker, queue, in_flight, processed)
     seed_hour(database, confirmations)
     seed_hour(database, inventory, scale=2)
-    return doomed[0].id
+    return doomed[0].id or 0
 
 
 @needs_browser
