@@ -45,11 +45,12 @@
   }
 
   function swap(region, fresh) {
-    if (fresh.innerHTML === region.innerHTML || typingIn(region)) return;
+    if (fresh.outerHTML === region.outerHTML || typingIn(region)) return;
     var ticked = {};
     region.querySelectorAll("input[data-select]:checked").forEach(function (box) { ticked[box.value] = true; });
-    region.innerHTML = fresh.innerHTML;
-    region.querySelectorAll("input[data-select]").forEach(function (box) { box.checked = !!ticked[box.value]; });
+    var replacement = document.importNode(fresh, true);
+    region.replaceWith(replacement);
+    replacement.querySelectorAll("input[data-select]").forEach(function (box) { box.checked = !!ticked[box.value]; });
   }
 
   async function refresh() {

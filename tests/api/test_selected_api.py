@@ -98,8 +98,11 @@ def test_read_only_pages_offer_no_write_controls(database: Database, orders: Que
             client.cookies.set("tablequeue_token", token)
             queue_page = client.get("/ui/queues/orders").text
             message_page = client.get(f"/ui/queues/orders/messages/{message.id}").text
-            for marker in ('id="selection"', 'id="enqueue"', 'data-method="PATCH"'):
-                assert (marker in queue_page + message_page) is shown, (token, marker)
+            bulk_page = client.get("/ui/queues/orders/bulk?to=OnHold&status=Pending").text
+            assert 'data-count="1"' in bulk_page
+            pages = queue_page + message_page + bulk_page
+            for marker in ('id="selection"', 'id="enqueue"', 'data-method="PATCH"', 'id="apply"'):
+                assert (marker in pages) is shown, (token, marker)
             assert "Sign out" in queue_page
         client.cookies.clear()
         assert "Sign out" not in client.get("/ui/login").text

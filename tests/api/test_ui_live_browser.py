@@ -8,6 +8,7 @@ tests/core/conformance/test_selected_messages.py.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -99,8 +100,9 @@ def test_pages_follow_the_database_until_paused(
         # A message's page follows its status; the workers page its workers.
         page.goto(f"{url}/ui/queues/orders/messages/{first.id}")
         expect(page.locator("#status")).to_have_text("Pending")
-        orders.set_status("OnHold", ids=[first.id or 0])
-        expect(page.locator("#status")).to_have_text("OnHold")
+        orders.set_status("Error", ids=[first.id or 0])
+        expect(page.locator("#status")).to_have_text("Error")
+        expect(page.locator("#status")).to_have_class(re.compile(r"\bstatus-error\b"))
         expect(page.locator("#details")).to_contain_text("Updated")
         page.goto(url + "/ui/workers")
         expect(page.locator("#workers tbody tr[data-worker]")).to_have_count(0)
