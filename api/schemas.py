@@ -60,12 +60,14 @@ if TYPE_CHECKING:  # mypy cannot see the fields of a model built at runtime
     EnqueueResult = FromCore
     AttemptOut = FromCore
     Delivery = FromCore
+    FoundMessage = FromCore
 else:
     MessageOut = _from_core("MessageOut", Message)
     Job = _from_core("Job", history.Job)
     EnqueueResult = _from_core("EnqueueResult", Enqueued)
     AttemptOut = _from_core("AttemptOut", history.Attempt)
     Delivery = _from_core("Delivery", CoreDelivery)
+    FoundMessage = _from_core("FoundMessage", Message, queue=(str, ...))
 
 
 class AttemptList(Out):
@@ -91,6 +93,10 @@ class MessagePage(Out):
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page")
 
 
+class FoundMessages(Out):
+    items: list[FoundMessage] = Field(description="Each with the name of its queue")
+
+
 class MessagePatch(Model):
     message: Any = Field(None, description="A corrected body")
     status: str | None = None
@@ -110,6 +116,19 @@ class SetStatusRequest(Model):
 class SetStatusResponse(Out):
     changed: int
     dry_run: bool
+
+
+class SelectedMessages(Model):
+    ids: list[int] = Field(min_length=1, max_length=MAX_BATCH, description="Message ids (`id`)")
+    force: bool = Field(False, description="Also delete Leased messages (delete only)")
+
+
+class DeletedResponse(Out):
+    deleted: int = Field(description="How many were deleted (gone or Leased ones are not)")
+
+
+class CancelledResponse(Out):
+    cancelled: int = Field(description="How many were cancelled (finished ones are not)")
 
 
 class DefaultStatusRequest(Model):

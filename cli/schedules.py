@@ -27,11 +27,21 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
         if run is not None:
             fired = queue.run_schedule(run)
             message = fired.message.id if fired and fired.message else None
+            topic = fired.topic if fired else None
+            delivered = [d.queue for d in fired.deliveries if d.id is not None] if fired else []
             emit(
                 as_json,
-                {"schedule": run, "tick": fired.tick if fired else None, "message": message},
+                {
+                    "schedule": run,
+                    "tick": fired.tick if fired else None,
+                    "message": message,
+                    "topic": topic,
+                    "deliveredTo": delivered,
+                },
                 f"schedule {run}: enqueued message {message}"
                 if message is not None
+                else f"schedule {run}: published to {topic}, delivered to {len(delivered)} queues"
+                if topic is not None and fired is not None
                 else f"schedule {run}: fired by another process at the same time",
             )
             return
@@ -43,6 +53,7 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
             "timeZone": v.time_zone,
             "missed": v.missed,
             "suspend": v.suspend,
+            "topic": v.topic,
             "nextTick": v.next_tick,
             "lastTick": v.last_tick,
             "lastFiredAt": v.last_fired_at,
