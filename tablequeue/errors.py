@@ -84,5 +84,10 @@ class SchemaTooNew(TableQueueError):
     """A table was created by a newer tablequeue than this one."""
 
 
+class QueueSpecWarning(UserWarning):
+    """A Queue spec that is valid but likely a mistake (`QueueSpec.warnings`): `apply` warns
+    and goes on."""
+
+
 class PermanentFailure(Exception):
     """Raise from a handler when retrying cannot help: the message goes to Error at once."""

@@ -148,6 +148,28 @@ class PollInterval(SpecModel):
             )
         return self
 
+    def warnings(self) -> list[str]:
+        """Intervals that work but are likely mistakes (NServiceBus's guidance: 100 ms to
+        10 s): shorter ones poll the database for little gain, longer ones delay messages."""
+        low, high = POLL_GUIDANCE_SECONDS
+        found = []
+        if self.min_seconds < low:
+            found.append(
+                f"workers.pollInterval.minSeconds {self.min_seconds:g} is below {low:g} s: "
+                "workers would poll the database more often than useful"
+            )
+        if self.max_seconds > high:
+            found.append(
+                f"workers.pollInterval.maxSeconds {self.max_seconds:g} is above {high:g} s: "
+                "a new message may wait that long for an idle worker (on PostgreSQL, "
+                "notifications wake workers sooner)"
+            )
+        return found
+
+
+POLL_GUIDANCE_SECONDS = (0.1, 10.0)
+"""The poll intervals `apply` accepts without a warning."""
+
 
 MAX_REPLICAS = 1000
 """The CRD's bound on a Queue's worker replicas; the operator's own maximum (`--max-replicas`,
@@ -370,6 +392,10 @@ class QueueSpec(SpecModel):
 
     def table_for(self, queue_name: str) -> str:
         return self.table or names.table_for_queue(queue_name)
+
+    def warnings(self) -> list[str]:
+        """Settings that are valid but likely mistakes: apply reports them and goes on."""
+        return self.workers.poll_interval.warnings()
 
     @property
     def keep_processed(self) -> timedelta | None:
