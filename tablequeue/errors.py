@@ -51,6 +51,10 @@ class Conflict(TableQueueError):
     """The request is valid but the row is in a state that forbids it."""
 
 
+class TrackingIdTaken(Conflict):
+    """A tracking id the caller chose already names another message."""
+
+
 class QueueOwnedElsewhere(Conflict):
     """Another Queue resource (another namespace) manages the queue of that name."""
 

@@ -96,6 +96,12 @@ class NewMessage(BaseModel):
         max_length=MAX_MESSAGE_ID_LENGTH,
         description="Identity: enqueueing an existing messageId updates that message",
     )
+    tracking_id: uuid.UUID | None = Field(
+        None,
+        alias="trackingId",
+        description="A UUID chosen by the sender instead of a random one; refused (409) when "
+        "it already names another message",
+    )
     at: datetime | None = Field(None, description="Not processed before this time")
     after: float | None = Field(
         None, ge=0, le=MAX_SECONDS, description="Not processed before now + seconds"

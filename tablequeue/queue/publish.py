@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from .. import names
+from ..errors import InvalidInput
 from ..models import Delivery, NewMessage
 from ..predicate import Predicate, as_stored, holds, parse
 from ..storage import Storage, subscriptions
@@ -27,6 +28,11 @@ def publish(
     """One delivery per subscribed queue, by queue name; none when nobody subscribes (the
     message is dropped: there is nobody to deliver it to)."""
     names.topic_name(topic)
+    if message.tracking_id is not None:
+        raise InvalidInput(
+            "trackingId names one message, and publishing enqueues one per subscribed queue: "
+            "leave it out (each delivery gets its own)"
+        )
     body = as_stored(message.message)
     if connection is None:
         with storage.transaction() as own:
