@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 from .. import trace_context
 from ..dialects import EnqueueBatch
 from ..models import Enqueued, NewMessage
-from ..storage import registry
+from ..storage import readable_json, registry
 from . import tracking
 from .context import QueueContext
 
@@ -60,6 +60,8 @@ def enqueue_in(
     """Enqueue a batch with statements on `connection`, in whatever transaction it is in (the
     caller's, a publish's, or the claim of a schedule's tick)."""
     tracking.refuse_taken(queue, connection, tracking.chosen(messages))
+    if queue.spec.idempotent:  # a row not yet rewritten by apply holds the same body escaped
+        readable_json.adopt_same_bodies(connection, queue.dialect, queue.queries, messages)
     now = datetime.now(UTC)
     trace_headers = trace_context.current_headers()  # the caller's span, if any
     results: list[Enqueued | None] = [None] * len(messages)
