@@ -96,8 +96,12 @@ class RetryPolicy(SpecModel):
 
 
 class HealthRules(SpecModel):
-    enabled: bool = Field(True, description="Report health for this queue")
-    when_errors: HealthLevel = Field("Unhealthy", description="Health while Error rows exist")
+    enabled: bool = Field(
+        True, description="Report health for this queue; false: Disabled (200, no reasons)"
+    )
+    when_errors: HealthLevel = Field(
+        "Unhealthy", description="Health while Error rows exist (Healthy: they do not count)"
+    )
     when_abandoned: HealthLevel = Field(
         "Unhealthy", description="Health while Abandoned rows exist"
     )
@@ -136,8 +140,12 @@ class HandlerSpec(SpecModel):
 
 
 class PollInterval(SpecModel):
-    min_seconds: float = Field(0.1, gt=0, description="Delay after a non-empty batch")
-    max_seconds: float = Field(5.0, gt=0, description="Longest delay when idle")
+    min_seconds: float = Field(
+        0.1, gt=0, description="Delay after a non-empty batch (apply warns below 0.1)"
+    )
+    max_seconds: float = Field(
+        5.0, gt=0, description="Longest delay when idle (apply warns above 10)"
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> PollInterval:
