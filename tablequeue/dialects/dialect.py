@@ -310,11 +310,6 @@ class Dialect(SqlParts):
         chosen = sa.select(table.c.id).where(where).limit(limit).scalar_subquery()
         return sa.delete(table).where(table.c.id.in_(chosen))
 
-    def json_text(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
-        """The text a JSON column stores, to read and compare exactly (engines with
-        `capabilities.stores_json_text`: `storage.readable_json`)."""
-        return sa.cast(column, sa.Text)
-
     def backlog(self, connection: Connection, queries: Queries) -> tuple[int, Any, Any]:
         """Due messages: their number, the oldest due time, the database's clock (raw)."""
         waiting, oldest, now = connection.execute(queries.backlog()).one()

@@ -69,11 +69,11 @@ def refuse_taken(
         by_message_id = sa.select(t.c.tracking_id, t.c.message_id).where(
             t.c.message_id.in_(list(identities))
         )
-        for row in connection.execute(by_message_id):
-            new = identities[row.message_id]
-            if row.tracking_id != new.tracking_id:
+        for tracking_id, message_id in connection.execute(by_message_id):
+            new = identities[message_id]
+            if tracking_id != new.tracking_id:
                 raise TrackingIdTaken(
-                    f"messageId {row.message_id!r} exists with trackingId {row.tracking_id}, "
+                    f"messageId {message_id!r} exists with trackingId {tracking_id}, "
                     f"not {new.tracking_id}: a message keeps the tracking id it was first "
                     "enqueued with"
                 )
