@@ -90,13 +90,16 @@ _UNCHANGED = object()
 
 def _readable(text: str) -> Any:
     """The value of `text` when it is exactly what tablequeue wrote before version 5 and reads
-    otherwise as written; else `_UNCHANGED` (text already readable, or written by someone else:
-    rewriting it could change more than its escapes, e.g. how a number is written)."""
+    otherwise as written; else `_UNCHANGED`: text already readable, written by someone else
+    (rewriting it could change more than its escapes, e.g. how a number is written), or holding
+    an unpaired surrogate, which only an escape can store."""
     try:
         value = json.loads(text)
-    except ValueError:
+        readable = canonical_json(value)
+        readable.encode("utf-8")
+    except ValueError:  # UnicodeEncodeError included
         return _UNCHANGED
-    if escaped_json(value) != text or canonical_json(value) == text:
+    if escaped_json(value) != text or readable == text:
         return _UNCHANGED
     return value
 
