@@ -142,6 +142,11 @@ def delivery_options(command: F) -> F:
 @click.option("-f", "--file", "path", help="JSON Lines file of bodies ('-' for stdin).")
 @click.option("--envelope", is_flag=True, help="Each line is {message, messageId, at, ...}.")
 @click.option("--id", "message_id", help="Message identity (upserts an existing one).")
+@click.option(
+    "--tracking-id",
+    help="A UUID of your choosing as the tracking id (default: a random one); refused when "
+    "another message has it.",
+)
 @delivery_options
 @click.option("--status", help="Status instead of the queue's default.")
 @statuses.new_status_option
@@ -154,6 +159,7 @@ def enqueue(
     path: str | None,
     envelope: bool,
     message_id: str | None,
+    tracking_id: str | None,
     at: str | None,
     after: str | None,
     priority: int,
@@ -164,6 +170,7 @@ def enqueue(
 ) -> None:
     """Enqueue one JSON message, or one per line of a JSON Lines file."""
     options: dict[str, Any] = {
+        "tracking_id": tracking_id,
         "at": _timestamp(at, "--at"),
         "after": _duration_seconds(after, "--after"),
         "priority": priority,
@@ -188,6 +195,10 @@ def enqueue(
                 raise InvalidInput(f"invalid envelope ({where}): expected a JSON object") from None
     if message_id is not None and len(batch) > 1:
         raise InvalidInput("--id names one message; use --envelope with messageId per line")
+    if tracking_id is not None and len(batch) > 1:
+        raise InvalidInput(
+            "--tracking-id names one message; use --envelope with trackingId per line"
+        )
     with (
         connect(db_url) as database,
         progress.step(as_json or len(batch) < 2, f"enqueueing {len(batch):,} messages"),

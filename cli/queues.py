@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import click
 
 from tablequeue import FlowState, connect
+from tablequeue.errors import QueueSpecWarning
 from tablequeue.spec import load_queue_file
 
 from . import progress, statuses
@@ -31,8 +33,15 @@ def queue() -> None:
 def queue_apply(db_url: str, as_json: bool, path: str) -> None:
     """Create or migrate the queues of a YAML file (the Queue resources you kubectl apply)."""
     resources = load_queue_file(path)
-    with connect(db_url) as database, progress.step(as_json, "applying (indexes may take a while)"):
+    with (
+        connect(db_url) as database,
+        progress.step(as_json, "applying (indexes may take a while)"),
+        warnings.catch_warnings(record=True, action="always", category=QueueSpecWarning) as warned,
+    ):
         results = [(r.name, r.table, database.apply(r)) for r in resources]
+    for warning in warned:
+        if issubclass(warning.category, QueueSpecWarning):
+            click.echo(f"warning: {warning.message}", err=True)
     emit(
         as_json,
         [{"queue": n, "table": t, "result": r} for n, t, r in results],

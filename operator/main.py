@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import secrets
 import socket
+import warnings
 from datetime import UTC, datetime
 
 import kopf
 from kopf._core.engines.peering import Identity  # kopf exports the type under no public name
 from prometheus_client import start_http_server
+
+from tablequeue.errors import QueueSpecWarning
 
 from .registrations import registry
 from .settings import OperatorSettings
@@ -19,6 +22,8 @@ from .state import OperatorState
 def run(settings: OperatorSettings) -> None:
     # INFO to stderr, each line naming its Queue: only `kopf run` configures logging by itself.
     kopf.configure(log_prefix=True)
+    # apply_queue reports these per Queue (log line and Warning event), not as Python's.
+    warnings.filterwarnings("ignore", category=QueueSpecWarning)
     start_http_server(settings.metrics_port)
     asyncio.run(
         kopf.operator(

@@ -8,6 +8,7 @@ database is `DatabaseReachable=False` and a temporary error retried with back-of
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import kopf
@@ -23,6 +24,8 @@ from . import builders, keda
 from .conditions import NotReady, condition, written
 from .kube import Kube, invalid, refusal
 from .state import OperatorState, Settings
+
+logger = logging.getLogger(__name__)
 
 RETRY_BACKOFF = Backoff(first=5, cap=300, jitter=False)
 """The delay before kopf retries a handler that hit a temporary problem."""
@@ -72,6 +75,9 @@ def apply_queue(
         raise _fail(body, patch, problem, retry) from None
     if outcome != "unchanged":
         kopf.info(body, reason="Table", message=f"table {resource.table} {outcome}")
+    for text in resource.spec.warnings():
+        logger.warning("[%s/%s] %s", namespace, resource.name, text)
+        kopf.warn(body, reason="SpecWarning", message=text)
     url = state.databases.last_url((namespace, resource.name))
     assert url is not None, "state.database remembers it"
     in_place = [

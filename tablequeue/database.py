@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from . import names
-from .errors import InvalidInput, MessageNotFound, QueueNotFound
+from .errors import InvalidInput, MessageNotFound, QueueNotFound, QueueSpecWarning
 from .health import WorkerPresence
 from .limits import MAX_MESSAGE_ID_LENGTH
 from .models import Delivery, Message, NewMessage
@@ -53,8 +54,13 @@ class Database(Storage):
 
         `owner` (`namespace/name`) claims the queue for one Queue resource (the operator).
         `index_wait_seconds`: how long to wait while another apply builds indexes on the
-        database (PostgreSQL) before IndexBuildBusy."""
-        return registry.apply(self, resource, owner, index_wait_seconds)
+        database (PostgreSQL) before IndexBuildBusy. Settings that are valid but likely
+        mistakes (`QueueSpec.warnings`) are reported as QueueSpecWarning (Python's
+        `warnings`)."""
+        outcome = registry.apply(self, resource, owner, index_wait_seconds)
+        for text in resource.spec.warnings():
+            warnings.warn(f"queue {resource.name}: {text}", QueueSpecWarning, stacklevel=2)
+        return outcome
 
     def queue(self, name: str) -> Queue:
         """A handle on an existing queue, with the settings it was applied with."""

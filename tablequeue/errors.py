@@ -51,6 +51,10 @@ class Conflict(TableQueueError):
     """The request is valid but the row is in a state that forbids it."""
 
 
+class TrackingIdTaken(Conflict):
+    """A tracking id the caller chose already names another message."""
+
+
 class QueueOwnedElsewhere(Conflict):
     """Another Queue resource (another namespace) manages the queue of that name."""
 
@@ -82,6 +86,11 @@ class DatabaseUnavailable(TableQueueError, ConnectionError):
 
 class SchemaTooNew(TableQueueError):
     """A table was created by a newer tablequeue than this one."""
+
+
+class QueueSpecWarning(UserWarning):
+    """A Queue spec that is valid but likely a mistake (`QueueSpec.warnings`): `apply` warns
+    and goes on."""
 
 
 class PermanentFailure(Exception):

@@ -22,11 +22,21 @@ from .sqltypes import UtcDateTime
 
 
 def canonical_json(value: Any) -> str:
-    """The JSON text tablequeue stores: sorted keys, no spaces, so equal values compare equal.
+    """The JSON text tablequeue stores: sorted keys, no spaces, so equal values compare equal;
+    text as written (UTF-8, `Müller`, not `M\\u00fcller`), so a plain SELECT shows it. Only what
+    JSON must escape is escaped (quotes, backslashes, control characters).
 
-    ASCII-only (non-ASCII escaped) because SQLite before 3.45 matches JSON path keys against the
-    raw stored text, and the SQLite dialect writes path keys escaped the same way.
-    """
+    SQLite before 3.45 and MariaDB's JSON_EXTRACT match path keys against the raw stored text:
+    the dialects write path keys the same way (`dialects.types.path_text`)."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def escaped_json(value: Any) -> str:
+    """The JSON text tablequeue wrote into tables of schema version 4 and older on engines that
+    store JSON as text (`canonical_json` with every non-ASCII character escaped): what such rows
+    hold until `apply` rewrites them (`storage.readable_json`)."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
     )
@@ -95,6 +105,12 @@ class NewMessage(BaseModel):
         min_length=1,
         max_length=MAX_MESSAGE_ID_LENGTH,
         description="Identity: enqueueing an existing messageId updates that message",
+    )
+    tracking_id: uuid.UUID | None = Field(
+        None,
+        alias="trackingId",
+        description="A UUID chosen by the sender instead of a random one; refused (409) when "
+        "it already names another message",
     )
     at: datetime | None = Field(None, description="Not processed before this time")
     after: float | None = Field(

@@ -96,8 +96,12 @@ class RetryPolicy(SpecModel):
 
 
 class HealthRules(SpecModel):
-    enabled: bool = Field(True, description="Report health for this queue")
-    when_errors: HealthLevel = Field("Unhealthy", description="Health while Error rows exist")
+    enabled: bool = Field(
+        True, description="Report health for this queue; false: Disabled (200, no reasons)"
+    )
+    when_errors: HealthLevel = Field(
+        "Unhealthy", description="Health while Error rows exist (Healthy: they do not count)"
+    )
     when_abandoned: HealthLevel = Field(
         "Unhealthy", description="Health while Abandoned rows exist"
     )
@@ -136,8 +140,12 @@ class HandlerSpec(SpecModel):
 
 
 class PollInterval(SpecModel):
-    min_seconds: float = Field(0.1, gt=0, description="Delay after a non-empty batch")
-    max_seconds: float = Field(5.0, gt=0, description="Longest delay when idle")
+    min_seconds: float = Field(
+        0.1, gt=0, description="Delay after a non-empty batch (apply warns below 0.1)"
+    )
+    max_seconds: float = Field(
+        5.0, gt=0, description="Longest delay when idle (apply warns above 10)"
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> PollInterval:
@@ -147,6 +155,28 @@ class PollInterval(SpecModel):
                 f"({self.max_seconds:g})"
             )
         return self
+
+    def warnings(self) -> list[str]:
+        """Intervals that work but are likely mistakes (NServiceBus's guidance: 100 ms to
+        10 s): shorter ones poll the database for little gain, longer ones delay messages."""
+        low, high = POLL_GUIDANCE_SECONDS
+        found = []
+        if self.min_seconds < low:
+            found.append(
+                f"workers.pollInterval.minSeconds {self.min_seconds:g} is below {low:g} s: "
+                "workers would poll the database more often than useful"
+            )
+        if self.max_seconds > high:
+            found.append(
+                f"workers.pollInterval.maxSeconds {self.max_seconds:g} is above {high:g} s: "
+                "a new message may wait that long for an idle worker (on PostgreSQL, "
+                "notifications wake workers sooner)"
+            )
+        return found
+
+
+POLL_GUIDANCE_SECONDS = (0.1, 10.0)
+"""The poll intervals `apply` accepts without a warning."""
 
 
 MAX_REPLICAS = 1000
@@ -370,6 +400,10 @@ class QueueSpec(SpecModel):
 
     def table_for(self, queue_name: str) -> str:
         return self.table or names.table_for_queue(queue_name)
+
+    def warnings(self) -> list[str]:
+        """Settings that are valid but likely mistakes: apply reports them and goes on."""
+        return self.workers.poll_interval.warnings()
 
     @property
     def keep_processed(self) -> timedelta | None:

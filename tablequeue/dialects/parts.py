@@ -45,6 +45,11 @@ class SqlParts(abc.ABC):
     def json_is_null(self, column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[bool]:
         """True when the value at `path` is missing or JSON null."""
 
+    def json_text(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
+        """The text a JSON column stores, to read and compare exactly (engines with
+        `capabilities.stores_json_text`: `storage.readable_json`)."""
+        return sa.cast(column, sa.Text)
+
     def is_true(self, condition: sa.ColumnElement[bool]) -> sa.ColumnElement[bool]:
         """A condition that is never NULL: true exactly where `condition` is true."""
         return sa.type_coerce(sa.func.coalesce(condition, sa.false()), sa.Boolean())

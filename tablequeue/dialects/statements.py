@@ -259,6 +259,28 @@ class Queries:
             lambda: self.enqueue_statement(True, idempotent, True)[0],
         )
 
+    def adopt_escaped_bodies(self) -> tuple[sa.Update, PerRow]:
+        """Rewrite as written (:b_new) the body of :b_message_id whose stored text is :b_old,
+        the same body escaped as tables of schema version 4 and older hold it: before an
+        idempotent enqueue compares the texts (`storage.readable_json`). No new version."""
+        return self._once(("adopt",), self._adopt_escaped_bodies)
+
+    def _adopt_escaped_bodies(self) -> tuple[sa.Update, PerRow]:
+        t, d = self.table, self.dialect
+        per_row = PerRow(
+            d,
+            [
+                sa.column("b_message_id", t.c.message_id.type),
+                sa.column("b_old", sa.Text()),
+                sa.column("b_new", t.c.message.type),
+            ],
+        )
+        b = per_row.c
+        same_body = sa.and_(
+            t.c.message_id == b["b_message_id"], d.json_text(t.c.message) == b["b_old"]
+        )
+        return sa.update(t).where(same_body).values(message=b["b_new"]), per_row
+
     # --- outcomes ---------------------------------------------------------------------------
 
     def delete_done(self) -> tuple[sa.Delete, PerRow]:

@@ -44,6 +44,9 @@ class Capabilities:
     enqueues_alone: bool = False
     """An enqueue of messages with distinct identities is one statement that needs no
     transaction around it (`Dialect.enqueue_alone`): one round trip instead of three."""
+    stores_json_text: bool = True
+    """JSON columns hold the text as written (SQLite, MariaDB, SQL Server), which a plain SELECT
+    shows and comparisons see; else a parsed form (PostgreSQL's jsonb)."""
     first_schema_version: int = 1
     """The oldest table layout (`storage.schema.SCHEMA_VERSION`) this engine ever had: tables
     of older versions, to migrate, exist only on engines supported back then."""
@@ -87,9 +90,13 @@ class Settlement:
 
 
 def path_text(path: JsonPath) -> str:
-    """`$."Product"."Sku"[0]`: keys quoted, as every engine's JSON path syntax accepts."""
+    """`$."Product"."Sku"[0]`: keys quoted, as every engine's JSON path syntax accepts, and
+    written as `canonical_json` writes them in bodies (non-ASCII as is): SQLite before 3.45 and
+    MariaDB's JSON_EXTRACT compare a path's key with the stored text."""
     return "$" + "".join(
-        f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment)
+        f"[{segment}]"
+        if isinstance(segment, int)
+        else "." + json.dumps(segment, ensure_ascii=False)
         for segment in path
     )
 

@@ -15,7 +15,8 @@ from sqlalchemy.engine import Connection
 from .. import trace_context
 from ..dialects import EnqueueBatch
 from ..models import Enqueued, NewMessage
-from ..storage import registry
+from ..storage import readable_json, registry
+from . import tracking
 from .context import QueueContext
 
 
@@ -32,10 +33,11 @@ def enqueue_many(
     if not messages:
         return []
     storage = queue.storage
+    wanted = tracking.chosen(messages)
     try:
         if connection is None:
             rounds = _rounds_of_unique_ids(messages)
-            if len(rounds) == 1 and storage.enqueues_alone:
+            if len(rounds) == 1 and storage.enqueues_alone and not wanted:
                 return _enqueue_alone(queue, messages, rounds[0])
             with storage.transaction() as own:
                 return enqueue_in(queue, own, messages, rounds)
@@ -44,6 +46,8 @@ def enqueue_many(
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
         with storage.reading() as reader:  # outside the caller's transaction, if any
             registry.default_status(storage, reader, queue.name)  # QueueNotFound if deleted
+            # A concurrent enqueue took a chosen tracking id after the check: name it.
+            tracking.refuse_taken(queue, reader, wanted)
         raise
 
 
@@ -55,6 +59,9 @@ def enqueue_in(
 ) -> list[Enqueued]:
     """Enqueue a batch with statements on `connection`, in whatever transaction it is in (the
     caller's, a publish's, or the claim of a schedule's tick)."""
+    tracking.refuse_taken(queue, connection, tracking.chosen(messages))
+    if queue.spec.idempotent:  # a row not yet rewritten by apply holds the same body escaped
+        readable_json.adopt_same_bodies(connection, queue.dialect, queue.queries, messages)
     now = datetime.now(UTC)
     trace_headers = trace_context.current_headers()  # the caller's span, if any
     results: list[Enqueued | None] = [None] * len(messages)
@@ -99,7 +106,7 @@ def _round_rows(
     round_indexes.sort(key=lambda i: messages[i].message_id or "")
     tracking_ids = _random_uuids(len(round_indexes))
     return [
-        _row(messages[i], now, tracking_id, trace_headers)
+        _row(messages[i], now, messages[i].tracking_id or tracking_id, trace_headers)
         for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
     ]
 

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from .. import names
+from ..errors import InvalidInput
 from ..models import Delivery, NewMessage
 from ..predicate import Predicate, as_stored, holds, parse
 from ..storage import Storage, subscriptions
@@ -38,6 +39,11 @@ def publish_in(
     storage: Storage, connection: Connection, topic: str, message: NewMessage
 ) -> list[Delivery]:
     """Publish in `connection`'s transaction (a schedule's tick publishes in its claim's)."""
+    if message.tracking_id is not None:
+        raise InvalidInput(
+            "trackingId names one message, and publishing enqueues one per subscribed queue: "
+            "leave it out (each delivery gets its own)"
+        )
     body = as_stored(message.message)
     deliveries: list[Delivery] = []
     for row in subscriptions.subscribers(storage, connection, topic):

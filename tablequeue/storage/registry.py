@@ -12,12 +12,19 @@ from sqlalchemy.engine import Connection
 from .. import indexes, names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
-from . import schedules, subscriptions
+from . import readable_json, schedules, subscriptions
 from .engine import Storage
 from .flow_control import declared_pause, forget_rate_limit, sync_rate_limit
 from .history import ensure_history
 from .rollup import ensure_rollup
-from .schema import ADDED_COLUMNS, REGISTRY_READ_COLUMNS, SCHEMA_VERSION, migrate, migrate_registry
+from .schema import (
+    ADDED_COLUMNS,
+    READABLE_JSON_VERSION,
+    REGISTRY_READ_COLUMNS,
+    SCHEMA_VERSION,
+    migrate,
+    migrate_registry,
+)
 from .urls import check_declared_dialect
 from .workers import ensure_table as ensure_workers_table
 
@@ -99,6 +106,7 @@ def apply(
     longer does; a change of indexes alone makes the queue `updated`. While another apply
     builds indexes on the database (PostgreSQL), this one waits up to `index_wait_seconds`,
     then raises IndexBuildBusy (the operator waits 0 s and retries later)."""
+    _rewrite_escaped_json(storage, resource, owner)
     outcome, created = _apply_table(storage, resource, owner)
     spec = resource.spec
     table_name = spec.table_for(resource.name)
@@ -108,6 +116,33 @@ def apply(
     if outcome == "unchanged" and (created or changes["created"] or changes["dropped"]):
         return "updated"
     return outcome
+
+
+def _rewrite_escaped_json(storage: Storage, resource: QueueResource, owner: str | None) -> None:
+    """Rewrite the escaped JSON of the queue's table (schema version 4 or older, or a kept
+    table without a registry row) as written, before the registry records version 5, so that a
+    run cut short is finished by the next apply (`readable_json`)."""
+    if not storage.dialect.capabilities.stores_json_text:
+        return
+    name = names.queue_name(resource.name)
+    registry = storage.registry
+    ensure_registry(storage)
+    with storage.transaction() as connection:
+        row = connection.execute(sa.select(registry).where(registry.c.name == name)).first()
+        _check_owner(name, row, owner)
+        if row is not None:
+            if row.schema_version >= READABLE_JSON_VERSION:
+                return
+            table_name = row.table_name
+        else:
+            table_name = resource.spec.table_for(name)
+            if not sa.inspect(connection).has_table(table_name):
+                return
+            taken = sa.select(registry.c.name).where(registry.c.table_name == table_name)
+            if connection.execute(taken).first() is not None:
+                return  # another queue's table: apply refuses it
+            _check_queue_table(connection, table_name)
+    readable_json.rewrite_table(storage, storage.table(table_name))
 
 
 def _apply_table(

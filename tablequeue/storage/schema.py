@@ -20,13 +20,15 @@ from ..limits import MAX_MESSAGE_ID_LENGTH
 from ..models import message_columns
 from ..sqltypes import UtcDateTime
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: first release. 2: the message_id index covers only messages with an identity; no index
 on lease expiry (the status index finds Leased rows). A lease then updates three indexes, not
 five, and an enqueue without identity four instead of five. 3: the registry records the owner
 (`namespace/name`) of an operator-managed queue (`migrate_registry`); queue tables unchanged.
 4: queue tables record `started_at`, when the lease of the latest attempt began (nullable, no
-index)."""
+index). 5: JSON is stored as written (UTF-8), not with non-ASCII characters escaped, on engines
+that store JSON as text (`readable_json.rewrite_table`, before the registry records 5)."""
+READABLE_JSON_VERSION = 5
 REGISTRY_TABLE = "tablequeue_queues"
 ADDED_COLUMNS = ("started_at",)
 """Queue table columns `migrate` adds (version 4): a table made before lacks them until then."""

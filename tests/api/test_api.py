@@ -60,6 +60,21 @@ def test_enqueue_one_and_many(client: httpx.Client) -> None:
     ]
 
 
+def test_enqueue_with_a_tracking_id_of_the_sender(client: httpx.Client) -> None:
+    chosen = "0b8a3c7e-5d1f-4a2b-9c3d-7e6f5a4b3c2d"
+    one = client.post("/queues/orders", json={"message": {"n": 1}, "trackingId": chosen})
+    assert one.status_code == 201
+    assert one.json()["results"][0]["trackingId"] == chosen
+    assert client.get(f"/jobs/{chosen}").json()["queue"] == "orders"
+    again = client.post("/queues/orders", json=[{"message": {"n": 2}, "trackingId": chosen}])
+    assert again.status_code == 409
+    assert again.json()["error"].startswith(f"trackingId {chosen} is taken: message 1 of queue")
+    malformed = client.post("/queues/orders", json={"message": {"n": 3}, "trackingId": "A-1"})
+    assert malformed.status_code == 422
+    assert "trackingId" in malformed.text and "valid UUID" in malformed.text
+    assert client.get("/queues/orders").json()["counts"] == {"Pending": 1}
+
+
 def test_queues_list_and_detail(client: httpx.Client) -> None:
     client.post("/queues/orders", json=[{"message": {"n": n}} for n in range(3)])
     queues = client.get("/queues").json()

@@ -83,3 +83,17 @@ def test_mistakes_are_one_error_line(tmp_path: Path) -> None:
     assert bad_where.stderr.startswith(
         "error: spec.subscriptions[0] (topic 'order-placed'): invalid predicate"
     )
+
+
+def test_queue_apply_prints_a_spec_warning_and_applies(tmp_path: Path) -> None:
+    (tmp_path / "slow.yaml").write_text(
+        "apiVersion: tablequeue.dev/v1\nkind: Queue\nmetadata: {name: slow}\n"
+        "spec: {workers: {pollInterval: {minSeconds: 0.02, maxSeconds: 5}}}\n"
+    )
+    applied = _run(tmp_path, "queue", "apply", "-f", "slow.yaml", "--json")
+    assert applied.returncode == 0, applied.stderr
+    assert json.loads(applied.stdout) == [{"queue": "slow", "table": "slow", "result": "created"}]
+    assert applied.stderr.strip() == (
+        "warning: queue slow: workers.pollInterval.minSeconds 0.02 is below 0.1 s: "
+        "workers would poll the database more often than useful"
+    )

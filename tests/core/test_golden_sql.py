@@ -35,7 +35,7 @@ from tablequeue.dialects.statements import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
 from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST
 from tablequeue.spec import QueueSpec
-from tablequeue.storage import Storage, schedules
+from tablequeue.storage import Storage, readable_json, schedules
 from tablequeue.storage.schedules import ScheduleState
 from tablequeue.storage.workers import Heartbeat, heartbeat_statement
 from tests.core.sql_layout import layout, normalized
@@ -176,6 +176,14 @@ def render(engine: str) -> dict[str, str]:
             statements["insert_one"] = queries.insert_one()
             statements["upsert_one"] = queries.upsert_one(idempotent=False)
             statements["upsert_one_idempotent"] = queries.upsert_one(idempotent=True)
+        if storage.dialect.capabilities.stores_json_text:  # readable JSON (schema version 5)
+            statements["adopt_escaped_bodies"] = queries.adopt_escaped_bodies()[0]
+            statements["readable_json_escaped_rows"] = readable_json.escaped_rows(
+                storage.dialect, table
+            )
+            statements["readable_json_rewrite_message"] = readable_json.rewrite_value(
+                storage.dialect, table, "message"
+            )
         if storage.dialect.capabilities.folds_writes:
             statements["history_delete_done_and_record"] = history.finish_and_record(True)[0]
             statements["history_mark_processed_and_record"] = history.finish_and_record(False)[0]

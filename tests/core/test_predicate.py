@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from tablequeue.dialects import Dialect
 from tablequeue.errors import PredicateError
+from tablequeue.models import canonical_json
 from tablequeue.predicate import (
     MAX_DEPTH,
     MAX_LENGTH,
@@ -343,7 +344,7 @@ def test_expectations_match_reference_semantics(text: str, expected: set[int]) -
 
 def _engine(url: str) -> tuple[sa.Engine, Dialect]:
     dialect, driver_url = dialect_for_url(url)
-    engine = sa.create_engine(driver_url)
+    engine = sa.create_engine(driver_url, json_serializer=canonical_json)  # as Storage stores
     dialect.configure_engine(engine)
     return engine, dialect
 

@@ -118,9 +118,14 @@ class MariaDbDialect(Dialect):
         """Differs because MariaDB bounds statements by a session variable, set by each
         driver's own init statement: the drivers' connect timeout, and MariaDB's
         `max_statement_time` for the session (PyMySQL's `init_command`; MariaDB's ODBC
-        driver's `InitStmt`, which pyodbc adds to the connection string)."""
+        driver's `InitStmt`, which pyodbc adds to the connection string); and the connection's
+        character set is utf8mb4 whatever the server's default, so that text (JSON as written
+        included) travels whole, emoji too (MariaDB's `utf8` holds three bytes at most)."""
         odbc = url.get_driver_name() == "pyodbc"
         args: dict[str, Any] = {}
+        charset_key = "CHARSET" if odbc else "charset"
+        if charset_key not in url.query:
+            args[charset_key] = "utf8mb4"
         timeout_key = "timeout" if odbc else "connect_timeout"
         if connect_seconds and timeout_key not in url.query:
             args[timeout_key] = max(1, math.ceil(connect_seconds))
@@ -301,10 +306,15 @@ class MariaDbDialect(Dialect):
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         # Differs because `per_row` reads one JSON text (JSON_TABLE). None is left out: a
         # missing path is SQL NULL, where a JSON column reads `null` as JSON null. The bodies'
-        # text is as canonical_json writes it: JSON_TABLE keeps it.
+        # text is as canonical_json writes it (sorted keys, non-ASCII as is): JSON_TABLE keeps it.
         present = [{k: v for k, v in row.items() if v is not None} for row in rows]
         text = json.dumps(
-            present, default=per_row_value, sort_keys=True, separators=(",", ":"), allow_nan=False
+            present,
+            default=per_row_value,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
         )
         return {PER_ROW_PARAMETER: text}
 

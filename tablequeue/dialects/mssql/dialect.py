@@ -274,6 +274,11 @@ class MssqlDialect(Dialect):
         merge = Merge(table, _source(insert), list(set_.items()), changed)
         return merge  # type: ignore[return-value]  # executed like the Insert it replaces
 
+    def json_text(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
+        """Differs because the column already is text, in a binary collation: a CAST could
+        compare in the server's default collation, which may ignore case."""
+        return sa.type_coerce(column, sa.UnicodeText())
+
     def accumulate(
         self,
         table: sa.Table,
@@ -311,11 +316,11 @@ class MssqlDialect(Dialect):
 
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         # Differs because `per_row` reads one JSON text (OPENJSON). JSON values travel as their
-        # text (OPENJSON's AS JSON would drop a JSON string); None is left out, so that it is
-        # SQL NULL.
+        # text, as canonical_json writes it (OPENJSON's AS JSON would drop a JSON string); None
+        # is left out, so that it is SQL NULL.
         present = [
             {
-                key: json.dumps(value, sort_keys=True, separators=(",", ":"))
+                key: json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
                 if key in self._json_parameters
                 else value
                 for key, value in row.items()
@@ -323,7 +328,13 @@ class MssqlDialect(Dialect):
             }
             for row in rows
         ]
-        text = json.dumps(present, default=_per_row_value, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(
+            present,
+            default=_per_row_value,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
         return {PER_ROW_PARAMETER: text}
 
     # --- whole operations -------------------------------------------------------------------

@@ -118,7 +118,12 @@ class PostgresDialect(OnConflictDialect):
     }
     url_hint = "postgresql://"
     capabilities = Capabilities(
-        notifies=True, estimates_counts=True, vacuums=True, folds_writes=True, enqueues_alone=True
+        notifies=True,
+        estimates_counts=True,
+        vacuums=True,
+        folds_writes=True,
+        enqueues_alone=True,
+        stores_json_text=False,
     )
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
     json_index_strategy = PostgresIndexes

@@ -4,7 +4,6 @@ Timestamps are ISO text in SQLAlchemy's storage format (`YYYY-MM-DD HH:MM:SS.fff
 SQL-side clock values are produced in exactly that format so that text comparison orders them.
 """
 
-import json
 import os
 from datetime import datetime
 from typing import Any
@@ -19,7 +18,7 @@ from sqlalchemy.sql.selectable import Select
 
 from ...errors import InvalidInput
 from ..on_conflict import OnConflictDialect
-from ..types import Capabilities, JsonKind, JsonPath
+from ..types import Capabilities, JsonKind, JsonPath, path_text
 from .json_index import SqliteIndexes
 
 _TYPES: dict[JsonKind, tuple[str, ...]] = {
@@ -32,11 +31,8 @@ _BUSY_TIMEOUT_MS = 30_000
 
 
 def _path(path: JsonPath) -> sa.BindParameter[str]:
-    """A JSON path like `$."Product"."Sku"[0]`, bound as one parameter."""
-    parts = ["$"]
-    for segment in path:
-        parts.append(f"[{segment}]" if isinstance(segment, int) else "." + json.dumps(segment))
-    return sa.bindparam(None, "".join(parts), type_=sa.Text)
+    """A JSON path like `$."Product"."Sku"[0]`, bound as one parameter (`path_text`)."""
+    return sa.bindparam(None, path_text(path), type_=sa.Text)
 
 
 def _sql(text: str) -> sa.ColumnElement[Any]:

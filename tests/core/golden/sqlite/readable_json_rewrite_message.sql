@@ -1,0 +1,4 @@
+UPDATE orders
+SET message=?
+WHERE orders.id = ?
+  AND CAST(orders.message AS TEXT) = ?;

@@ -1,0 +1,58 @@
+"""Poll interval guidance (NServiceBus: 100 ms to 10 s): a Queue whose workers poll more often
+or less often applies, with a QueueSpecWarning that names the setting; one inside the range
+applies without a warning."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from tablequeue import connect
+from tablequeue.errors import QueueSpecWarning
+from tablequeue.spec import QueueResource, QueueSpec
+
+
+def _spec(min_seconds: float, max_seconds: float) -> QueueSpec:
+    poll = {"minSeconds": min_seconds, "maxSeconds": max_seconds}
+    return QueueSpec.model_validate({"workers": {"pollInterval": poll}})
+
+
+@pytest.mark.parametrize(
+    ("min_seconds", "max_seconds", "named"),
+    [
+        (0.1, 10, []),
+        (0.1, 5, []),
+        (0.05, 5, ["minSeconds 0.05 is below 0.1 s"]),
+        (0.1, 30, ["maxSeconds 30 is above 10 s"]),
+        (0.01, 60, ["minSeconds 0.01 is below 0.1 s", "maxSeconds 60 is above 10 s"]),
+    ],
+)
+def test_poll_intervals_outside_the_guidance_are_named(
+    min_seconds: float, max_seconds: float, named: list[str]
+) -> None:
+    found = _spec(min_seconds, max_seconds).warnings()
+    assert len(found) == len(named)
+    for text, words in zip(found, named, strict=True):
+        assert words in text
+
+
+def test_the_default_spec_has_no_warning() -> None:
+    assert QueueSpec().warnings() == []
+
+
+def test_apply_warns_and_still_applies(sqlite_url: str) -> None:
+    slow = QueueResource.model_validate(
+        {
+            "metadata": {"name": "slow"},
+            "spec": {"workers": {"pollInterval": {"minSeconds": 1, "maxSeconds": 60}}},
+        }
+    )
+    with connect(sqlite_url) as db, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert db.apply(slow) == "created"
+        assert db.apply(QueueResource.from_name("quick")) == "created"
+        assert db.queue("slow").spec.workers.poll_interval.max_seconds == 60
+    [warning] = [w for w in caught if issubclass(w.category, QueueSpecWarning)]
+    assert str(warning.message).startswith("queue slow: workers.pollInterval.maxSeconds 60")
+    assert warning.filename == __file__  # points at the caller's apply
