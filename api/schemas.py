@@ -91,11 +91,21 @@ class MessagePage(Out):
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page")
 
 
+NEW_STATUS_FIELD_HINT = '"newStatus": true'
+NEW_STATUS = Field(
+    False,
+    description="The status is new on purpose: write it though it is neither a built-in status, "
+    "nor the queue's default, nor held by a message of the queue (without it such a status, "
+    "often a typo, is refused with the known ones)",
+)
+
+
 class MessagePatch(Model):
     message: Any = Field(None, description="A corrected body")
     status: str | None = None
     priority: int | None = Field(None, ge=-MAX_PRIORITY - 1, le=MAX_PRIORITY)
     force: bool = Field(False, description="Also change a Leased message")
+    new_status: bool = NEW_STATUS
 
 
 class SetStatusRequest(Model):
@@ -105,6 +115,7 @@ class SetStatusRequest(Model):
     where: str | None = Field(None, max_length=MAX_PREDICATE_LENGTH)
     force: bool = False
     dry_run: bool = Field(False, description="Only count the messages it would change")
+    new_status: bool = NEW_STATUS
 
 
 class SetStatusResponse(Out):
@@ -114,6 +125,7 @@ class SetStatusResponse(Out):
 
 class DefaultStatusRequest(Model):
     status: str
+    new_status: bool = NEW_STATUS
 
 
 class RateLimitOut(Out):

@@ -192,7 +192,7 @@ def enqueue(
         progress.step(as_json or len(batch) < 2, f"enqueueing {len(batch):,} messages"),
     ):
         queue = database.queue(queue_name)
-        statuses.check(database, queue, {m.status for m in batch}, new_status)
+        statuses.check(queue, {m.status for m in batch}, new_status)
         results = queue.enqueue_many(batch)
     data = [
         {
@@ -351,7 +351,7 @@ def set_status(
     verb = "counting" if dry_run else f"setting {status} on"
     with connect(db_url) as database, progress.step(as_json, f"{verb} messages"):
         queue = database.queue(queue_name)
-        statuses.check(database, queue, [status], new_status)
+        statuses.check(queue, [status], new_status)
         changed = queue.set_status(
             status,
             ids=list(ids) or None,

@@ -102,7 +102,7 @@ def queue_default_status(
 ) -> None:
     """Set the status new messages get (Pending, or e.g. Paused --new-status to hold them)."""
     with connect(db_url) as database:
-        statuses.check(database, database.queue(name), [status], new_status)
+        statuses.check(database.queue(name), [status], new_status)
         database.set_default_status(name, status)
     emit(as_json, {"queue": name, "defaultStatus": status}, f"queue/{name} default {status}")
 

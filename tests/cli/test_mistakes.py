@@ -54,7 +54,8 @@ def test_a_status_nobody_knows_is_refused_with_the_closest_one(
     assert run(db, *args) == (
         1,
         "error: status 'Pendng' is not a known status and no message of queue 'orders' has it; "
-        "did you mean 'Pending'? (--new-status sets it anyway)\n",
+        "did you mean 'Pending'? known: Abandoned, Cancelled, Error, Expired, Pending, Processed, "
+        "Sleeping (--new-status sets it anyway)\n",
     )
     queue = db.queue("orders")
     assert queue.count(status="Pendng") == 0 and queue.count() == 1
