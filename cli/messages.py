@@ -21,6 +21,7 @@ from tablequeue.errors import InvalidInput
 from tablequeue.models import Message, NewMessage
 
 from . import progress, statuses
+from .completion import queue_names
 from .options import db_options, emit, validation_line
 
 
@@ -136,7 +137,7 @@ def delivery_options(command: F) -> F:
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.argument("message", required=False)
 @click.option("-f", "--file", "path", help="JSON Lines file of bodies ('-' for stdin).")
 @click.option("--envelope", is_flag=True, help="Each line is {message, messageId, at, ...}.")
@@ -236,7 +237,7 @@ def _short(message: Message) -> str:
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.option("--status", help="Only this status.")
 @click.option("--where", help='Predicate on the body, e.g. Product.Sku == "123".')
 @click.option(
@@ -275,7 +276,7 @@ def messages(
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.argument("message_id", metavar="ID", type=int)
 @db_options
 def show(db_url: str, as_json: bool, queue_name: str, message_id: int) -> None:
@@ -326,7 +327,7 @@ def job(db_url: str, as_json: bool, tracking_id: str) -> None:
 
 
 @click.command("set-status")
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.argument("status")
 @click.option("--id", "ids", type=int, multiple=True, help="A message id (repeatable).")
 @click.option("--from", "from_status", help="Messages currently in this status.")
@@ -365,7 +366,7 @@ def set_status(
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @db_options
 def stats(db_url: str, as_json: bool, queue_name: str) -> None:
     """Counts per status, backlog, oldest due message and health."""
@@ -382,7 +383,7 @@ def stats(db_url: str, as_json: bool, queue_name: str) -> None:
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.option("--status", "statuses", multiple=True, help="Purge this status (repeatable).")
 @click.option("--older-than", help="Only messages finished longer ago than this (e.g. 7d).")
 @db_options
@@ -398,7 +399,7 @@ def purge(
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @db_options
 def sweep(db_url: str, as_json: bool, queue_name: str) -> None:
     """Apply the lease-expiry policy and expire messages past their expiry (workers do it too)."""
@@ -409,7 +410,7 @@ def sweep(db_url: str, as_json: bool, queue_name: str) -> None:
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.argument("tracking_id")
 @db_options
 def cancel(db_url: str, as_json: bool, queue_name: str, tracking_id: str) -> None:

@@ -10,6 +10,7 @@ from tablequeue import FlowState, connect
 from tablequeue.spec import load_queue_file
 
 from . import progress, statuses
+from .completion import queue_names
 from .options import db_options, emit
 
 
@@ -82,7 +83,7 @@ def _flow_text(row: dict[str, Any]) -> str:
 
 
 @queue.command("delete")
-@click.argument("name")
+@click.argument("name", shell_complete=queue_names)
 @click.option("--drop-table", is_flag=True, help="Also drop the table and its messages.")
 @db_options
 def queue_delete(db_url: str, as_json: bool, name: str, drop_table: bool) -> None:
@@ -93,7 +94,7 @@ def queue_delete(db_url: str, as_json: bool, name: str, drop_table: bool) -> Non
 
 
 @queue.command("default-status")
-@click.argument("name")
+@click.argument("name", shell_complete=queue_names)
 @click.argument("status")
 @statuses.new_status_option
 @db_options
@@ -108,7 +109,7 @@ def queue_default_status(
 
 
 @queue.command("pause")
-@click.argument("name")
+@click.argument("name", shell_complete=queue_names)
 @db_options
 def queue_pause(db_url: str, as_json: bool, name: str) -> None:
     """Stop workers leasing from a queue (enqueue still works; leased messages finish)."""
@@ -119,7 +120,7 @@ def queue_pause(db_url: str, as_json: bool, name: str) -> None:
 
 
 @queue.command("resume")
-@click.argument("name")
+@click.argument("name", shell_complete=queue_names)
 @db_options
 def queue_resume(db_url: str, as_json: bool, name: str) -> None:
     """Let workers lease from a paused queue again (within their longest poll delay)."""

@@ -9,6 +9,7 @@ import click
 
 from tablequeue import connect
 
+from .completion import queue_names
 from .options import db_options, emit
 
 
@@ -17,7 +18,7 @@ def _when(value: datetime | None, empty: str) -> str:
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.option("--run", "run", metavar="SCHEDULE", help="Enqueue this schedule's message now.")
 @db_options
 def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> None:

@@ -7,6 +7,7 @@ import click
 from tablequeue import WorkerInfo, connect, presence_of
 from tablequeue.durations import age
 
+from .completion import queue_names
 from .options import db_options, emit
 
 COLUMNS = ("QUEUE", "WORKER", "STATE", "HOST", "PID", "VERSION", "UP", "SEEN", "IN FLIGHT")
@@ -50,7 +51,7 @@ def table(workers: list[WorkerInfo]) -> str:
 
 
 @click.command()
-@click.argument("queue_name", metavar="[QUEUE]", required=False)
+@click.argument("queue_name", metavar="[QUEUE]", required=False, shell_complete=queue_names)
 @db_options
 def workers(db_url: str, as_json: bool, queue_name: str | None) -> None:
     """Worker processes heard from in the last hour: live, or stale (no heartbeat for 3
