@@ -18,11 +18,12 @@ import pydantic
 from tablequeue import connect
 from tablequeue.durations import parse_duration
 from tablequeue.errors import InvalidInput
-from tablequeue.models import Message, NewMessage
+from tablequeue.models import NewMessage
 
 from . import progress, statuses
 from .completion import queue_names
-from .options import db_options, emit, validation_line
+from .options import db_options, validation_line
+from .output import emit
 
 
 def _duration_seconds(value: str | None, option: str) -> float | None:
@@ -206,15 +207,7 @@ def enqueue(
         }
         for r in results
     ]
-    if len(results) == 1:
-        r = results[0]
-        text = f"{r.outcome} id={r.id} status={r.status} trackingId={r.tracking_id}"
-    else:
-        counts = {o: sum(1 for r in results if r.outcome == o) for o in ("inserted", "updated")}
-        discarded = len(results) - sum(counts.values())
-        text = f"{len(results)} messages: {counts['inserted']} inserted, "
-        text += f"{counts['updated']} updated, {discarded} discarded"
-    emit(as_json, data if len(data) != 1 else data[0], text)
+    emit(as_json, data if len(data) != 1 else data[0], empty="no messages in the file")
 
 
 def _headers(pairs: tuple[str, ...]) -> dict[str, str] | None:
@@ -225,15 +218,6 @@ def _headers(pairs: tuple[str, ...]) -> dict[str, str] | None:
             raise InvalidInput(f"--header {pair!r}: use KEY=VALUE")
         headers[key] = value
     return headers or None
-
-
-def _short(message: Message) -> str:
-    body = json.dumps(message.message, ensure_ascii=False)
-    body = body if len(body) <= 60 else body[:57] + "..."
-    return (
-        f"{message.id:<10} {message.status:<10} {message.attempts:<8} "
-        f"{(message.message_id or '-')[:20]:<20} {message.process_after:%Y-%m-%d %H:%M:%S}  {body}"
-    )
 
 
 @click.command()
@@ -269,10 +253,7 @@ def messages(
             after_id=after_id,
             order="desc" if desc else "asc",
         )
-    header = (
-        f"{'ID':<10} {'STATUS':<10} {'ATTEMPTS':<8} {'MESSAGE ID':<20} {'PROCESS AFTER':<20} BODY"
-    )
-    emit(as_json, [m.to_json() for m in found], "\n".join([header, *map(_short, found)]))
+    emit(as_json, [m.to_json() for m in found], empty="no messages")
 
 
 @click.command()
@@ -285,33 +266,7 @@ def show(db_url: str, as_json: bool, queue_name: str, message_id: int) -> None:
         queue = database.queue(queue_name)
         message = queue.get(message_id)
         attempts = [a.to_json() for a in queue.attempts(message)]
-    found = message.to_json()
-    text = json.dumps(found, indent=2, ensure_ascii=False, default=str)
-    emit(as_json, found | {"attemptHistory": attempts}, text + "\n" + attempt_table(attempts))
-
-
-def attempt_table(attempts: list[dict[str, Any]]) -> str:
-    """The failed and lost attempts as a text table, oldest first (the error's first line)."""
-    if not attempts:
-        return "attempts: none failed or lost"
-    rows = [
-        [
-            str(a["attempt"]),
-            a["kind"],
-            a["at"],
-            a["owner"] or "",
-            a["correlationId"] or "",
-            (a["error"] or "").strip().splitlines()[0][:100] if a["error"] else "",
-        ]
-        for a in attempts
-    ]
-    header = ["#", "kind", "at", "worker", "correlation id", "error"]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
-    lines = ["attempts:"]
-    for row in [header, *rows]:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
-    return "\n".join(lines)
+    emit(as_json, message.to_json() | {"attemptHistory": attempts})
 
 
 @click.command("job")
@@ -322,8 +277,7 @@ def job(db_url: str, as_json: bool, tracking_id: str) -> None:
     result (keepResultsFor); `source` says which."""
     with connect(db_url) as database:
         found = database.find_job(tracking_id).to_json()
-    text = "\n".join(f"{key}: {json.dumps(value, default=str)}" for key, value in found.items())
-    emit(as_json, found, text)
+    emit(as_json, found)
 
 
 @click.command("set-status")
@@ -361,8 +315,7 @@ def set_status(
             force=force,
             dry_run=dry_run,
         )
-    verb = "would change" if dry_run else "changed"
-    emit(as_json, {"changed": changed, "dryRun": dry_run}, f"{verb} {changed} message(s)")
+    emit(as_json, {"changed": changed, "dryRun": dry_run})
 
 
 @click.command()
@@ -372,14 +325,7 @@ def stats(db_url: str, as_json: bool, queue_name: str) -> None:
     """Counts per status, backlog, oldest due message and health."""
     with connect(db_url) as database, progress.step(as_json, "counting"):
         result = database.queue(queue_name).stats()
-    lines = [f"{status:<12} {count}" for status, count in sorted(result.counts.items())]
-    lines += [
-        f"backlog      {result.backlog}",
-        f"oldest due   {result.oldest_pending_seconds:.1f}s",
-        f"health       {result.health}"
-        + (f" ({'; '.join(result.health_reasons)})" if result.health_reasons else ""),
-    ]
-    emit(as_json, result.to_json(), "\n".join(lines))
+    emit(as_json, result.to_json())
 
 
 @click.command()
@@ -395,7 +341,7 @@ def purge(
     age = None if seconds is None else timedelta(seconds=seconds)
     with connect(db_url) as database, progress.step(as_json, "deleting finished messages"):
         deleted = database.queue(queue_name).purge(list(statuses) or None, age)
-    emit(as_json, {"deleted": deleted}, f"deleted {deleted} message(s)")
+    emit(as_json, {"deleted": deleted})
 
 
 @click.command()
@@ -405,8 +351,7 @@ def sweep(db_url: str, as_json: bool, queue_name: str) -> None:
     """Apply the lease-expiry policy and expire messages past their expiry (workers do it too)."""
     with connect(db_url) as database, progress.step(as_json, "sweeping"):
         result = database.queue(queue_name).sweep()
-    data = result.__dict__
-    emit(as_json, data, ", ".join(f"{k} {v}" for k, v in data.items()))
+    emit(as_json, result.__dict__)
 
 
 @click.command()
@@ -417,4 +362,4 @@ def cancel(db_url: str, as_json: bool, queue_name: str, tracking_id: str) -> Non
     """Cancel a message by its tracking id (a running handler is told to stop)."""
     with connect(db_url) as database:
         message = database.queue(queue_name).cancel(tracking_id)
-    emit(as_json, message.to_json(), f"cancelled message {message.id}")
+    emit(as_json, message.to_json())

@@ -11,7 +11,8 @@ from tablequeue.spec import load_queue_file
 
 from . import progress, statuses
 from .completion import queue_names
-from .options import db_options, emit
+from .options import db_options
+from .output import emit
 
 
 @click.group()
@@ -37,7 +38,7 @@ def queue_apply(db_url: str, as_json: bool, path: str) -> None:
     emit(
         as_json,
         [{"queue": n, "table": t, "result": r} for n, t, r in results],
-        "\n".join(f"queue/{n} {r} (table {t})" for n, t, r in results),
+        empty=f"no Queue resource in {path}",
     )
 
 
@@ -53,13 +54,7 @@ def queue_list(db_url: str, as_json: bool) -> None:
         | _flow_fields(flows.get(row["name"]))
         for row in rows
     ]
-    lines = [f"{'NAME':30} {'TABLE':30} {'CATEGORY':20} {'DEFAULT STATUS':16} FLOW"]
-    lines += [
-        f"{r['name']:30} {r['table_name']:30} {r['category']:20} {r['default_status']:16} "
-        f"{_flow_text(r)}"
-        for r in data
-    ]
-    emit(as_json, data, "\n".join(lines))
+    emit(as_json, data, empty="no queues: create one with `tablequeue queue apply -f FILE`")
 
 
 def _flow_fields(state: FlowState | None) -> dict[str, Any]:
@@ -74,14 +69,6 @@ def _flow_fields(state: FlowState | None) -> dict[str, Any]:
     }
 
 
-def _flow_text(row: dict[str, Any]) -> str:
-    parts = ["paused" if row["paused"] else "running"]
-    if row["rateLimit"]:
-        limit = row["rateLimit"]
-        parts.append(f"{limit['messagesPerSecond']:g}/s burst {limit['burst']}")
-    return ", ".join(parts)
-
-
 @queue.command("delete")
 @click.argument("name", shell_complete=queue_names)
 @click.option("--drop-table", is_flag=True, help="Also drop the table and its messages.")
@@ -90,7 +77,7 @@ def queue_delete(db_url: str, as_json: bool, name: str, drop_table: bool) -> Non
     """Forget a queue; its table stays unless --drop-table."""
     with connect(db_url) as database:
         database.delete_queue(name, drop_table=drop_table)
-    emit(as_json, {"queue": name, "tableDropped": drop_table}, f"queue/{name} deleted")
+    emit(as_json, {"queue": name, "tableDropped": drop_table})
 
 
 @queue.command("default-status")
@@ -105,7 +92,7 @@ def queue_default_status(
     with connect(db_url) as database:
         statuses.check(database.queue(name), [status], new_status)
         database.set_default_status(name, status)
-    emit(as_json, {"queue": name, "defaultStatus": status}, f"queue/{name} default {status}")
+    emit(as_json, {"queue": name, "defaultStatus": status})
 
 
 @queue.command("pause")
@@ -115,8 +102,7 @@ def queue_pause(db_url: str, as_json: bool, name: str) -> None:
     """Stop workers leasing from a queue (enqueue still works; leased messages finish)."""
     with connect(db_url) as database:
         state = database.pause(name)
-    data = {"queue": name} | _flow_fields(state)
-    emit(as_json, data, f"queue/{name} paused since {data['pausedAt']}")
+    emit(as_json, {"queue": name} | _flow_fields(state))
 
 
 @queue.command("resume")
@@ -126,4 +112,4 @@ def queue_resume(db_url: str, as_json: bool, name: str) -> None:
     """Let workers lease from a paused queue again (within their longest poll delay)."""
     with connect(db_url) as database:
         state = database.resume(name)
-    emit(as_json, {"queue": name} | _flow_fields(state), f"queue/{name} resumed")
+    emit(as_json, {"queue": name} | _flow_fields(state))

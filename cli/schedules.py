@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import click
@@ -10,11 +9,8 @@ import click
 from tablequeue import connect
 
 from .completion import queue_names
-from .options import db_options, emit
-
-
-def _when(value: datetime | None, empty: str) -> str:
-    return value.isoformat().replace("+00:00", "Z") if value else empty
+from .options import db_options
+from .output import emit
 
 
 @click.command()
@@ -28,12 +24,11 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
         if run is not None:
             fired = queue.run_schedule(run)
             message = fired.message.id if fired and fired.message else None
+            if message is None and not as_json:
+                click.echo(f"schedule {run}: fired by another process at the same time", err=True)
             emit(
                 as_json,
                 {"schedule": run, "tick": fired.tick if fired else None, "message": message},
-                f"schedule {run}: enqueued message {message}"
-                if message is not None
-                else f"schedule {run}: fired by another process at the same time",
             )
             return
         views = queue.schedules()
@@ -53,12 +48,4 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
         }
         for v in views
     ]
-    lines = [f"{'NAME':24} {'CRON':18} {'TIME ZONE':20} {'NEXT TICK':26} {'LAST TICK':26} FIRED"]
-    lines += [
-        f"{v.name:24} {v.cron:18} {v.time_zone:20} {_when(v.next_tick, '-'):26} "
-        f"{_when(v.last_tick, 'never'):26} {v.fired}{' (suspended)' if v.suspend else ''}"
-        for v in views
-    ]
-    if not views:
-        lines = [f"queue {queue_name} has no schedules"]
-    emit(as_json, data, "\n".join(lines))
+    emit(as_json, data, empty=f"queue {queue_name} has no schedules")

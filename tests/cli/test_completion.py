@@ -62,8 +62,11 @@ def test_bash_completes_subcommands_and_queue_names_with_the_sourced_script(
             database.apply(QueueResource.from_name(name))
     program = """
         eval "$(_TABLEQUEUE_COMPLETE=bash_source tablequeue)"
-        complete() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=()
-            _tablequeue_completion tablequeue; printf '%s\\n' "${COMPREPLY[@]}" | sort | paste -sd' '; }
+        complete() {
+            COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=()
+            _tablequeue_completion tablequeue
+            printf '%s\\n' "${COMPREPLY[@]}" | sort | paste -sd' '
+        }
         complete tablequeue qu
         complete tablequeue stats ord
         complete tablequeue queue pause ''

@@ -12,6 +12,8 @@ from tablequeue import Completion, Database, Failure, Queue
 from tablequeue.cli import main
 from tablequeue.spec import QueueResource
 
+from . import tsv
+
 
 def _run(db_url: str, *args: str) -> Result:
     return CliRunner().invoke(main, list(args), env={"TABLEQUEUE_DB": db_url})
@@ -30,10 +32,15 @@ def test_show_prints_the_attempts(database: Database, db_url: str) -> None:
 
     shown = _run(db_url, "show", "orders", str(m.id))
     assert shown.exit_code == 0, shown.output
-    table = shown.output.split("attempts:")[1].splitlines()
-    assert table[1].split()[:2] == ["#", "kind"]
-    assert table[2].split()[:2] == ["1", "failure"]
-    assert "worker-a" in table[2] and "cid-1" in table[2] and table[2].endswith("SMTP timeout")
+    assert tsv.pairs(shown.output)["attempts"] == "1"
+    [row] = tsv.section(shown.output, "attemptHistory")
+    assert (row["attempt"], row["kind"], row["owner"], row["correlationId"]) == (
+        "1",
+        "failure",
+        "worker-a",
+        "cid-1",
+    )
+    assert row["error"] == "SMTP timeout\nTraceback ..."  # one line: escaped
 
     as_json = _run(db_url, "show", "orders", str(m.id), "--json")
     [attempt] = json.loads(as_json.output)["attemptHistory"]
@@ -45,7 +52,8 @@ def test_show_says_when_nothing_failed(database: Database, db_url: str) -> None:
     queue = _queue(database)
     done = queue.enqueue({"n": 1})
     shown = _run(db_url, "show", "orders", str(done.id))
-    assert shown.exit_code == 0 and "attempts: none failed or lost" in shown.output
+    assert shown.exit_code == 0
+    assert tsv.pairs(shown.output)["attemptHistory"] == "[]" and "\n# " not in shown.output
 
 
 def test_job_answers_from_the_queue_then_from_the_results(database: Database, db_url: str) -> None:
@@ -58,7 +66,12 @@ def test_job_answers_from_the_queue_then_from_the_results(database: Database, db
 
     finished = _run(db_url, "job", str(done.tracking_id))
     assert finished.exit_code == 0, finished.output
-    assert 'source: "results"' in finished.output and 'status: "Processed"' in finished.output
+    shown = tsv.pairs(finished.output)
+    assert (shown["source"], shown["status"], shown["result"]) == (
+        "results",
+        "Processed",
+        '{"sent": true}',
+    )
     found = json.loads(_run(db_url, "job", str(done.tracking_id), "--json").output)
     assert found["result"] == {"sent": True} and found["queue"] == "orders"
 

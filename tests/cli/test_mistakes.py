@@ -77,7 +77,7 @@ def test_new_status_sets_a_status_of_ones_own_once_then_it_is_known(db: Database
     assert "did you mean" not in output
     assert run(db, "set-status", "orders", "Discarded", "--id", "1", "--new-status") == (
         0,
-        "changed 1 message(s)\n",
+        "changed\t1\ndryRun\tfalse\n",
     )
     # Held by a message now: no flag needed; the queue's default is known too.
     assert run(db, "enqueue", "orders", "{}", "--status", "Discarded")[0] == 0
