@@ -92,4 +92,3 @@ def db_options(function: F) -> F:
         function
     )
     return friendly_errors(function)
-

@@ -87,9 +87,7 @@ def _columns(records: list[dict[str, Any]]) -> list[str]:
 
 def _escaped(value: Any) -> str:
     text = cell(value)
-    return (
-        text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    )
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _tab_separated(data: Any) -> list[str]:
