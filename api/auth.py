@@ -53,6 +53,12 @@ class Auth:
         """Whether the request may change things (always, with no token configured)."""
         return not self.enabled or self._matches(self._presented(request), self.admin_token)
 
+    def signed_in(self, request: Request) -> bool:
+        """Whether tokens are configured and the request carries one of them."""
+        return self.enabled and self._matches(
+            self._presented(request), self.admin_token, self.read_token
+        )
+
     def reader(self, request: Request) -> None:
         self._check(request, self.admin_token, self.read_token)
 

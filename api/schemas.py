@@ -60,12 +60,14 @@ if TYPE_CHECKING:  # mypy cannot see the fields of a model built at runtime
     EnqueueResult = FromCore
     AttemptOut = FromCore
     Delivery = FromCore
+    FoundMessage = FromCore
 else:
     MessageOut = _from_core("MessageOut", Message)
     Job = _from_core("Job", history.Job)
     EnqueueResult = _from_core("EnqueueResult", Enqueued)
     AttemptOut = _from_core("AttemptOut", history.Attempt)
     Delivery = _from_core("Delivery", CoreDelivery)
+    FoundMessage = _from_core("FoundMessage", Message, queue=(str, ...))
 
 
 class AttemptList(Out):
@@ -89,6 +91,10 @@ class PublishResponse(Out):
 class MessagePage(Out):
     items: list[MessageOut]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page")
+
+
+class FoundMessages(Out):
+    items: list[FoundMessage] = Field(description="Each with the name of its queue")
 
 
 NEW_STATUS_FIELD_HINT = '"newStatus": true'
@@ -121,6 +127,19 @@ class SetStatusRequest(Model):
 class SetStatusResponse(Out):
     changed: int
     dry_run: bool
+
+
+class SelectedMessages(Model):
+    ids: list[int] = Field(min_length=1, max_length=MAX_BATCH, description="Message ids (`id`)")
+    force: bool = Field(False, description="Also delete Leased messages (delete only)")
+
+
+class DeletedResponse(Out):
+    deleted: int = Field(description="How many were deleted (gone or Leased ones are not)")
+
+
+class CancelledResponse(Out):
+    cancelled: int = Field(description="How many were cancelled (finished ones are not)")
 
 
 class DefaultStatusRequest(Model):

@@ -24,11 +24,19 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
         if run is not None:
             fired = queue.run_schedule(run)
             message = fired.message.id if fired and fired.message else None
-            if message is None and not as_json:
+            topic = fired.topic if fired else None
+            delivered = [d.queue for d in fired.deliveries if d.id is not None] if fired else []
+            if fired is None and not as_json:
                 click.echo(f"schedule {run}: fired by another process at the same time", err=True)
             emit(
                 as_json,
-                {"schedule": run, "tick": fired.tick if fired else None, "message": message},
+                {
+                    "schedule": run,
+                    "tick": fired.tick if fired else None,
+                    "message": message,
+                    "topic": topic,
+                    "deliveredTo": delivered,
+                },
             )
             return
         views = queue.schedules()
@@ -39,6 +47,7 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
             "timeZone": v.time_zone,
             "missed": v.missed,
             "suspend": v.suspend,
+            "topic": v.topic,
             "nextTick": v.next_tick,
             "lastTick": v.last_tick,
             "lastFiredAt": v.last_fired_at,

@@ -29,13 +29,13 @@ def fire_schedules(queue: Queue, label: str) -> list[Fired]:
         logger.warning("[%s] firing schedules failed: %s", label, error)
         return []
     for one in fired:
-        if one.message is not None and one.tick is not None:
+        if one.tick is not None:
             logger.info(
-                "[%s] schedule %s fired tick %s (message %s; %d due)",
+                "[%s] schedule %s fired tick %s (%s; %d due)",
                 label,
                 one.schedule,
                 one.tick.isoformat(),
-                one.message.id,
+                f"message {one.message.id}" if one.message else f"published to {one.topic}",
                 one.due,
             )
         else:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import names
 from .errors import InvalidInput, MessageNotFound, QueueNotFound
 from .health import WorkerPresence
+from .limits import MAX_MESSAGE_ID_LENGTH
 from .models import Delivery, Message, NewMessage
 from .queue import Queue, history, publish
 from .queue.context import spec_of
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from .spec import QueueResource
 
 __all__ = ["Database", "connect"]
+
+FOUND_LIMIT = 50
+"""How many messages `Database.find_messages` returns at most."""
 
 
 class Database(Storage):
@@ -94,6 +98,26 @@ class Database(Storage):
             with contextlib.suppress(MessageNotFound):
                 return queue, queue.get_by_tracking_id(tracking)
         raise MessageNotFound(f"no message with tracking id {tracking_id} in any queue")
+
+    def find_messages(self, key: str, limit: int = FOUND_LIMIT) -> list[tuple[str, Message]]:
+        """The messages of every queue whose message id is `key`, or whose tracking id it is
+        (at most `limit`, as (queue name, message)): one lookup per queue, each served by the
+        queue table's message_id or tracking_id index."""
+        key = key.strip()
+        if not key:
+            raise InvalidInput("give a tracking id or a message id to look for")
+        tracking = _as_uuid(key)
+        found: list[tuple[str, Message]] = []
+        for row in self.queues():
+            queue = self.queue(row["name"])
+            if tracking is not None:
+                with contextlib.suppress(MessageNotFound):
+                    found.append((queue.name, queue.get_by_tracking_id(tracking)))
+            if len(key) <= MAX_MESSAGE_ID_LENGTH:
+                found += [(queue.name, m) for m in queue.messages(message_id=key, limit=limit)]
+            if len(found) >= limit:
+                break
+        return found[:limit]
 
     def find_job(self, tracking_id: str) -> Job:
         """What became of a message by its tracking id: its row in whichever queue holds it
@@ -164,6 +188,13 @@ class Database(Storage):
         """Forget a queue; drop its table only when asked (deletionPolicy: Delete). With
         `owner`, only if that Queue resource owns it (else nothing changes: False)."""
         return registry.delete_queue(self, name, drop_table, owner)
+
+
+def _as_uuid(text: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
 
 
 def _tracking_id(tracking_id: str) -> uuid.UUID:

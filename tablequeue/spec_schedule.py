@@ -15,6 +15,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from . import cron
 from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY, MAX_SCHEDULE_TEMPLATE_BYTES
+from .names import TOPIC_NAME
 from .spec_base import FREE_FORM, SpecModel
 
 MissedTicks = Literal["CatchUpOnce", "Skip"]
@@ -67,6 +68,13 @@ class Schedule(SpecModel):
         "every tick updates one message",
     )
     priority: int = Field(0, ge=-MAX_PRIORITY - 1, le=MAX_PRIORITY, description="Priority")
+    topic: str | None = Field(
+        None,
+        pattern=TOPIC_NAME.pattern,
+        max_length=63,
+        description="Publish each tick's message to this topic (every queue subscribed to it "
+        "gets it, as its predicate says) instead of enqueueing it into this queue",
+    )
     headers: dict[str, Any] | None = Field(
         None, json_schema_extra=FREE_FORM, description="Headers; values may hold placeholders"
     )

@@ -23,7 +23,7 @@ import threading
 import traceback
 import urllib.parse
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -64,6 +64,15 @@ class HandlerContext:
     message: Message
     owner: str | None = None
     """The worker's lease owner name; progress is stored only while its lease holds the message."""
+    cancellation: threading.Event = field(default_factory=threading.Event)
+    """Set when the worker stops the handler: the message was cancelled or its lease lost, its
+    time limit passed, or the grace period at shutdown ended. An async handler is cancelled
+    (`CancelledError`) as well; a sync one runs on a thread nobody can stop, so it checks
+    `cancelled` between steps, or waits on this event instead of sleeping, and returns."""
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancellation.is_set()
 
     def report_progress(self, progress: Any) -> None:
         """Store progress now, readable by tracking id while the handler runs (blocking call).
@@ -279,6 +288,9 @@ class PythonHandler:
                 returned = await self.function(*args)
             else:
                 returned = await _in_own_thread(self.function, *args)
+        except asyncio.CancelledError:
+            context.cancellation.set()
+            raise
         except PermanentFailure as error:
             raise HandlerFailed(_trim(f"{type(error).__name__}: {error}"), permanent=True) from None
         except HandlerFailed:

@@ -42,12 +42,14 @@ async def fire_schedules_every(
         try:
             for fired in await asyncio.to_thread(queue.fire_schedules):
                 log.info(
-                    "schedule fired" if fired.message else "schedule skipped missed ticks",
+                    "schedule fired" if fired.tick else "schedule skipped missed ticks",
                     extra={
                         "schedule": fired.schedule,
                         "tick": fired.tick.isoformat() if fired.tick else None,
                         "due_ticks": fired.due,
                         "message_row": fired.message.id if fired.message else None,
+                        "topic": fired.topic,
+                        "deliveries": len(fired.deliveries),
                         "next_tick": fired.next_tick.isoformat(),
                     },
                 )

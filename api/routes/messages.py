@@ -1,4 +1,5 @@
-"""Messages: enqueue, list (keyset pages with a cursor), read, fix, delete, set status in bulk."""
+"""Messages: enqueue, list (keyset pages with a cursor), find across queues, read, fix, delete,
+set status in bulk; delete and cancel chosen ones."""
 
 from __future__ import annotations
 
@@ -13,18 +14,23 @@ from tablequeue import errors, trace_context
 from tablequeue.limits import MAX_ID, MAX_MESSAGE_ID_LENGTH
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
-from ..dependencies import ADMIN, READER, MessageIdArg, QueueArg
+from ..dependencies import ADMIN, READER, DatabaseArg, MessageIdArg, QueueArg
 from ..limits import MAX_BATCH, MAX_PAGE
 from ..schemas import (
     NEW_STATUS_FIELD_HINT,
     AttemptList,
     AttemptOut,
+    CancelledResponse,
+    DeletedResponse,
     EnqueueBody,
     EnqueueResponse,
     EnqueueResult,
+    FoundMessage,
+    FoundMessages,
     MessageOut,
     MessagePage,
     MessagePatch,
+    SelectedMessages,
     SetStatusRequest,
     SetStatusResponse,
 )
@@ -158,3 +164,27 @@ def set_status(queue: QueueArg, request: SetStatusRequest) -> SetStatusResponse:
         dry_run=request.dry_run,
     )
     return SetStatusResponse(changed=changed, dry_run=request.dry_run)
+
+
+@router.post("/queues/{name}/delete", dependencies=ADMIN)
+def delete_messages(queue: QueueArg, request: SelectedMessages) -> DeletedResponse:
+    """Delete the messages with these ids (Leased ones only with force)."""
+    return DeletedResponse(deleted=queue.delete_many(request.ids, force=request.force))
+
+
+@router.post("/queues/{name}/cancel", dependencies=ADMIN)
+def cancel_messages(queue: QueueArg, request: SelectedMessages) -> CancelledResponse:
+    """Cancel the unfinished messages with these ids; a running handler is told to stop."""
+    if request.force:
+        raise errors.InvalidInput("force is for delete: cancelling a Leased message needs none")
+    return CancelledResponse(cancelled=queue.cancel_many(request.ids))
+
+
+@router.get("/messages", dependencies=READER)
+def find_messages(
+    database: DatabaseArg,
+    key: Annotated[str, Query(min_length=1, max_length=MAX_MESSAGE_ID_LENGTH)],
+) -> FoundMessages:
+    """Messages of every queue whose message id, or tracking id, is `key` (at most 50)."""
+    found = database.find_messages(key)
+    return FoundMessages(items=[FoundMessage.of(m, queue=name) for name, m in found])

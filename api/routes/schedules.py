@@ -19,6 +19,7 @@ class ScheduleOut(Out):
     missed: str
     suspend: bool
     message_id: str | None
+    topic: str | None
     next_tick: datetime | None
     last_tick: datetime | None
     last_fired_at: datetime | None
@@ -27,10 +28,20 @@ class ScheduleOut(Out):
     skipped: int
 
 
+class DeliveryOut(Out):
+    queue: str
+    outcome: str
+    id: int | None
+
+
 class RunResult(Out):
     schedule: str
     tick: datetime | None
     message: int | None
+    """The message enqueued into the queue (null for a schedule with a topic)."""
+    topic: str | None
+    deliveries: list[DeliveryOut]
+    """A schedule with a topic: what publishing did in each subscribed queue."""
 
 
 @router.get("/queues/{name}/schedules", dependencies=READER)
@@ -42,8 +53,17 @@ def list_schedules(queue: QueueArg) -> list[ScheduleOut]:
 
 @router.post("/queues/{name}/schedules/{schedule}/run", dependencies=ADMIN)
 def run_schedule(queue: QueueArg, schedule: str) -> RunResult:
-    """Enqueue the schedule's message now (its tick is now); its next tick stays as it was."""
+    """Enqueue the schedule's message now (or publish it, for a schedule with a topic; its tick
+    is now); its next tick stays as it was."""
     fired = queue.run_schedule(schedule)
-    tick = fired.tick if fired else None
-    message = fired.message.id if fired and fired.message else None
-    return RunResult(schedule=schedule, tick=tick, message=message)
+    if fired is None:
+        return RunResult(schedule=schedule, tick=None, message=None, topic=None, deliveries=[])
+    return RunResult(
+        schedule=schedule,
+        tick=fired.tick,
+        message=fired.message.id if fired.message else None,
+        topic=fired.topic,
+        deliveries=[
+            DeliveryOut(queue=d.queue, outcome=d.outcome, id=d.id) for d in fired.deliveries
+        ],
+    )

@@ -7,6 +7,8 @@
 //   data-done     text shown after success; {a.0.b} takes a value from the JSON response
 //   data-link     link shown with it, same placeholders (left out when one is missing)
 //   data-once     keep the buttons disabled after success
+//   data-selection  send the ticked rows' ids (input[data-select]) as "ids"; {count} in
+//                 data-confirm is how many are ticked
 // Fields: data-type="json" is parsed, "number" is a number, "bool" is true when checked (or
 // for hidden inputs when value is "true"); empty fields are left out. Responses are shown
 // with textContent only: nothing from the server or the user becomes markup.
@@ -77,11 +79,42 @@
       if (field.dataset.in === "path") path[field.name] = value;
       else body[field.name] = value;
     });
+    if (form.hasAttribute("data-selection")) {
+      body.ids = ticked().map(function (box) { return Number(box.value); });
+      if (!body.ids.length) throw new Error("Tick at least one message first.");
+    }
     return { body: body, path: path };
   }
 
+  function ticked() {
+    return Array.prototype.slice.call(document.querySelectorAll("input[data-select]:checked"));
+  }
+
+  // The selection bar: how many rows are ticked, its buttons usable only then.
+  function showSelection() {
+    var bar = document.getElementById("selection");
+    if (!bar) return;
+    var count = ticked().length;
+    var all = document.querySelectorAll("input[data-select]").length;
+    bar.querySelector("#selected-count").textContent = count + " selected";
+    bar.querySelectorAll("button").forEach(function (b) { b.disabled = count === 0; });
+    var every = document.getElementById("select-all");
+    if (every) {
+      every.checked = all > 0 && count === all;
+      every.indeterminate = count > 0 && count < all;
+    }
+  }
+
+  document.addEventListener("change", function (event) {
+    if (event.target.id === "select-all") {
+      document.querySelectorAll("input[data-select]").forEach(function (box) { box.checked = event.target.checked; });
+    }
+    if (event.target.id === "select-all" || event.target.matches("input[data-select]")) showSelection();
+  });
+  document.addEventListener("tablequeue:refreshed", showSelection);
+  document.addEventListener("DOMContentLoaded", showSelection);
+
   async function send(form) {
-    if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return;
     var parts;
     try {
       parts = collect(form);
@@ -89,6 +122,8 @@
       show(form, error.message, true);
       return;
     }
+    var question = form.dataset.confirm && form.dataset.confirm.replace("{count}", String((parts.body.ids || []).length));
+    if (question && !window.confirm(question)) return;
     var url = form.dataset.action.replace(/\{([A-Za-z]+)\}/g, function (_, name) {
       return encodeURIComponent(parts.path[name] || "");
     });

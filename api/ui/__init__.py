@@ -2,8 +2,9 @@
 
 Pages read through the core and never count or load a whole table: messages are paged by id
 (keyset, 50 a page). Every change is made by `static/ui.js` calling the JSON API with fetch, so
-the API's validation, errors and token rules are the UI's too. The only form the server handles
-itself is the sign-in (`signin.py`).
+the API's validation, errors and token rules are the UI's too. The only forms the server handles
+itself are the sign-in (`signin.py`) and the find box (`find.py`, a GET). `static/live.js`
+refreshes the parts of a page marked `data-live`; `static/theme.js` picks light or dark.
 """
 
 from __future__ import annotations
@@ -11,11 +12,18 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 
-from . import charts, messages, queues, signin, workers
+from . import charts, find, messages, queues, signin, workers
 from .rendering import STATIC, error_page, status_page
 
 PREFIX = "/ui"
-ROUTERS = [queues.router, signin.router, messages.router, charts.router, workers.router]
+ROUTERS = [
+    queues.router,
+    signin.router,
+    messages.router,
+    charts.router,
+    workers.router,
+    find.router,
+]
 
 
 def mount(app: FastAPI) -> None:

@@ -31,6 +31,8 @@ COUNT_COLUMNS = [
     names.ERROR,
     names.ABANDONED,
 ]
+MINOR_COLUMNS = {names.SLEEPING, names.LEASED, names.ABANDONED}
+"""Count columns a narrow window leaves out of the queue list (ui.css)."""
 STATUS_CHOICES = ["Pending", "Paused", "OnHold", "Error", "Processed", "Cancelled"]
 DEFAULT_STATUS_CHOICES = ["Pending", "Paused", "OnHold"]
 
@@ -79,6 +81,7 @@ def queues_page(render: RenderArg, database: DatabaseArg) -> Response:
         title="Queues",
         categories=sorted(categories.items()),
         columns=COUNT_COLUMNS,
+        minor=MINOR_COLUMNS,
     )
 
 

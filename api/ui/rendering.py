@@ -70,22 +70,31 @@ templates = Jinja2Templates(env=_environment())
 
 @dataclass(frozen=True)
 class Renderer:
-    """Renders a page for one request, with what every page shows (sign-out; the database URL,
-    password masked, for admins only: a reader need not learn where the database lives)."""
+    """Renders a page for one request, with what every page shows: "Sign out" when signed in;
+    write controls only when the request may change things (`can_write`: the server refuses the
+    changes anyway, the page need not offer them); the search box and live refresh for whoever
+    may read (`viewer`); the database URL, password masked, for
+    admins only: a reader need not learn where the database lives."""
 
     request: Request
-    auth_enabled: bool
+    viewer: bool
+    signed_in: bool
+    can_write: bool
     database_url: str
 
     def __call__(self, template: str, status_code: int = 200, **context: Any) -> Response:
         context.setdefault("title", "tablequeue")
-        context["auth_enabled"] = self.auth_enabled
+        context["viewer"] = self.viewer
+        context["signed_in"] = self.signed_in
+        context["can_write"] = self.can_write
         context["database_url"] = self.database_url
         return templates.TemplateResponse(self.request, template, context, status_code=status_code)
 
 
 def renderer(request: Request, database: DatabaseArg, auth: AuthArg) -> Renderer:
-    return Renderer(request, auth.enabled, database.shown_url if auth.is_admin(request) else "")
+    admin, signed_in = auth.is_admin(request), auth.signed_in(request)
+    url = database.shown_url if admin else ""
+    return Renderer(request, signed_in or not auth.enabled, signed_in, admin, url)
 
 
 RenderArg = Annotated[Renderer, Depends(renderer)]

@@ -122,6 +122,33 @@ def delete(queue: QueueContext, message_id: int, force: bool) -> None:
             )
 
 
+def delete_many(queue: QueueContext, ids: Sequence[int], force: bool) -> int:
+    """Delete the messages with these ids (Leased ones only with `force`); how many went."""
+    t = queue.table
+    condition = read.by_ids(queue, ids)
+    if not force:
+        condition = sa.and_(condition, t.c.status != literal_status(names.LEASED))
+    with queue.storage.transaction() as connection:
+        return int(connection.execute(sa.delete(t).where(condition)).rowcount)
+
+
+def cancel_many(queue: QueueContext, ids: Sequence[int]) -> int:
+    """Cancel the unfinished messages with these ids, as `cancel` does one (a running handler
+    learns it at its next lease extension); finished ones are left alone. How many changed."""
+    t, d = queue.table, queue.dialect
+    condition = sa.and_(
+        read.by_ids(queue, ids),
+        t.c.status.not_in([literal_status(s) for s in names.FINAL]),
+    )
+    values = {
+        "status": literal_status(names.CANCELLED),
+        "lease_expires_at": None,
+        "updated_at": d.now(),
+    }
+    with queue.storage.transaction() as connection:
+        return int(connection.execute(sa.update(t).where(condition).values(**values)).rowcount)
+
+
 def report_progress(
     queue: QueueContext,
     message_id: int,

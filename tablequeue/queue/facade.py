@@ -283,6 +283,16 @@ class Queue:
     def delete(self, message_id: int, force: bool = False) -> None:
         admin.delete(self._queue, message_id, force)
 
+    def delete_many(self, ids: Sequence[int], force: bool = False) -> int:
+        """Delete the messages with these ids, leaving Leased ones unless `force`; the number
+        deleted (ids that are gone already are not an error)."""
+        return admin.delete_many(self._queue, ids, force)
+
+    def cancel_many(self, ids: Sequence[int]) -> int:
+        """Cancel the unfinished messages with these ids (Leased ones too: their handler is told
+        to stop); finished ones stay as they are. The number cancelled."""
+        return admin.cancel_many(self._queue, ids)
+
     # --- reading ----------------------------------------------------------------------------
 
     def get(self, message_id: int) -> Message:

@@ -27,17 +27,18 @@ def publish(
     """One delivery per subscribed queue, by queue name; none when nobody subscribes (the
     message is dropped: there is nobody to deliver it to)."""
     names.topic_name(topic)
-    body = as_stored(message.message)
     if connection is None:
         with storage.transaction() as own:
-            return _publish(storage, own, topic, message, body)
+            return publish_in(storage, own, topic, message)
     with storage.borrowed(connection) as theirs:
-        return _publish(storage, theirs, topic, message, body)
+        return publish_in(storage, theirs, topic, message)
 
 
-def _publish(
-    storage: Storage, connection: Connection, topic: str, message: NewMessage, body: Any
+def publish_in(
+    storage: Storage, connection: Connection, topic: str, message: NewMessage
 ) -> list[Delivery]:
+    """Publish in `connection`'s transaction (a schedule's tick publishes in its claim's)."""
+    body = as_stored(message.message)
     deliveries: list[Delivery] = []
     for row in subscriptions.subscribers(storage, connection, topic):
         if row.where_text is not None and not holds(_parsed(row.where_text), body):

@@ -82,11 +82,7 @@ def selection(
     t = queue.table
     parts: list[sa.ColumnElement[bool]] = []
     if ids is not None:
-        if not ids:
-            raise InvalidInput("no message ids given")
-        if not all(1 <= int(i) <= MAX_ID for i in ids):
-            raise InvalidInput(f"message ids are whole numbers from 1 to {MAX_ID}")
-        parts.append(t.c.id.in_([int(i) for i in ids]))
+        parts.append(by_ids(queue, ids))
     if status is not None:
         parts.append(t.c.status == names.status(status))
     if message_id is not None:
@@ -95,6 +91,15 @@ def selection(
         indexed = indexes.lookup(queue.storage.engine, queue.dialect, t, queue.spec.indexes)
         parts.append(predicate.to_sql(predicate.parse(where), t.c.message, queue.dialect, indexed))
     return sa.and_(*parts) if parts else None
+
+
+def by_ids(queue: QueueContext, ids: Sequence[int]) -> sa.ColumnElement[bool]:
+    """The messages with these ids (a bound list), after checking that they can be ids."""
+    if not ids:
+        raise InvalidInput("no message ids given")
+    if not all(1 <= int(i) <= MAX_ID for i in ids):
+        raise InvalidInput(f"message ids are whole numbers from 1 to {MAX_ID}")
+    return queue.table.c.id.in_([int(i) for i in ids])
 
 
 def has_due(queue: QueueContext) -> bool:

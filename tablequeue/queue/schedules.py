@@ -21,13 +21,14 @@ from sqlalchemy.engine import Connection
 
 from .. import cron
 from ..errors import Conflict, InvalidInput, ScheduleNotFound
-from ..models import Enqueued, NewMessage
+from ..models import Delivery, Enqueued, NewMessage
 from ..spec import SCHEDULE_NAME_PATTERN, Schedule
 from ..storage import Storage, registry
 from ..storage import schedules as store
 from ..storage.schedules import ScheduleState
 from .context import QueueContext, spec_of
 from .enqueue import enqueue_in
+from .publish import publish_in
 
 log = logging.getLogger("tablequeue.schedules")
 
@@ -41,7 +42,11 @@ class Fired:
     tick: datetime | None
     due: int
     message: Enqueued | None
+    """What the tick enqueued into the queue (None when it was skipped or went to a topic)."""
     next_tick: datetime
+    topic: str | None = None
+    deliveries: tuple[Delivery, ...] = ()
+    """A schedule with a topic: what publishing the tick's message did in each subscriber."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class ScheduleView:
     suspend: bool
     message_id: str | None
     """The messageId pattern."""
+    topic: str | None
+    """Where its ticks' messages are published, if not into the queue."""
     next_tick: datetime | None
     last_tick: datetime | None
     last_fired_at: datetime | None
@@ -84,6 +91,7 @@ def overview(queue: QueueContext) -> list[ScheduleView]:
                 missed=schedule.missed,
                 suspend=schedule.suspend,
                 message_id=schedule.message_id,
+                topic=schedule.topic,
                 next_tick=state.next_tick if state else None,
                 last_tick=state.last_tick if state else None,
                 last_fired_at=state.last_fired_at if state else None,
@@ -207,6 +215,10 @@ def _fire(queue: QueueContext, connection: Connection, state: ScheduleState) -> 
                 f"schedule {schedule.name!r} of queue {queue.name!r}: its message for"
                 f" {tick.isoformat()} is invalid: {problem}"
             ) from None
+        if schedule.topic is not None:
+            deliveries = publish_in(storage, connection, schedule.topic, made)
+            return Fired(state.schedule, tick, catch_up.due, None, catch_up.next,
+                         schedule.topic, tuple(deliveries))  # fmt: skip
         (message,) = enqueue_in(queue, connection, [made])
         store.record_message(connection, storage.schedules, state, message.id)
     return Fired(state.schedule, tick, catch_up.due, message, catch_up.next)

@@ -44,6 +44,7 @@ def test_the_schedules_of_a_queue_and_running_one_now(client: httpx.Client, repo
         "missed": "Skip",
         "suspend": False,
         "messageId": None,
+        "topic": None,
         "lastTick": None,
         "lastFiredAt": None,
         "lastMessage": None,
@@ -57,10 +58,23 @@ def test_the_schedules_of_a_queue_and_running_one_now(client: httpx.Client, repo
     result = ran.json()
     [message] = reports.messages()
     assert result["message"] == message.id and result["schedule"] == "nightly"
+    assert (result["topic"], result["deliveries"]) == (None, [])
     [shown] = client.get("/queues/reports/schedules").json()
     assert shown["fired"] == 1 and shown["lastMessage"] == message.id
     assert datetime.fromisoformat(shown["nextTick"]) == next_tick  # running now keeps it
     assert datetime.fromisoformat(shown["lastTick"]) == datetime.fromisoformat(result["tick"])
+
+
+def test_running_a_schedule_with_a_topic_answers_its_deliveries(
+    client: httpx.Client, make_queue: MakeQueue
+) -> None:
+    subscriber = make_queue("mail", subscriptions=[{"topic": "ticks"}])
+    make_queue("clock", schedules=[NIGHTLY | {"topic": "ticks"}])
+    ran = client.post("/queues/clock/schedules/nightly/run")
+    assert ran.status_code == 200, ran.text
+    [message] = subscriber.messages()
+    assert ran.json()["topic"] == "ticks" and ran.json()["message"] is None
+    assert ran.json()["deliveries"] == [{"queue": "mail", "outcome": "inserted", "id": message.id}]
 
 
 def test_unknown_schedules_and_queues_are_404(client: httpx.Client) -> None:

@@ -36,6 +36,20 @@ CHROMIUM_ARGS = [
 EXAMPLE = {"OrderId": "A-1001", "Product": {"Sku": "EXAMPLE", "Qty": 1}}
 SKU_123 = 'Product.Sku == "123"'
 
+WRITE_CONTROLS = {
+    "queue": [
+        "#flow-form",
+        "#selection",
+        "#select-all",
+        "#bulk",
+        "#default-status-card",
+        "#cancel",
+        "#enqueue",
+    ],
+    "message": ["#actions", "#edit"],
+}
+"""What a read-only token does not see (and an admin does), by page."""
+
 needs_browser = pytest.mark.skipif(
     not CHROMIUM.exists(),
     reason="Debian's Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
@@ -321,10 +335,13 @@ def test_sign_in_with_a_token(sqlite_url: str, page: Any) -> None:
 
     with connect(sqlite_url) as database:
         database.apply(QueueResource.from_name("orders"))
+        message = database.queue("orders").enqueue({"n": 1})
         auth = Auth(admin_token="admin-secret", read_token="read-secret")
         with serve_api(database, auth) as url:
             page.goto(url + "/ui/queues/orders?status=Pending")
             expect(page).to_have_url(re.compile(r"/ui/login\?next="))
+            expect(page.locator("text=Sign out")).to_have_count(0)  # not signed in yet
+            expect(page.locator("#find")).to_have_count(0)
             page.fill("input[name=token]", "wrong")
             page.click("button.primary")
             expect(page.locator(".alert.error")).to_have_text("That token is not valid here.")
@@ -339,19 +356,33 @@ def test_sign_in_with_a_token(sqlite_url: str, page: Any) -> None:
                 True,
                 "Strict",
             )
-            page.fill("#default-status-card input[name=status]", "Paused")
-            page.click("#default-status-card button")
-            expect(page.locator("#default-status-card .outcome")).to_have_text(
-                "this token may not do that"
+            # No write control is offered to it (and the server refuses the writes anyway).
+            for control in WRITE_CONTROLS["queue"]:
+                expect(page.locator(control)).to_have_count(0)
+            expect(page.locator("#messages tbody tr[data-id]")).to_have_count(1)
+            refused = page.evaluate(
+                "fetch('/queues/orders/default-status', {method: 'PUT',"
+                " headers: {'Content-Type': 'application/json'},"
+                " body: JSON.stringify({status: 'Paused'})}).then(r => r.status)"
             )
+            assert refused == 403
             assert database.default_status_of("orders") == "Pending"
+            page.goto(f"{url}/ui/queues/orders/messages/{message.id}")
+            expect(page.locator("#status")).to_have_text("Pending")
+            for control in WRITE_CONTROLS["message"]:
+                expect(page.locator(control)).to_have_count(0)
 
             page.click("text=Sign out")
             expect(page).to_have_url(url + "/ui/login")
             page.fill("input[name=token]", "admin-secret")
             page.click("button.primary")
             expect(page).to_have_url(url + "/ui")
+            page.goto(f"{url}/ui/queues/orders/messages/{message.id}")
+            for control in WRITE_CONTROLS["message"]:
+                expect(page.locator(control)).to_have_count(1)
             page.goto(url + "/ui/queues/orders")
+            for control in WRITE_CONTROLS["queue"]:
+                expect(page.locator(control)).to_have_count(1)
             page.fill("#default-status-card input[name=status]", "Paused")
             page.check("#default-status-card input[name=newStatus]")
             page.click("#default-status-card button")

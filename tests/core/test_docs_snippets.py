@@ -19,7 +19,8 @@ its pages include with `--8<--`) is run or checked here; a block no rule covers 
   is not run: each of its commands must appear in those files, an existing test that runs them
   (its program, subcommands and every option; what none runs is listed in UNTESTED, with why);
   `tablequeue` command lines are parsed by the CLI, and helm's `--set` keys must be in the
-  chart's values schema.
+  chart's values schema. A block marked `<!-- snippet: run-by PATH -->` is run as written by
+  that test (README's Helm install, on the test node).
 - ```json: parsed. ```sql: the ready-made SQL of docs/guides/operating.md, run on every engine
   by tests/core/test_readme_sql.py (checked here to be exactly its snippets).
 - ```dockerfile: every instruction is a Dockerfile instruction. ```text and ```mermaid are
@@ -37,7 +38,6 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -52,6 +52,7 @@ from tablequeue import Database, connect
 from tablequeue.api.app import create_app
 from tablequeue.cli import main
 from tablequeue.spec import API_VERSION, QueueResource, load_queue_file, load_queues
+from tests.support.doc_blocks import Block, blocks
 
 from . import test_readme_sql
 
@@ -60,25 +61,11 @@ PLACEHOLDER_URLS = ("postgresql://app@db/app", "postgresql+psycopg://app@db/app"
 NOT_CODE = {"text", "mermaid"}
 RUN_SH_PROGRAMS = {"tablequeue", "curl", "python", "export"}
 LONG_RUNNING = {"api", "dev", "operator", "pipeline"}  # and `worker` without --exit-when-idle
-_FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
-_MARKER = re.compile(r"<!-- snippet: (.+?) -->\n$")
 _INCLUDE = re.compile(r'^--8<-- "([^"]+)"$', re.M)
 _DOCKERFILE = {
     "FROM", "RUN", "COPY", "ADD", "ENV", "ARG", "USER", "WORKDIR", "ENTRYPOINT", "CMD",
     "LABEL", "EXPOSE", "VOLUME", "SHELL", "HEALTHCHECK", "STOPSIGNAL", "ONBUILD",
 }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Block:
-    page: str  # path relative to the repository
-    line: int
-    language: str
-    code: str
-    marker: str  # the `<!-- snippet: ... -->` line right before the fence, or ""
-
-    def __str__(self) -> str:
-        return f"{self.page}:{self.line} ```{self.language}"
 
 
 def pages() -> list[str]:
@@ -88,24 +75,6 @@ def pages() -> list[str]:
         found.append(str(page.relative_to(ROOT)))
         found += _INCLUDE.findall(page.read_text())
     return list(dict.fromkeys(found))
-
-
-def blocks(page: str) -> list[Block]:
-    text = (ROOT / page).read_text()
-    found = []
-    for match in _FENCE.finditer(text):
-        before = text[: match.start()]
-        marker = _MARKER.search(before[-200:]) if before.endswith("-->\n") else None
-        found.append(
-            Block(
-                page=page,
-                line=before.count("\n") + 1,
-                language=match.group(1),
-                code=match.group(2),
-                marker=marker.group(1) if marker else "",
-            )
-        )
-    return found
 
 
 def all_blocks() -> list[Block]:
@@ -128,7 +97,7 @@ def test_every_block_is_covered() -> None:
     for block in all_blocks():
         assert block.language in known, f"{block}: no test covers this kind of block"
         kind = block.marker.split(" ")[0]
-        allowed = {"python": {"", "postgresql", "file"}, "sh": {"", "covered-by"}}
+        allowed = {"python": {"", "postgresql", "file"}, "sh": {"", "covered-by", "run-by"}}
         assert kind in allowed.get(block.language, {""}), f"{block}: unknown marker {kind!r}"
 
 
@@ -327,8 +296,9 @@ def test_shell_commands_that_cannot_run_here_are_mapped() -> None:
 # What the documentation shows that no test here runs, each with why; the test fails when one
 # is no longer missing (take it out) or something else is (cover it, or add it with a reason).
 UNTESTED = {
-    "--from-literal": "kubectl create secret: the tests create the same Secrets (a `url` key)"
-    " through the API server (tests/support/kube/fixtures.py, secret())",
+    "--from-literal": "kubectl create secret: README's block runs as written on the test node"
+    " (run-by); for the other pages the tests create the same Secrets (a `url` key) through the"
+    " API server (tests/support/kube/fixtures.py, secret())",
     "generic": "kubectl create secret generic: as --from-literal",
     "--reuse-values": "helm upgrade --reuse-values: the chart tests upgrade with explicit values",
     "--deploy-mode": "spark-submit in cluster mode needs a Spark-on-Kubernetes cluster; the"
@@ -384,7 +354,7 @@ def test_mapped_shell_blocks_are_in_the_tests_that_run_them(
 ) -> None:
     monkeypatch.setenv("TABLEQUEUE_DB", "sqlite:///docs.db")
     untested: set[str] = set()
-    for block in [b for b in SH_BLOCKS if b.marker]:
+    for block in [b for b in SH_BLOCKS if b.marker.startswith("covered-by")]:
         paths = block.marker.split()[1:]
         assert paths, f"{block}: covered-by names no file"
         source = "\n".join((ROOT / path).read_text() for path in paths)
@@ -407,6 +377,14 @@ def test_mapped_shell_blocks_are_in_the_tests_that_run_them(
     assert untested == set(UNTESTED), (
         f"now covered, take out of UNTESTED: {set(UNTESTED) - untested}"
     )
+
+
+def test_blocks_run_as_written_name_the_test_that_runs_them() -> None:
+    """`run-by PATH`: that test runs the block itself, as written (doc_blocks finds it there)."""
+    for block in [b for b in SH_BLOCKS if b.marker.startswith("run-by")]:
+        (path,) = block.marker.split()[1:]
+        source = (ROOT / path).read_text()
+        assert block.page in source and "doc_blocks" in source, f"{block}: {path} does not run it"
 
 
 class Shell:

@@ -7,6 +7,7 @@ message it handled in a hostPath folder.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import shutil
@@ -21,9 +22,11 @@ from typing import Any
 
 import psycopg
 import pytest
+import yaml
 from psycopg import sql
 
 from tablequeue import NewMessage, connect
+from tests.support import doc_blocks
 from tests.support.deploy_tools import CHART, DeployTools
 from tests.support.kube import node as kube_node
 from tests.support.kube.control_plane import ControlPlane
@@ -31,7 +34,7 @@ from tests.support.kube.fixtures import apply, queue, secret
 from tests.support.postgres_server import PostgresServer, postgres_server
 
 from .containers import build_example_app, build_image
-from .helm import REQUIRED_VALUES, run, tool_env
+from .helm import run, tool_env
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = "tq"
@@ -47,6 +50,8 @@ class Cluster:
     app_image: str
     records: Path
     """A hostPath folder the example app writes its records into, one file per pod."""
+    readme_database: str = ""
+    """The database of README's Queue (send-order-confirmation, namespace default)."""
 
     def new_database(self) -> tuple[str, str]:
         """A fresh database: (its URL for pods, for this process)."""
@@ -108,10 +113,9 @@ def node_cluster(
     records = Path(tempfile.mkdtemp(prefix="tablequeue-records-"))
     records.chmod(0o777)  # the app runs as 65532
     pods = (kube_node.GATEWAY, kube_node.POD_SUBNET)
-    crds = [ROOT / "crds" / "queue.yaml"]
     try:
         with (
-            kube_node.cluster(crds=crds) as (plane, node),
+            kube_node.cluster() as (plane, node),
             postgres_server(pods=pods) as postgres,
         ):
             for image in (worker, operator, app):
@@ -119,20 +123,57 @@ def node_cluster(
             for crd in deploy_tools.prometheus_operator_crds:
                 plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
             found = Cluster(plane, node, postgres, app, records)
-            _install_chart(found, deploy_tools, tmp_path_factory.mktemp("helm"), worker, operator)
-            yield found
+            home = tmp_path_factory.mktemp("helm")
+            readme_db = _install_as_the_readme_says(found, deploy_tools, home, worker, operator)
+            _upgrade_for_the_scenarios(found, deploy_tools, home, worker, operator)
+            yield dataclasses.replace(found, readme_database=readme_db)
     finally:
         shutil.rmtree(records, ignore_errors=True)
 
 
-def _install_chart(
+README_DATABASE = "postgresql://app:pw@db/app"
+"""The database URL of README's commands; the test's database takes its place."""
+
+
+def _install_as_the_readme_says(
+    cluster: Cluster, tools: DeployTools, home: Path, worker: str, operator: str
+) -> str:
+    """README's "On Kubernetes" commands, run as written (only the database URL is the test's):
+    the images carry the names the chart defaults to and the README's Queue's app image, as a
+    registry would give them (the kubelet does not pull what it has: `IfNotPresent`); `queue.yaml`
+    is README's Queue. Returns the URL of its database, for this process."""
+    readme = doc_blocks.blocks("README.md")
+    (install,) = [b for b in readme if b.marker == "run-by tests/deploy/pods.py"]
+    (queue_yaml,) = [b for b in readme if b.language == "yaml" and "kind: Queue" in b.code]
+    pod_spec = yaml.safe_load(queue_yaml.code)["spec"]["workers"]["template"]["spec"]
+    version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    for built, name in (
+        (operator, f"docker.io/tablequeue/operator:{version}"),
+        (worker, f"docker.io/tablequeue/worker:{version}"),
+        (cluster.app_image, pod_spec["containers"][0]["image"]),
+    ):
+        cluster.node.load_image(built, name)
+    folder = home / "readme"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "kubectl").symlink_to(cluster.plane.bin_dir / "kubectl")
+    (folder / "bin" / "helm").symlink_to(tools.helm)
+    (folder / "charts").symlink_to(ROOT / "charts")
+    (folder / "queue.yaml").write_text(queue_yaml.code)
+    pod_url, local_url = cluster.new_database()
+    env = tool_env(tools, home, cluster.plane.kubeconfig)
+    env["PATH"] = f"{folder / 'bin'}:{env['PATH']}"
+    script = install.code.replace(README_DATABASE, pod_url)
+    assert script != install.code, f"README's commands no longer use {README_DATABASE}"
+    output = run(["bash", "-euo", "pipefail", "-c", script], env, cwd=folder)
+    assert re.search(r"^send-order-confirmation\s", output, re.M), output
+    return local_url
+
+
+def _upgrade_for_the_scenarios(
     cluster: Cluster, tools: DeployTools, home: Path, worker: str, operator: str
 ) -> None:
-    """`helm install` as a user does, with the images built here (no registry: Never pull)."""
-    plane = cluster.plane
-    plane.kubectl("create", "namespace", RELEASE_NAMESPACE)
-    pod_url, _ = cluster.new_database()
-    apply(plane, secret("tablequeue-db", RELEASE_NAMESPACE, pod_url))
+    """`helm upgrade` to the images built here by their own names (never pulled) and a 2 s
+    operator interval, so that the scenarios' scaling does not wait 10 s a step."""
     repository, tag = operator.rsplit(":", 1)
     worker_repository, worker_tag = worker.rsplit(":", 1)
     values = {
@@ -145,13 +186,11 @@ def _install_chart(
         "api.image.repository": worker_repository,
         "api.image.tag": worker_tag,
         "api.image.pullPolicy": "Never",
-        # The cluster has the CRD already (node.cluster applied it): the chart leaves it be.
-        "crds.install": "false",
     }
     settings = [part for key, value in values.items() for part in ("--set", f"{key}={value}")]
-    env = tool_env(tools, home, plane.kubeconfig)
-    command: list[str | Path] = [tools.helm, "install", RELEASE, CHART]
-    run([*command, "--namespace", RELEASE_NAMESPACE, *REQUIRED_VALUES, *settings], env)
+    env = tool_env(tools, home, cluster.plane.kubeconfig)
+    command: list[str | Path] = [tools.helm, "upgrade", RELEASE, CHART, "--reuse-values"]
+    run([*command, "--namespace", RELEASE_NAMESPACE, "--wait", *settings], env)
     for component in ("operator", "api"):
         cluster.wait_ready(RELEASE_NAMESPACE, f"app.kubernetes.io/name=tablequeue-{component}")
 

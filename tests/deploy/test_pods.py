@@ -20,11 +20,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from tablequeue import NewMessage, connect
+from tablequeue import NewMessage, Queue, connect
 from tablequeue.operator.deletion_cost import DELETION_COST
 from tests.support.deploy_tools import DeployTools
 from tests.support.keda import KedaOperator, keda_metrics_server
-from tests.support.kube.fixtures import apply, queue, wait_ready
+from tests.support.kube.fixtures import apply, queue, secret, wait_ready
 from tests.support.metrics_adapter import prometheus_adapter
 from tests.support.monitoring import ALERTS, dashboard_queries
 from tests.support.prometheus_server import prometheus_server
@@ -33,6 +33,7 @@ from tests.support.waiting import wait_until
 from .pods import (
     RELEASE,
     RELEASE_NAMESPACE,
+    ROOT,
     Cluster,
     Scenario,
     app_template,
@@ -54,10 +55,26 @@ pytestmark = pytest.mark.timeout(900)
 # --- 1. the chart's pods --------------------------------------------------------------------------
 
 
-def test_pods_chart_runs_the_operator_and_the_api_ready_through_their_probes(
+def test_pods_readme_install_runs_the_chart_and_the_documented_queues_handle_messages(
     node_cluster: Cluster,
 ) -> None:
+    """The fixture ran README's commands as written (then upgraded to the images built here):
+    the operator and the API are Ready through their probes. README's Queue (namespace default,
+    README's app image beside the worker) and examples/queue.yaml applied as
+    docs/getting-started/kubernetes.md says (its namespace shop, its Secret there, a Python
+    handler in the worker) each get a worker pod for a message and handle it."""
     cluster = node_cluster
+    readme_queue = connect(cluster.readme_database).queue("send-order-confirmation")
+    readme_message = readme_queue.enqueue({"OrderId": "README-1"}).id
+    pod_url, shop_database = cluster.new_database()
+    cluster.plane.kubectl("create", "namespace", "shop")
+    apply(cluster.plane, secret("orders-db", "shop", pod_url))
+    cluster.plane.kubectl("apply", "-f", str(ROOT / "examples" / "queue.yaml"))
+    wait_ready(cluster.plane, "send-order-confirmation", "shop", timeout=120)
+    shop_queue = connect(shop_database).queue("send-order-confirmation")
+    shop_message = shop_queue.enqueue({"OrderId": "A-1", "Email": "ann@example.com"}).id
+    wait_processed(cluster, "default", readme_queue, readme_message)
+    wait_processed(cluster, "shop", shop_queue, shop_message)
     instance = f"app.kubernetes.io/instance={RELEASE}"
     for component in ("operator", "api"):
         selector = f"{instance},app.kubernetes.io/name=tablequeue-{component}"
@@ -72,6 +89,15 @@ def test_pods_chart_runs_the_operator_and_the_api_ready_through_their_probes(
     api_pods = f"{instance},app.kubernetes.io/name=tablequeue-api"
     (api,) = cluster.ready_pods(RELEASE_NAMESPACE, api_pods)
     assert get_status(f"http://{api['status']['podIP']}:8000/readyz")[0] == 200
+
+
+def wait_processed(cluster: Cluster, namespace: str, orders: Queue, message_id: int | None) -> None:
+    assert message_id is not None
+    try:
+        wait_until(lambda: orders.get(message_id).status == "Processed", timeout=240)
+    except AssertionError as error:
+        workers = "app.kubernetes.io/name=tablequeue-worker"
+        raise AssertionError(f"{error}\n{cluster.describe(namespace, workers)}") from None
 
 
 # --- 2. worker pods beside the app ----------------------------------------------------------------

@@ -6,10 +6,16 @@ every table exactly as it was."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import pickle
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -17,8 +23,10 @@ import schemathesis
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from requests.structures import CaseInsensitiveDict
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.generation.case import Case
 
 from tablequeue import Database, Failure, NewMessage, Queue
 from tablequeue.api.auth import Auth
@@ -116,19 +124,36 @@ def steer(case: Any, data: st.DataObject, seeded: dict[str, list[Any]]) -> dict[
     return aims
 
 
-_plans: dict[tuple[str, int, tuple[str, ...]], list[Planned]] = {}
+PLANS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tablequeue" / "fuzz-plans"
+_plans: dict[str, list[Planned]] = {}
 
 
 def plan_requests(
     document: dict[str, Any], count: int, senders: list[str], seeded: dict[str, list[Any]]
 ) -> list[Planned]:
     """`count` requests generated from the OpenAPI `document` (valid ones and ones that break
-    it), derandomized. Generation costs more than sending, so a plan is made once per test
-    session and replayed on every engine."""
-    key = (json.dumps(document, sort_keys=True), count, tuple(senders))
-    if key in _plans:
-        return _plans[key]
-    schema = schemathesis.openapi.from_dict(document)
+    it), derandomized. Generation costs more than sending (~8 ms a request), so a plan is made
+    once per test session and replayed on every engine, and kept under PLANS for the next run,
+    keyed by everything it is made from (the document, this module, schemathesis's and
+    hypothesis's versions): the same plan, without the minute or two it takes to generate."""
+    made_of = [
+        document, count, senders, {name: len(rows) for name, rows in sorted(seeded.items())},
+        Path(__file__).read_text(),
+        metadata.version("schemathesis"), metadata.version("hypothesis"),
+    ]  # fmt: skip
+    key = hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:32]
+    if key not in _plans:
+        schema = schemathesis.openapi.from_dict(document)
+        stored = PLANS / f"{key}.pickle"
+        _plans[key] = _load_plan(schema, stored) or _generate_plan(schema, count, senders, seeded)
+        if not stored.exists():
+            _store_plan(_plans[key], stored)
+    return _plans[key]
+
+
+def _generate_plan(
+    schema: Any, count: int, senders: list[str], seeded: dict[str, list[Any]]
+) -> list[Planned]:
     cases = st.one_of(
         schema.as_strategy(GenerationMode.POSITIVE),
         schema.as_strategy(GenerationMode.NEGATIVE),
@@ -147,7 +172,49 @@ def plan_requests(
         plan.append(Planned(case, who, steer(case, data, seeded)))
 
     generate()
-    _plans[key] = plan
+    return plan
+
+
+_CASE_FIELDS = ("method", "path", "path_parameters", "cookies", "query", "body", "media_type")
+
+
+def _store_plan(plan: list[Planned], path: Path) -> None:
+    """What makes each request (a Case's fields and metadata, not its operation: that is
+    schemathesis's, rebuilt from the document), written whole or not at all."""
+    rows = [
+        (
+            {name: getattr(p.case, name) for name in _CASE_FIELDS},
+            None if p.case.headers is None else dict(p.case.headers),
+            p.case.multipart_content_types,
+            p.case._meta,
+            p.who,
+            p.aims,
+        )
+        for p in plan
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as file:
+        pickle.dump(rows, file)
+    Path(file.name).replace(path)
+
+
+def _load_plan(schema: Any, path: Path) -> list[Planned] | None:
+    """The stored plan (this checkout's own cache, written by _store_plan), or None."""
+    try:
+        rows = pickle.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    plan = []
+    for fields, headers, multipart, meta, who, aims in rows:
+        operation = schema[fields["path"]][fields["method"]]
+        case = Case(
+            operation,
+            **fields,
+            headers=None if headers is None else CaseInsensitiveDict(headers),
+            multipart_content_types=multipart,
+            meta=meta,
+        )
+        plan.append(Planned(case, who, aims))
     return plan
 
 

@@ -71,6 +71,16 @@ def handle(message: Message) -> dict[str, Any] | None:
     return outcome if isinstance(outcome, dict) else None
 
 
+def handle_until_cancelled(message: Message, context: HandlerContext) -> None:
+    """Sync handler that works in steps until the worker stops it: records `cancelled` when it
+    sees `context.cancelled`, then returns."""
+    record("start", message.id)
+    deadline = time.monotonic() + HANG_LIMIT_SECONDS
+    while not context.cancelled and time.monotonic() < deadline:
+        context.cancellation.wait(0.05)  # one step of the work
+    record("cancelled" if context.cancelled else "done", message.id)
+
+
 async def handle_async(message: Message) -> Outcome | None:
     """Async handler scripted by the body; records `cancelled` when the worker stops it."""
     body = _body(message)

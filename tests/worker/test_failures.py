@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.support.waiting import wait_until
 
 from .helpers import ASYNC, FAST_POLL, SYNC, MakeQueue, StartWorker, counter, enqueue, events
@@ -90,3 +92,30 @@ def test_cancelling_a_message_stops_its_running_handler(
     assert queue.get(running).status == "Cancelled"
     assert running not in events(records, "done")
     assert counter(worker, "tablequeue_worker_messages_total", outcome="lost", queue="orders") == 1
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the worker's, not the engine's
+def test_a_sync_handler_sees_its_context_cancelled_at_the_time_limit_and_on_cancel(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    """A thread cannot be stopped: `context.cancelled` tells a sync handler to stop, at its
+    time limit and when a person cancels its message; it returns, and its slot frees."""
+    handler = "python:tests.support.worker_handlers:handle_until_cancelled"
+    limited_queue = make_queue("orders", max_attempts=1)
+    [limited] = enqueue(limited_queue, [{"n": 1}])
+    start_worker("orders", db_url, handler, "--execution-timeout", "1", *FAST_POLL)
+    cancelled_queue = make_queue("mail", max_attempts=1)
+    [cancelled] = enqueue(cancelled_queue, [{"n": 2}])
+    start_worker("mail", db_url, handler, "--concurrency", "1", *FAST_POLL)
+
+    wait_until(lambda: limited in events(records, "cancelled"), timeout=30)
+    wait_until(lambda: limited_queue.get(limited).status == "Error", timeout=30)
+    assert limited_queue.get(limited).last_error == "execution time limit of 1s exceeded"
+
+    wait_until(lambda: cancelled in events(records, "start"), timeout=30)
+    cancelled_queue.cancel(cancelled_queue.get(cancelled).tracking_id)
+    wait_until(lambda: cancelled in events(records, "cancelled"), timeout=30)
+    assert cancelled_queue.get(cancelled).status == "Cancelled"
+    [after] = enqueue(cancelled_queue, [{"n": 3}])  # its one slot is free again
+    wait_until(lambda: after in events(records, "start"), timeout=30)
+    assert events(records, "done") == []

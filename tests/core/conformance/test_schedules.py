@@ -103,6 +103,30 @@ def test_a_due_tick_enqueues_its_rendered_message(
     assert queue.fire_schedules() == []
 
 
+def test_a_schedule_with_a_topic_publishes_each_tick_to_every_subscriber(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    """The tick's message goes to the topic's subscribers (by their predicates), in the claim's
+    transaction, once; the schedule's own queue gets nothing."""
+    make_queue("sales-report", subscriptions=[{"topic": "nightly-close"}])
+    make_queue("ledger", subscriptions=[{"topic": "nightly-close", "where": 'report == "x"'}])
+    queue = make_queue("clock", schedules=[NIGHTLY | {"topic": "nightly-close"}])
+    [view] = queue.schedules()
+    assert view.topic == "nightly-close"
+    due = cron.next_tick("0 2 * * *", "Europe/Oslo", db_now(database) - timedelta(days=1))
+    queue.set_next_tick("nightly", due)
+    [fired] = queue.fire_schedules()
+    assert (fired.tick, fired.message, fired.topic) == (due, None, "nightly-close")
+    outcomes = {d.queue: d.outcome for d in fired.deliveries}
+    assert outcomes == {"sales-report": "inserted", "ledger": "filtered"}
+    [delivered] = database.queue("sales-report").messages()
+    assert delivered.message["report"] == "sales"
+    assert delivered.headers is not None and delivered.headers["tablequeue-schedule"] == "nightly"
+    assert queue.messages() == [] and database.queue("ledger").messages() == []
+    assert queue.fire_schedules() == []  # the tick is claimed: nothing published twice
+    assert queue.schedules()[0].fired == 1
+
+
 def test_concurrent_claimers_enqueue_each_tick_exactly_once(
     db_url: str, database: Database, make_queue: MakeQueue
 ) -> None:

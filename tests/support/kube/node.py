@@ -95,13 +95,22 @@ class Node:
             timeout=timeout,
         )
 
-    def load_image(self, tag: str) -> None:
-        """Move an image podman has into the node's containerd (no registry in between)."""
-        if tag in self.ctr("images", "list", "--quiet").stdout.split():
+    def load_image(self, tag: str, name: str = "") -> None:
+        """Move an image podman has into the node's containerd (no registry in between), named
+        `name` there if given (as a registry's image would be, so that the kubelet never pulls
+        it: `IfNotPresent`)."""
+        name = name or tag
+        if name in self.ctr("images", "list", "--quiet").stdout.split():
             return
         with tempfile.TemporaryDirectory(prefix="tablequeue-image-") as folder:
             archive = Path(folder) / "image.tar"
-            _run("podman", "save", "--format=docker-archive", f"--output={archive}", tag)
+            if name != tag:
+                _run("podman", "tag", tag, name)
+            try:
+                _run("podman", "save", "--format=docker-archive", f"--output={archive}", name)
+            finally:
+                if name != tag:
+                    _run("podman", "untag", tag, name)
             self.ctr("images", "import", "--no-unpack=false", str(archive))
 
     def kill_container(self, container_id: str) -> None:
