@@ -6,6 +6,7 @@ Both the JSON API's exception handlers and the admin UI's error page take their 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import Request
@@ -14,6 +15,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from tablequeue import Database, errors
+
+from . import unknown_fields
 
 
 class ErrorBody(BaseModel):
@@ -70,9 +73,12 @@ def core_error_response(error: errors.TableQueueError) -> JSONResponse:
     return error_response(status_of(error), public_message(error))
 
 
-async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
+async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
     """A request that does not match its route's parameters or body model: 422, one line each."""
-    lines = _validation_lines(error.errors(), error.body)
+    annotation = unknown_fields.body_annotation(request)
+    lines = _validation_lines(
+        error.errors(), error.body, lambda path: unknown_fields.accepted_fields(annotation, path)
+    )
     return error_response(422, "invalid request: " + "; ".join(lines)[:500], lines)
 
 
@@ -80,10 +86,16 @@ ENVELOPE = 'expected {"message": ...}'
 """What an enqueue or publish body is: the message goes under `message`, beside its options."""
 
 
-def _validation_lines(problems: Any, body: Any) -> list[str]:
+FieldsAt = Callable[[list[str]], dict[str, bool]]
+"""The JSON names of the fields the body accepts at a path (list indexes as digits), each with
+whether it is required."""
+
+
+def _validation_lines(problems: Any, body: Any, fields_at: FieldsAt) -> list[str]:
     """One line per problem, named by where it is in the request. A body union (one message or
-    a list) reports only the problems of the branch the body's shape chose, and a body without
-    its `message` envelope says so instead of listing its keys as extra fields."""
+    a list) reports only the problems of the branch the body's shape chose, a body without
+    its `message` envelope says so instead of listing its keys as extra fields, and a misspelt
+    field gets the closest accepted one."""
     lines: list[str] = []
     for problem in problems:
         loc = [str(part) for part in problem.get("loc", ())]
@@ -91,7 +103,8 @@ def _validation_lines(problems: Any, body: Any) -> list[str]:
         if branch is not None and branch.startswith("list[") != isinstance(body, list):
             continue  # the other branch of the union: its complaint is about the shape
         path = [part for part in loc if part != "body" and "[" not in part]
-        line = _body_line(problem, path, body, branch is not None) if loc[:1] == ["body"] else None
+        in_body = loc[:1] == ["body"]
+        line = _body_line(problem, path, body, branch is not None, fields_at) if in_body else None
         if line is None:
             text = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
             where = ".".join(path)
@@ -101,7 +114,9 @@ def _validation_lines(problems: Any, body: Any) -> list[str]:
     return lines
 
 
-def _body_line(problem: Any, path: list[str], body: Any, union: bool) -> str | None:
+def _body_line(
+    problem: Any, path: list[str], body: Any, union: bool, fields_at: FieldsAt
+) -> str | None:
     """The readable line for the common body mistakes; "" to drop the problem (another line says
     it); None for the generic line. `union`: the body may be one message or a list of them."""
     kind = problem.get("type")
@@ -116,13 +131,23 @@ def _body_line(problem: Any, path: list[str], body: Any, union: bool) -> str | N
     if kind in ("model_attributes_type", "dict_type") and len(path) == int(listed):
         accepted = " (or a list of them)" if union and not listed else ""
         return f"{prefix}{ENVELOPE}{accepted}; got {_kind_of(item)}"
-    envelope_missing = isinstance(item, dict) and "message" not in item
+    envelope = fields_at(path[:1] if listed else []).get("message", False)
+    envelope_missing = envelope and isinstance(item, dict) and "message" not in item
+    misspelt = envelope_missing and any(
+        unknown_fields.closest(str(key), ["message"]) for key in item
+    )
     if envelope_missing and path[-1:] == ["message"] and kind == "missing":
+        if misspelt:
+            return ""  # the unknown field's line names `message`
         keys = ", ".join(sorted(map(str, item)))[:200]
         got = f"an object with keys {keys}" if item else "an empty object"
         return f"{prefix}{ENVELOPE}; got {got}"
-    if envelope_missing and kind == "extra_forbidden":
-        return ""
+    if kind == "extra_forbidden" and path:
+        if envelope_missing and not misspelt:
+            return ""  # the envelope's line says what the body should be
+        where = ".".join(path[:-1])
+        text = unknown_fields.line(path[-1], sorted(fields_at(path[:-1])))
+        return f"{where}: {text}" if where else text
     return None
 
 

@@ -97,11 +97,21 @@ class FoundMessages(Out):
     items: list[FoundMessage] = Field(description="Each with the name of its queue")
 
 
+NEW_STATUS_FIELD_HINT = '"newStatus": true'
+NEW_STATUS = Field(
+    False,
+    description="The status is new on purpose: write it though it is neither a built-in status, "
+    "nor the queue's default, nor held by a message of the queue (without it such a status, "
+    "often a typo, is refused with the known ones)",
+)
+
+
 class MessagePatch(Model):
     message: Any = Field(None, description="A corrected body")
     status: str | None = None
     priority: int | None = Field(None, ge=-MAX_PRIORITY - 1, le=MAX_PRIORITY)
     force: bool = Field(False, description="Also change a Leased message")
+    new_status: bool = NEW_STATUS
 
 
 class SetStatusRequest(Model):
@@ -111,6 +121,7 @@ class SetStatusRequest(Model):
     where: str | None = Field(None, max_length=MAX_PREDICATE_LENGTH)
     force: bool = False
     dry_run: bool = Field(False, description="Only count the messages it would change")
+    new_status: bool = NEW_STATUS
 
 
 class SetStatusResponse(Out):
@@ -133,6 +144,7 @@ class CancelledResponse(Out):
 
 class DefaultStatusRequest(Model):
     status: str
+    new_status: bool = NEW_STATUS
 
 
 class RateLimitOut(Out):

@@ -6,7 +6,7 @@ import click
 
 from tablequeue.pipeline.cli import pipeline
 
-from . import messages, processes, queues, schedules, topics, workers
+from . import healthcheck, messages, processes, queues, schedules, topics, workers
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,6 +33,7 @@ for command in (
     processes.api,
     processes.dev,
     processes.operator_,
+    healthcheck.healthcheck,
     pipeline,
 ):
     main.add_command(command)

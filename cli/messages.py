@@ -19,10 +19,12 @@ from tablequeue import connect
 from tablequeue.durations import parse_duration
 from tablequeue.error_text import exception_line
 from tablequeue.errors import InvalidInput
-from tablequeue.models import Message, NewMessage
+from tablequeue.models import NewMessage
 
 from . import progress, statuses
-from .options import db_options, emit, validation_line
+from .completion import queue_names
+from .options import db_options, validation_line
+from .output import emit
 
 
 def _duration_seconds(value: str | None, option: str) -> float | None:
@@ -137,7 +139,7 @@ def delivery_options(command: F) -> F:
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.argument("message", required=False)
 @click.option("-f", "--file", "path", help="JSON Lines file of bodies ('-' for stdin).")
 @click.option("--envelope", is_flag=True, help="Each line is {message, messageId, at, ...}.")
@@ -204,7 +206,7 @@ def enqueue(
         progress.step(as_json or len(batch) < 2, f"enqueueing {len(batch):,} messages"),
     ):
         queue = database.queue(queue_name)
-        statuses.check(database, queue, {m.status for m in batch}, new_status)
+        statuses.check(queue, {m.status for m in batch}, new_status)
         results = queue.enqueue_many(batch)
     data = [
         {
@@ -217,15 +219,7 @@ def enqueue(
         }
         for r in results
     ]
-    if len(results) == 1:
-        r = results[0]
-        text = f"{r.outcome} id={r.id} status={r.status} trackingId={r.tracking_id}"
-    else:
-        counts = {o: sum(1 for r in results if r.outcome == o) for o in ("inserted", "updated")}
-        discarded = len(results) - sum(counts.values())
-        text = f"{len(results)} messages: {counts['inserted']} inserted, "
-        text += f"{counts['updated']} updated, {discarded} discarded"
-    emit(as_json, data if len(data) != 1 else data[0], text)
+    emit(as_json, data if len(data) != 1 else data[0], empty="no messages in the file")
 
 
 def _headers(pairs: tuple[str, ...]) -> dict[str, str] | None:
@@ -238,17 +232,8 @@ def _headers(pairs: tuple[str, ...]) -> dict[str, str] | None:
     return headers or None
 
 
-def _short(message: Message) -> str:
-    body = json.dumps(message.message, ensure_ascii=False)
-    body = body if len(body) <= 60 else body[:57] + "..."
-    return (
-        f"{message.id:<10} {message.status:<10} {message.attempts:<8} "
-        f"{(message.message_id or '-')[:20]:<20} {message.process_after:%Y-%m-%d %H:%M:%S}  {body}"
-    )
-
-
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.option("--status", help="Only this status.")
 @click.option("--where", help='Predicate on the body, e.g. Product.Sku == "123".')
 @click.option(
@@ -280,14 +265,11 @@ def messages(
             after_id=after_id,
             order="desc" if desc else "asc",
         )
-    header = (
-        f"{'ID':<10} {'STATUS':<10} {'ATTEMPTS':<8} {'MESSAGE ID':<20} {'PROCESS AFTER':<20} BODY"
-    )
-    emit(as_json, [m.to_json() for m in found], "\n".join([header, *map(_short, found)]))
+    emit(as_json, [m.to_json() for m in found], empty="no messages")
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.argument("message_id", metavar="ID", type=int)
 @db_options
 def show(db_url: str, as_json: bool, queue_name: str, message_id: int) -> None:
@@ -295,34 +277,13 @@ def show(db_url: str, as_json: bool, queue_name: str, message_id: int) -> None:
     with connect(db_url) as database:
         queue = database.queue(queue_name)
         message = queue.get(message_id)
-        attempts = [a.to_json() for a in queue.attempts(message)]
-    found = message.to_json()
-    text = json.dumps(found, indent=2, ensure_ascii=False, default=str)
-    emit(as_json, found | {"attemptHistory": attempts}, text + "\n" + attempt_table(attempts))
+        attempts = [_with_exception_line(a.to_json()) for a in queue.attempts(message)]
+    emit(as_json, message.to_json() | {"attemptHistory": attempts})
 
 
-def attempt_table(attempts: list[dict[str, Any]]) -> str:
-    """The failed and lost attempts as a text table, oldest first (the error's exception line)."""
-    if not attempts:
-        return "attempts: none failed or lost"
-    rows = [
-        [
-            str(a["attempt"]),
-            a["kind"],
-            a["at"],
-            a["owner"] or "",
-            a["correlationId"] or "",
-            exception_line(a["error"])[:100],
-        ]
-        for a in attempts
-    ]
-    header = ["#", "kind", "at", "worker", "correlation id", "error"]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
-    lines = ["attempts:"]
-    for row in [header, *rows]:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
-    return "\n".join(lines)
+def _with_exception_line(attempt: dict[str, Any]) -> dict[str, Any]:
+    """The attempt's error's exception line first (a traceback's last line), then the rest."""
+    return {"exception": exception_line(attempt["error"])} | attempt
 
 
 @click.command("job")
@@ -333,12 +294,11 @@ def job(db_url: str, as_json: bool, tracking_id: str) -> None:
     result (keepResultsFor); `source` says which."""
     with connect(db_url) as database:
         found = database.find_job(tracking_id).to_json()
-    text = "\n".join(f"{key}: {json.dumps(value, default=str)}" for key, value in found.items())
-    emit(as_json, found, text)
+    emit(as_json, found)
 
 
 @click.command("set-status")
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.argument("status")
 @click.option("--id", "ids", type=int, multiple=True, help="A message id (repeatable).")
 @click.option("--from", "from_status", help="Messages currently in this status.")
@@ -363,7 +323,7 @@ def set_status(
     verb = "counting" if dry_run else f"setting {status} on"
     with connect(db_url) as database, progress.step(as_json, f"{verb} messages"):
         queue = database.queue(queue_name)
-        statuses.check(database, queue, [status], new_status)
+        statuses.check(queue, [status], new_status)
         changed = queue.set_status(
             status,
             ids=list(ids) or None,
@@ -372,29 +332,21 @@ def set_status(
             force=force,
             dry_run=dry_run,
         )
-    verb = "would change" if dry_run else "changed"
-    emit(as_json, {"changed": changed, "dryRun": dry_run}, f"{verb} {changed} message(s)")
+    emit(as_json, {"changed": changed, "dryRun": dry_run})
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @db_options
 def stats(db_url: str, as_json: bool, queue_name: str) -> None:
     """Counts per status, backlog, oldest due message and health."""
     with connect(db_url) as database, progress.step(as_json, "counting"):
         result = database.queue(queue_name).stats()
-    lines = [f"{status:<12} {count}" for status, count in sorted(result.counts.items())]
-    lines += [
-        f"backlog      {result.backlog}",
-        f"oldest due   {result.oldest_pending_seconds:.1f}s",
-        f"health       {result.health}"
-        + (f" ({'; '.join(result.health_reasons)})" if result.health_reasons else ""),
-    ]
-    emit(as_json, result.to_json(), "\n".join(lines))
+    emit(as_json, result.to_json())
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.option("--status", "statuses", multiple=True, help="Purge this status (repeatable).")
 @click.option("--older-than", help="Only messages finished longer ago than this (e.g. 7d).")
 @db_options
@@ -406,26 +358,25 @@ def purge(
     age = None if seconds is None else timedelta(seconds=seconds)
     with connect(db_url) as database, progress.step(as_json, "deleting finished messages"):
         deleted = database.queue(queue_name).purge(list(statuses) or None, age)
-    emit(as_json, {"deleted": deleted}, f"deleted {deleted} message(s)")
+    emit(as_json, {"deleted": deleted})
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @db_options
 def sweep(db_url: str, as_json: bool, queue_name: str) -> None:
     """Apply the lease-expiry policy and expire messages past their expiry (workers do it too)."""
     with connect(db_url) as database, progress.step(as_json, "sweeping"):
         result = database.queue(queue_name).sweep()
-    data = result.__dict__
-    emit(as_json, data, ", ".join(f"{k} {v}" for k, v in data.items()))
+    emit(as_json, result.__dict__)
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.argument("tracking_id")
 @db_options
 def cancel(db_url: str, as_json: bool, queue_name: str, tracking_id: str) -> None:
     """Cancel a message by its tracking id (a running handler is told to stop)."""
     with connect(db_url) as database:
         message = database.queue(queue_name).cancel(tracking_id)
-    emit(as_json, message.to_json(), f"cancelled message {message.id}")
+    emit(as_json, message.to_json())

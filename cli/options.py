@@ -1,10 +1,9 @@
-"""What every command shares: `--db` and `--json`, one-line errors, text or JSON output."""
+"""What every command shares: `--db` and `--json`, one-line errors (the output: output.py)."""
 
 from __future__ import annotations
 
 import difflib
 import functools
-import json
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
@@ -93,7 +92,3 @@ def db_options(function: F) -> F:
         function
     )
     return friendly_errors(function)
-
-
-def emit(as_json: bool, data: Any, text: str) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, default=str) if as_json else text)

@@ -24,6 +24,7 @@ from tablequeue.extras import MissingExtra, require
 from tablequeue.operator_settings import OperatorSettings
 from tablequeue.worker_settings import WorkerSettings, env_name
 
+from .completion import queue_names
 from .model_options import model_options
 from .options import fail, friendly_errors
 
@@ -88,7 +89,9 @@ def option_line(
 
 
 @click.command(cls=ProcessCommand, extras=("worker",))
-@click.argument("queue", metavar="QUEUE", required=False, envvar=env_name("queue"))
+@click.argument(
+    "queue", metavar="QUEUE", required=False, envvar=env_name("queue"), shell_complete=queue_names
+)
 @click.option(
     "--queue",
     "queue_option",

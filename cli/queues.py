@@ -12,7 +12,9 @@ from tablequeue.errors import QueueSpecWarning
 from tablequeue.spec import load_queue_file
 
 from . import progress, statuses
-from .options import db_options, emit
+from .completion import queue_names
+from .options import db_options
+from .output import emit
 
 
 @click.group()
@@ -45,7 +47,7 @@ def queue_apply(db_url: str, as_json: bool, path: str) -> None:
     emit(
         as_json,
         [{"queue": n, "table": t, "result": r} for n, t, r in results],
-        "\n".join(f"queue/{n} {r} (table {t})" for n, t, r in results),
+        empty=f"no Queue resource in {path}",
     )
 
 
@@ -61,13 +63,7 @@ def queue_list(db_url: str, as_json: bool) -> None:
         | _flow_fields(flows.get(row["name"]))
         for row in rows
     ]
-    lines = [f"{'NAME':30} {'TABLE':30} {'CATEGORY':20} {'DEFAULT STATUS':16} FLOW"]
-    lines += [
-        f"{r['name']:30} {r['table_name']:30} {r['category']:20} {r['default_status']:16} "
-        f"{_flow_text(r)}"
-        for r in data
-    ]
-    emit(as_json, data, "\n".join(lines))
+    emit(as_json, data, empty="no queues: create one with `tablequeue queue apply -f FILE`")
 
 
 def _flow_fields(state: FlowState | None) -> dict[str, Any]:
@@ -82,27 +78,19 @@ def _flow_fields(state: FlowState | None) -> dict[str, Any]:
     }
 
 
-def _flow_text(row: dict[str, Any]) -> str:
-    parts = ["paused" if row["paused"] else "running"]
-    if row["rateLimit"]:
-        limit = row["rateLimit"]
-        parts.append(f"{limit['messagesPerSecond']:g}/s burst {limit['burst']}")
-    return ", ".join(parts)
-
-
 @queue.command("delete")
-@click.argument("name")
+@click.argument("name", shell_complete=queue_names)
 @click.option("--drop-table", is_flag=True, help="Also drop the table and its messages.")
 @db_options
 def queue_delete(db_url: str, as_json: bool, name: str, drop_table: bool) -> None:
     """Forget a queue; its table stays unless --drop-table."""
     with connect(db_url) as database:
         database.delete_queue(name, drop_table=drop_table)
-    emit(as_json, {"queue": name, "tableDropped": drop_table}, f"queue/{name} deleted")
+    emit(as_json, {"queue": name, "tableDropped": drop_table})
 
 
 @queue.command("default-status")
-@click.argument("name")
+@click.argument("name", shell_complete=queue_names)
 @click.argument("status")
 @statuses.new_status_option
 @db_options
@@ -111,27 +99,26 @@ def queue_default_status(
 ) -> None:
     """Set the status new messages get (Pending, or e.g. Paused --new-status to hold them)."""
     with connect(db_url) as database:
-        statuses.check(database, database.queue(name), [status], new_status)
+        statuses.check(database.queue(name), [status], new_status)
         database.set_default_status(name, status)
-    emit(as_json, {"queue": name, "defaultStatus": status}, f"queue/{name} default {status}")
+    emit(as_json, {"queue": name, "defaultStatus": status})
 
 
 @queue.command("pause")
-@click.argument("name")
+@click.argument("name", shell_complete=queue_names)
 @db_options
 def queue_pause(db_url: str, as_json: bool, name: str) -> None:
     """Stop workers leasing from a queue (enqueue still works; leased messages finish)."""
     with connect(db_url) as database:
         state = database.pause(name)
-    data = {"queue": name} | _flow_fields(state)
-    emit(as_json, data, f"queue/{name} paused since {data['pausedAt']}")
+    emit(as_json, {"queue": name} | _flow_fields(state))
 
 
 @queue.command("resume")
-@click.argument("name")
+@click.argument("name", shell_complete=queue_names)
 @db_options
 def queue_resume(db_url: str, as_json: bool, name: str) -> None:
     """Let workers lease from a paused queue again (within their longest poll delay)."""
     with connect(db_url) as database:
         state = database.resume(name)
-    emit(as_json, {"queue": name} | _flow_fields(state), f"queue/{name} resumed")
+    emit(as_json, {"queue": name} | _flow_fields(state))

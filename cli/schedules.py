@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import click
 
 from tablequeue import connect
 
-from .options import db_options, emit
-
-
-def _when(value: datetime | None, empty: str) -> str:
-    return value.isoformat().replace("+00:00", "Z") if value else empty
+from .completion import queue_names
+from .options import db_options
+from .output import emit
 
 
 @click.command()
-@click.argument("queue_name", metavar="QUEUE")
+@click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.option("--run", "run", metavar="SCHEDULE", help="Enqueue this schedule's message now.")
 @db_options
 def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> None:
@@ -29,6 +26,8 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
             message = fired.message.id if fired and fired.message else None
             topic = fired.topic if fired else None
             delivered = [d.queue for d in fired.deliveries if d.id is not None] if fired else []
+            if fired is None and not as_json:
+                click.echo(f"schedule {run}: fired by another process at the same time", err=True)
             emit(
                 as_json,
                 {
@@ -38,11 +37,6 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
                     "topic": topic,
                     "deliveredTo": delivered,
                 },
-                f"schedule {run}: enqueued message {message}"
-                if message is not None
-                else f"schedule {run}: published to {topic}, delivered to {len(delivered)} queues"
-                if topic is not None and fired is not None
-                else f"schedule {run}: fired by another process at the same time",
             )
             return
         views = queue.schedules()
@@ -63,12 +57,4 @@ def schedules(db_url: str, as_json: bool, queue_name: str, run: str | None) -> N
         }
         for v in views
     ]
-    lines = [f"{'NAME':24} {'CRON':18} {'TIME ZONE':20} {'NEXT TICK':26} {'LAST TICK':26} FIRED"]
-    lines += [
-        f"{v.name:24} {v.cron:18} {v.time_zone:20} {_when(v.next_tick, '-'):26} "
-        f"{_when(v.last_tick, 'never'):26} {v.fired}{' (suspended)' if v.suspend else ''}"
-        for v in views
-    ]
-    if not views:
-        lines = [f"queue {queue_name} has no schedules"]
-    emit(as_json, data, "\n".join(lines))
+    emit(as_json, data, empty=f"queue {queue_name} has no schedules")

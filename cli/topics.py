@@ -9,7 +9,8 @@ import click
 from tablequeue import connect
 
 from .messages import _duration_seconds, _headers, _parse_json, _timestamp, delivery_options
-from .options import db_options, emit
+from .options import db_options
+from .output import emit
 
 
 @click.command()
@@ -59,8 +60,6 @@ def publish(
             for d in deliveries
         ],
     }
-    lines = [
-        f"{d.queue}: {d.outcome}" + (f" id={d.id} status={d.status}" if d.id is not None else "")
-        for d in deliveries
-    ]
-    emit(as_json, data, "\n".join(lines) or f"no queue subscribes to {topic!r}: nothing enqueued")
+    if not deliveries and not as_json:
+        click.echo(f"no queue subscribes to {topic!r}: nothing enqueued", err=True)
+    emit(as_json, data)

@@ -116,6 +116,12 @@ def pipeline() -> None:
 @click.option("--priority-column", help="A column with the priority.")
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher is leased first.")
 @click.option("--status", help="Status instead of the queue's default.")
+@click.option(
+    "--new-status",
+    is_flag=True,
+    help="The --status is new on purpose: set it though it is neither a built-in status, nor "
+    "the queue's default, nor held by a message of the queue.",
+)
 @click.option("--rejects", help="Where rejected rows go (JSON lines with the reason).")
 @click.option(
     "--batch-size",
@@ -144,6 +150,7 @@ def enqueue(
     priority_column: str | None,
     priority: int,
     status: str | None,
+    new_status: bool,
     rejects: str | None,
     batch_size: int,
     partitions: int | None,
@@ -181,6 +188,7 @@ def enqueue(
             batch_size=batch_size,
             partitions=partitions,
             tell=_tell,
+            new_status=new_status,
         )
     )
     if as_json:

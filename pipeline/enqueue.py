@@ -76,6 +76,7 @@ def enqueue_frame(
     partitions: int | None = None,
     tell: Callable[[str], None] = lambda _line: None,
     progress_every: float = 5.0,
+    new_status: bool = False,
 ) -> EnqueueResult:
     """Enqueue every row of `frame` into `queue_name`; rows that cannot be messages go to
     `rejects_path` as JSON lines (`reason` and the message fields), by default
@@ -84,13 +85,18 @@ def enqueue_frame(
     One pass over the data: each partition validates its rows, enqueues the valid ones and
     hands the rejected ones to Spark's JSON writer. `partitions` coalesces (or spreads) the
     source first: each partition holds one connection while it runs, so at most
-    min(partitions, executor cores) connections are open at once.
+    min(partitions, executor cores) connections are open at once. A `columns.status` that is
+    neither built in, nor the queue's default, nor held by a message is refused before Spark
+    starts unless `new_status` (`Queue.refuse_unknown_statuses`).
     """
     started = time.monotonic()
     if columns.status is not None:
         names.settable_status(columns.status)
     with connect(database_url) as database:
-        idempotent = database.queue(queue_name).spec.idempotent  # QueueNotFound before Spark
+        queue = database.queue(queue_name)  # QueueNotFound before Spark
+        if not new_status:
+            queue.refuse_unknown_statuses([columns.status], override="--new-status")
+        idempotent = queue.spec.idempotent
     prepared = columns.prepared(frame).select(*PREPARED)
     if partitions is not None:
         current = prepared.rdd.getNumPartitions()

@@ -17,6 +17,7 @@ from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 from ..dependencies import ADMIN, READER, DatabaseArg, MessageIdArg, QueueArg
 from ..limits import MAX_BATCH, MAX_PAGE
 from ..schemas import (
+    NEW_STATUS_FIELD_HINT,
     AttemptList,
     AttemptOut,
     CancelledResponse,
@@ -35,6 +36,10 @@ from ..schemas import (
 )
 
 router = APIRouter(tags=["messages"])
+NEW_STATUS_QUERY = (
+    "The messages' `status` is new on purpose: write it though it is neither a built-in status, "
+    "nor the queue's default, nor held by a message of the queue"
+)
 ONE = "/queues/{name}/messages/{message_id}"
 
 
@@ -55,7 +60,10 @@ def decode_cursor(cursor: str) -> tuple[Literal["asc", "desc"], int]:
 
 @router.post("/queues/{name}", status_code=201, dependencies=ADMIN)
 def enqueue(
-    queue: QueueArg, body: Annotated[EnqueueBody, Body()], request: Request
+    queue: QueueArg,
+    body: Annotated[EnqueueBody, Body()],
+    request: Request,
+    new_status: Annotated[bool, Query(alias="newStatus", description=NEW_STATUS_QUERY)] = False,
 ) -> EnqueueResponse:
     """Enqueue one message or a list of them (one transaction). A W3C `traceparent` (and
     `tracestate`) request header goes into the headers of messages that carry none: workers
@@ -63,6 +71,8 @@ def enqueue(
     batch = body if isinstance(body, list) else [body]
     if len(batch) > MAX_BATCH:
         raise errors.InvalidInput(f"at most {MAX_BATCH} messages per request")
+    if not new_status:
+        queue.refuse_unknown_statuses({m.status for m in batch}, override="?newStatus=true")
     context = trace_context.headers_from(request.headers)
     if context is not None:
         batch = [
@@ -121,6 +131,8 @@ def patch_message(queue: QueueArg, message_id: MessageIdArg, patch: MessagePatch
     """Fix a message: its body, status or priority (a Leased one only with force)."""
     if patch.message is None and patch.status is None and patch.priority is None:
         raise errors.InvalidInput("nothing to change: give message, status or priority")
+    if not patch.new_status:
+        queue.refuse_unknown_statuses([patch.status], override=NEW_STATUS_FIELD_HINT)
     edited = queue.edit(
         message_id,
         body=patch.message,
@@ -141,6 +153,8 @@ def delete_message(queue: QueueArg, message_id: MessageIdArg, force: bool = Fals
 @router.post("/queues/{name}/status", dependencies=ADMIN)
 def set_status(queue: QueueArg, request: SetStatusRequest) -> SetStatusResponse:
     """Set a status by ids, by current status and/or by predicate; dryRun only counts."""
+    if not request.new_status:
+        queue.refuse_unknown_statuses([request.status], override=NEW_STATUS_FIELD_HINT)
     changed = queue.set_status(
         request.status,
         ids=request.ids,

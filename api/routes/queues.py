@@ -9,7 +9,13 @@ from fastapi import APIRouter
 from tablequeue import Database, FlowState, Queue
 
 from ..dependencies import ADMIN, READER, DatabaseArg, QueueArg
-from ..schemas import DefaultStatusRequest, FlowResponse, QueueDetail, QueueSummary
+from ..schemas import (
+    NEW_STATUS_FIELD_HINT,
+    DefaultStatusRequest,
+    FlowResponse,
+    QueueDetail,
+    QueueSummary,
+)
 
 router = APIRouter(tags=["queues"])
 
@@ -61,7 +67,12 @@ def get_queue(database: DatabaseArg, queue: QueueArg) -> QueueDetail:
 def set_default_status(
     database: DatabaseArg, name: str, request: DefaultStatusRequest
 ) -> dict[str, str]:
-    """The status new messages get: Pending, or e.g. Paused to hold them from workers."""
+    """The status new messages get: Pending, or e.g. Paused (with newStatus) to hold them from
+    workers."""
+    if not request.new_status:
+        database.queue(name).refuse_unknown_statuses(
+            [request.status], override=NEW_STATUS_FIELD_HINT
+        )
     database.set_default_status(name, request.status)
     return {"queue": name, "defaultStatus": request.status}
 

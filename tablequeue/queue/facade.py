@@ -28,7 +28,7 @@ from ..models import (
 )
 from ..spec import QueueSpec
 from ..storage import Storage
-from . import admin, enqueue, history, read, retention, settle
+from . import admin, enqueue, history, read, retention, settle, status_guard
 from . import schedules as recurring
 from .context import QueueContext
 from .schedules import Fired, ScheduleView
@@ -226,6 +226,15 @@ class Queue:
         return recurring.run_now(self._queue, schedule)
 
     # --- people and tools -------------------------------------------------------------------
+
+    def refuse_unknown_statuses(
+        self, statuses: Iterable[str | None], override: str = "new_status=True"
+    ) -> None:
+        """InvalidInput for a status to be written that is neither built in, nor the queue's
+        default, nor held by a message of the queue (a typo such as `Pendng`), with the closest
+        known status; `override` names how the caller sets a new status anyway. Every command
+        and endpoint that writes a status asks this first, unless told the status is new."""
+        status_guard.refuse_unknown(self._queue, statuses, override)
 
     def set_status(
         self,

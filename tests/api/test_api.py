@@ -43,6 +43,7 @@ def test_enqueue_one_and_many(client: httpx.Client) -> None:
     later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     many = client.post(
         "/queues/orders",
+        params={"newStatus": "true"},  # OnHold, new to the queue
         json=[
             {"message": {"n": 1}, "priority": 5, "headers": {"traceparent": "00-1"}},
             {"message": {"n": 2}, "at": later},
@@ -121,7 +122,8 @@ def test_message_get_patch_delete(client: httpx.Client) -> None:
     got = client.get(url).json()
     assert got["message"] == {"Sku": "bad"} and got["trackingId"] == created["trackingId"]
     patched = client.patch(
-        url, json={"message": {"Sku": "good"}, "status": "OnHold", "priority": 3}
+        url,
+        json={"message": {"Sku": "good"}, "status": "OnHold", "priority": 3, "newStatus": True},
     )
     assert patched.status_code == 200
     assert (patched.json()["message"], patched.json()["status"]) == ({"Sku": "good"}, "OnHold")
@@ -142,7 +144,7 @@ def test_leased_messages_are_protected(client: httpx.Client, database: Database)
 
 def test_set_status_with_dry_run(client: httpx.Client) -> None:
     client.post("/queues/orders", json=[{"message": {"Sku": s}} for s in ("1", "2", "1")])
-    request = {"status": "OnHold", "where": 'Sku == "1"', "dryRun": True}
+    request = {"status": "OnHold", "where": 'Sku == "1"', "dryRun": True, "newStatus": True}
     assert client.post("/queues/orders/status", json=request).json() == {
         "changed": 2,
         "dryRun": True,
@@ -155,7 +157,8 @@ def test_set_status_with_dry_run(client: httpx.Client) -> None:
 
 
 def test_default_status(client: httpx.Client) -> None:
-    assert client.put("/queues/orders/default-status", json={"status": "Paused"}).status_code == 200
+    paused = {"status": "Paused", "newStatus": True}
+    assert client.put("/queues/orders/default-status", json=paused).status_code == 200
     [r] = client.post("/queues/orders", json={"message": {}}).json()["results"]
     assert r["status"] == "Paused"
     assert client.get("/queues/orders").json()["defaultStatus"] == "Paused"

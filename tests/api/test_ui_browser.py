@@ -250,6 +250,12 @@ def _pause_new_messages(page: Any) -> None:
 
     page.fill("#default-status-card input[name=status]", "Paused")
     page.click("#default-status-card button")
+    # Held by no message and not built in: refused until the form says it is meant.
+    expect(page.locator("#default-status-card .outcome")).to_contain_text(
+        "status 'Paused' is not a known status"
+    )
+    page.check("#default-status-card input[name=newStatus]")
+    page.click("#default-status-card button")
     expect(page.locator("#default-status")).to_have_text("Paused")
 
 
@@ -378,6 +384,7 @@ def test_sign_in_with_a_token(sqlite_url: str, page: Any) -> None:
             for control in WRITE_CONTROLS["queue"]:
                 expect(page.locator(control)).to_have_count(1)
             page.fill("#default-status-card input[name=status]", "Paused")
+            page.check("#default-status-card input[name=newStatus]")
             page.click("#default-status-card button")
             expect(page.locator("#default-status")).to_have_text("Paused")
             assert database.default_status_of("orders") == "Paused"

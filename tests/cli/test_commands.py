@@ -14,6 +14,7 @@ def test_every_command_is_in_the_group() -> None:
         "cancel",
         "dev",
         "enqueue",
+        "healthcheck",
         "job",
         "messages",
         "operator",

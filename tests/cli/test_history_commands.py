@@ -13,6 +13,8 @@ from tablequeue import Completion, Database, Failure, Queue
 from tablequeue.cli import main
 from tablequeue.spec import QueueResource
 
+from . import tsv
+
 
 def _run(db_url: str, *args: str) -> Result:
     return CliRunner().invoke(main, list(args), env={"TABLEQUEUE_DB": db_url})
@@ -33,17 +35,23 @@ def test_show_prints_the_attempts(database: Database, db_url: str) -> None:
 
     shown = _run(db_url, "show", "orders", str(m.id))
     assert shown.exit_code == 0, shown.output
-    table = shown.output.split("attempts:")[1].splitlines()
-    assert table[1].split()[:2] == ["#", "kind"]
-    assert table[2].split()[:2] == ["1", "failure"]
-    assert "worker-a" in table[2] and "cid-1" in table[2] and table[2].endswith("SMTP timeout")
-    assert table[3].split()[:2] == ["2", "failure"]
-    assert table[3].endswith("ValueError: bad sku 123")  # not "Traceback (most recent ..."
+    assert tsv.pairs(shown.output)["attempts"] == "2"
+    first, second = tsv.section(shown.output, "attemptHistory")
+    assert (first["attempt"], first["kind"], first["owner"], first["correlationId"]) == (
+        "1",
+        "failure",
+        "worker-a",
+        "cid-1",
+    )
+    assert first["exception"] == "SMTP timeout"
+    assert first["error"] == "SMTP timeout\\nTraceback ..."  # one line: escaped
+    assert second["exception"] == "ValueError: bad sku 123"  # not "Traceback (most recent ..."
 
     as_json = _run(db_url, "show", "orders", str(m.id), "--json")
     attempt, _ = json.loads(as_json.output)["attemptHistory"]
     assert attempt["owner"] == "worker-a" and attempt["correlationId"] == "cid-1"
     assert attempt["error"] == "SMTP timeout\nTraceback ..." and attempt["kind"] == "failure"
+    assert attempt["exception"] == "SMTP timeout"
 
 
 def _traceback_of(error: Exception) -> str:
@@ -57,7 +65,8 @@ def test_show_says_when_nothing_failed(database: Database, db_url: str) -> None:
     queue = _queue(database)
     done = queue.enqueue({"n": 1})
     shown = _run(db_url, "show", "orders", str(done.id))
-    assert shown.exit_code == 0 and "attempts: none failed or lost" in shown.output
+    assert shown.exit_code == 0
+    assert tsv.pairs(shown.output)["attemptHistory"] == "[]" and "\n# " not in shown.output
 
 
 def test_job_answers_from_the_queue_then_from_the_results(database: Database, db_url: str) -> None:
@@ -70,7 +79,12 @@ def test_job_answers_from_the_queue_then_from_the_results(database: Database, db
 
     finished = _run(db_url, "job", str(done.tracking_id))
     assert finished.exit_code == 0, finished.output
-    assert 'source: "results"' in finished.output and 'status: "Processed"' in finished.output
+    shown = tsv.pairs(finished.output)
+    assert (shown["source"], shown["status"], shown["result"]) == (
+        "results",
+        "Processed",
+        '{"sent": true}',
+    )
     found = json.loads(_run(db_url, "job", str(done.tracking_id), "--json").output)
     assert found["result"] == {"sent": True} and found["queue"] == "orders"
 

@@ -54,7 +54,8 @@ def test_a_status_nobody_knows_is_refused_with_the_closest_one(
     assert run(db, *args) == (
         1,
         "error: status 'Pendng' is not a known status and no message of queue 'orders' has it; "
-        "did you mean 'Pending'? (--new-status sets it anyway)\n",
+        "did you mean 'Pending'? known: Abandoned, Cancelled, Error, Expired, Pending, Processed, "
+        "Sleeping (--new-status sets it anyway)\n",
     )
     queue = db.queue("orders")
     assert queue.count(status="Pendng") == 0 and queue.count() == 1
@@ -76,7 +77,7 @@ def test_new_status_sets_a_status_of_ones_own_once_then_it_is_known(db: Database
     assert "did you mean" not in output
     assert run(db, "set-status", "orders", "Discarded", "--id", "1", "--new-status") == (
         0,
-        "changed 1 message(s)\n",
+        "changed\t1\ndryRun\tfalse\n",
     )
     # Held by a message now: no flag needed; the queue's default is known too.
     assert run(db, "enqueue", "orders", "{}", "--status", "Discarded")[0] == 0

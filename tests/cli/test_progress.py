@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
-import select
-import struct
+import re
 import subprocess
-import sys
-import termios
-import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +12,10 @@ import pytest
 from tablequeue import connect
 from tablequeue.spec import QueueResource
 
+from . import tsv
+from .terminal import CLI, environment, plain_lines, run_in_terminal
+
 ROWS = 5_000
-CLI = [sys.executable, "-m", "tablequeue.cli"]
 
 
 @pytest.fixture
@@ -38,36 +33,6 @@ def db(tmp_path: Path) -> str:
     return url
 
 
-def _env(db: str) -> dict[str, str]:
-    return os.environ | {"TABLEQUEUE_DB": db, "TERM": "xterm-256color", "COLUMNS": "120"}
-
-
-def run_in_terminal(args: list[str], db: str, cwd: Path) -> tuple[int, str]:
-    """Run the CLI with stdin, stdout and stderr on a pseudo-terminal; everything it wrote."""
-    main, child = pty.openpty()
-    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    process = subprocess.Popen(
-        CLI + args, stdin=child, stdout=child, stderr=child, env=_env(db), cwd=cwd
-    )
-    os.close(child)
-    output = b""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([main], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(main, 65536)
-            except OSError:  # the terminal closed: the process is gone
-                break
-            if not chunk:
-                break
-            output += chunk
-        elif process.poll() is not None:
-            break
-    os.close(main)
-    return process.wait(timeout=60), output.decode("utf-8", "replace")
-
-
 def test_enqueue_of_a_file_shows_progress_on_a_terminal(
     jsonl: Path, db: str, tmp_path: Path
 ) -> None:
@@ -78,10 +43,13 @@ def test_enqueue_of_a_file_shows_progress_on_a_terminal(
     assert f"reading {jsonl.name}" in output
     assert "━" in output  # rich's bar
     assert f"enqueueing {ROWS:,} messages" in output
-    assert f"{ROWS} messages: {ROWS} inserted, 0 updated, 0 discarded" in output
+    # Then what --json prints, a row per message: tab-separated, as more than 1,000 rows are.
+    assert "id\ttrackingId\tmessageId\toutcome\tstatus\tversion\r\n" in output
+    for first_and_last in (1, ROWS):
+        assert re.search(rf"\n{first_and_last}\t[0-9a-f-]{{36}}\t\tinserted\tPending\t1\r", output)
     code, output = run_in_terminal(["purge", "orders", "--status", "Pending"], db, tmp_path)
     assert code == 0 and "deleting finished messages" in output
-    assert f"deleted {ROWS} message(s)" in output
+    assert re.search(rf"^ *deleted +{ROWS} *$", "\n".join(plain_lines(output)), re.M), output
 
 
 def test_pipes_and_json_get_no_progress(jsonl: Path, db: str, tmp_path: Path) -> None:
@@ -89,12 +57,13 @@ def test_pipes_and_json_get_no_progress(jsonl: Path, db: str, tmp_path: Path) ->
         [*CLI, "enqueue", "orders", "-f", str(jsonl)],
         capture_output=True,
         text=True,
-        env=_env(db),
+        env=environment(db),
         cwd=tmp_path,
         timeout=120,
     )
     assert done.returncode == 0
-    assert done.stdout == f"{ROWS} messages: {ROWS} inserted, 0 updated, 0 discarded\n"
+    rows = tsv.rows(done.stdout)
+    assert len(rows) == ROWS and {row["outcome"] for row in rows} == {"inserted"}
     assert done.stderr == ""
     code, output = run_in_terminal(
         ["set-status", "orders", "OnHold", "--from", "Pending", "--json", "--new-status"],

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from tablequeue import connect
 
+from . import tsv
+
 QUEUES = """\
 apiVersion: tablequeue.dev/v1
 kind: Queue
@@ -44,9 +46,19 @@ def test_publish_from_the_command_line(tmp_path: Path) -> None:
 
     small = _run(tmp_path, "publish", "order-placed", '{"OrderId": "A-1", "Total": 20}')
     assert small.returncode == 0, small.stderr
-    lines = small.stdout.splitlines()
-    assert lines[0] == "review-big-orders: filtered"
-    assert lines[1].startswith("send-confirmation: inserted id=1 status=Pending")
+    assert tsv.pairs(small.stdout) == {"topic": "order-placed"}
+    filtered, inserted = tsv.section(small.stdout, "deliveries")
+    assert (filtered["queue"], filtered["outcome"], filtered["id"]) == (
+        "review-big-orders",
+        "filtered",
+        "",
+    )
+    assert (inserted["queue"], inserted["outcome"], inserted["id"], inserted["status"]) == (
+        "send-confirmation",
+        "inserted",
+        "1",
+        "Pending",
+    )
 
     big = _run(
         tmp_path, "publish", "order-placed", '{"OrderId": "A-2", "Total": 200}',
@@ -62,7 +74,8 @@ def test_publish_from_the_command_line(tmp_path: Path) -> None:
 
     nobody = _run(tmp_path, "publish", "order-shipped", '{"OrderId": "A-1"}')
     assert nobody.returncode == 0
-    assert nobody.stdout.strip() == "no queue subscribes to 'order-shipped': nothing enqueued"
+    assert nobody.stdout == "topic\torder-shipped\ndeliveries\t[]\n"
+    assert nobody.stderr == "no queue subscribes to 'order-shipped': nothing enqueued\n"
 
     with connect(f"sqlite:///{tmp_path / 'queues.db'}") as database:
         review = database.queue("review-big-orders").messages()

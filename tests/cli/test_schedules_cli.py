@@ -11,6 +11,8 @@ from tablequeue import connect
 from tablequeue.cli import main
 from tablequeue.spec import QueueResource
 
+from . import tsv
+
 
 def test_schedules_lists_and_runs(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'q.db'}"
@@ -28,10 +30,12 @@ def test_schedules_lists_and_runs(tmp_path: Path) -> None:
     runner = CliRunner()
     text = runner.invoke(main, ["schedules", "reports", "--db", url])
     assert text.exit_code == 0, text.output
-    header, *rows = text.output.splitlines()
-    assert header.split()[:3] == ["NAME", "CRON", "TIME"]
-    assert [row.split()[0] for row in rows] == ["nightly", "hourly"]
-    assert "Asia/Tokyo" in rows[1] and rows[0].split()[-2:] == ["never", "0"]
+    rows = tsv.rows(text.output)
+    assert [(row["name"], row["cron"], row["timeZone"]) for row in rows] == [
+        ("nightly", "0 2 * * *", "UTC"),
+        ("hourly", "@hourly", "Asia/Tokyo"),
+    ]
+    assert (rows[0]["lastTick"], rows[0]["fired"]) == ("", "0")
 
     ran = runner.invoke(main, ["schedules", "reports", "--run", "hourly", "--db", url, "--json"])
     assert ran.exit_code == 0, ran.output
@@ -42,7 +46,7 @@ def test_schedules_lists_and_runs(tmp_path: Path) -> None:
         ("hourly", 1, 1),
     ]
     none = runner.invoke(main, ["schedules", "plain", "--db", url])
-    assert none.output.strip() == "queue plain has no schedules"
+    assert (none.stdout, none.stderr) == ("", "queue plain has no schedules\n")
 
     wrong = runner.invoke(main, ["schedules", "reports", "--run", "weekly", "--db", url])
     assert wrong.exit_code == 1

@@ -72,6 +72,10 @@ class Container:
         state = podman("inspect", "--format", "{{.State.Running}}", self.id, check=False)
         return state.stdout.strip() == "true"
 
+    def healthy(self) -> bool:
+        """The image's HEALTHCHECK (`tablequeue healthcheck`), run now."""
+        return podman("healthcheck", "run", self.id, check=False).returncode == 0
+
     def stop(self) -> int:
         """SIGTERM (as Kubernetes stops a pod), then the exit code."""
         podman("stop", "--time=20", self.id, check=False)
@@ -185,6 +189,7 @@ def test_images_worker_drains_a_queue_and_answers_readyz(
     assert 'tablequeue_worker_messages_total{outcome="processed",queue="image-orders"} 50.0' in (
         metrics
     )
+    assert worker.healthy(), worker.logs()
     assert worker.stop() == 0, worker.logs()  # SIGTERM: a clean stop
 
 
@@ -213,6 +218,7 @@ def test_images_worker_image_serves_the_api(
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/queues/image-api", timeout=5) as answer:
         assert json.loads(answer.read())["name"] == "image-api"
     assert get_status(f"http://127.0.0.1:{port}/ui") == 200
+    assert api.healthy(), api.logs()  # on the --port given, not the image's TABLEQUEUE_PORT
 
 
 @pytest.fixture

@@ -192,7 +192,7 @@ def test_cli_enqueue_json_lines_with_and_without_status(
     """A JSON lines source (format from the `.jsonl` suffix, nested values kept) into a queue
     whose default status is OnHold: without `--status` the messages take that default; with
     `--status Pending` new and updated messages take Pending instead; `--status Leased` is one
-    error line."""
+    error line, and so is a status nobody knows unless `--new-status`."""
     with connect(sqlite_url) as database:
         database.apply(QueueResource.from_name("mail"))
         database.set_default_status("mail", "OnHold")
@@ -238,3 +238,22 @@ def test_cli_enqueue_json_lines_with_and_without_status(
     refused = enqueue(second, "--status", "Leased")
     assert refused.exit_code == 1
     assert "error: status 'Leased' is set only by leasing" in refused.output
+
+    # A status one letter off is refused before Spark starts, with the closest known one; a new
+    # status goes in when --new-status says it is meant.
+    refused = enqueue(second, "--status", "Pendng")
+    assert refused.exit_code == 1
+    assert (
+        "error: status 'Pendng' is not a known status and no message of queue 'mail' has it; "
+        "did you mean 'Pending'? known: Abandoned, Cancelled, Error, Expired, OnHold, Pending, "
+        "Processed, Sleeping (--new-status sets it anyway)"
+    ) in refused.output
+    result = enqueue(second, "--status", "Parked", "--new-status")
+    assert result.exit_code == 0, result.output
+    with connect(sqlite_url) as database:
+        messages = {m.message_id: m for m in database.queue("mail").messages(limit=10)}
+    assert {key: m.status for key, m in messages.items()} == {
+        "J-1": "Parked",
+        "J-2": "OnHold",
+        "J-3": "Parked",
+    }

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Completion, Failure, NewMessage
+from tablequeue import Completion, Database, Failure, NewMessage
 from tablequeue.dialects import Capabilities
 from tablequeue.errors import Conflict, InvalidInput, MessageNotFound
 from tests.support.waiting import wait_until
@@ -157,3 +157,29 @@ def test_vacuum_reclaims_finished_messages_where_the_engine_vacuums(
             sa.text("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'orders'")
         ).scalar_one()
     assert dead < 10_000
+
+
+def test_a_status_nobody_knows_is_refused_until_a_message_holds_it(
+    make_queue: MakeQueue, database: Database
+) -> None:
+    """The guard every status write asks first (CLI, API, pipeline): built-in statuses and the
+    queue's default pass; an unknown one is refused with the closest known status and the
+    caller's way to override; once a message holds it, it is known."""
+    queue = make_queue()
+    database.set_default_status(queue.name, "OnHold")
+    queue.refuse_unknown_statuses(["Pending", "Error", "OnHold", None])
+    with pytest.raises(InvalidInput) as refused:
+        queue.refuse_unknown_statuses(["Pending", "Erorr"], override="--new-status")
+    assert str(refused.value) == (
+        f"status 'Erorr' is not a known status and no message of queue {queue.name!r} has it; "
+        "did you mean 'Error'? known: Abandoned, Cancelled, Error, Expired, OnHold, Pending, "
+        "Processed, Sleeping (--new-status sets it anyway)"
+    )
+    with pytest.raises(InvalidInput, match=r"'Zzz' is not a known status .*; known: Aband"):
+        queue.refuse_unknown_statuses(["Zzz"])
+    with pytest.raises(InvalidInput, match="'Leased' is set only by leasing"):
+        queue.refuse_unknown_statuses(["Leased"])
+    queue.enqueue({"n": 1}, status="Parked")
+    queue.refuse_unknown_statuses(["Parked"])
+    with pytest.raises(InvalidInput, match="did you mean 'Parked'"):
+        queue.refuse_unknown_statuses(["Parkd"])
