@@ -44,7 +44,7 @@ def test_show_prints_the_attempts(database: Database, db_url: str) -> None:
         "cid-1",
     )
     assert first["exception"] == "SMTP timeout"
-    assert first["error"] == "SMTP timeout\\nTraceback ..."  # one line: escaped
+    assert first["error"] == "SMTP timeout\nTraceback ..."  # one line: escaped
     assert second["exception"] == "ValueError: bad sku 123"  # not "Traceback (most recent ..."
 
     as_json = _run(db_url, "show", "orders", str(m.id), "--json")
