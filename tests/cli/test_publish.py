@@ -5,13 +5,12 @@ for a bad topic or predicate, and what a topic nobody subscribes to does (nothin
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from tablequeue import connect
 
 from . import tsv
+from .process import run_cli
 
 QUEUES = """\
 apiVersion: tablequeue.dev/v1
@@ -28,23 +27,11 @@ spec:
 """
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tablequeue", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "TABLEQUEUE_DB": "sqlite:///queues.db"},
-        timeout=120,
-        check=False,
-    )
-
-
 def test_publish_from_the_command_line(tmp_path: Path) -> None:
     (tmp_path / "queues.yaml").write_text(QUEUES)
-    assert _run(tmp_path, "queue", "apply", "-f", "queues.yaml").returncode == 0
+    assert run_cli(tmp_path, "queue", "apply", "-f", "queues.yaml").returncode == 0
 
-    small = _run(tmp_path, "publish", "order-placed", '{"OrderId": "A-1", "Total": 20}')
+    small = run_cli(tmp_path, "publish", "order-placed", '{"OrderId": "A-1", "Total": 20}')
     assert small.returncode == 0, small.stderr
     assert tsv.pairs(small.stdout) == {"topic": "order-placed"}
     filtered, inserted = tsv.section(small.stdout, "deliveries")
@@ -60,7 +47,7 @@ def test_publish_from_the_command_line(tmp_path: Path) -> None:
         "Pending",
     )
 
-    big = _run(
+    big = run_cli(
         tmp_path, "publish", "order-placed", '{"OrderId": "A-2", "Total": 200}',
         "--id", "A-2", "--header", "source=shop", "--json",
     )  # fmt: skip
@@ -72,7 +59,7 @@ def test_publish_from_the_command_line(tmp_path: Path) -> None:
         ("send-confirmation", "inserted", "A-2"),
     ]
 
-    nobody = _run(tmp_path, "publish", "order-shipped", '{"OrderId": "A-1"}')
+    nobody = run_cli(tmp_path, "publish", "order-shipped", '{"OrderId": "A-1"}')
     assert nobody.returncode == 0
     assert nobody.stdout == "topic\torder-shipped\ndeliveries\t[]\n"
     assert nobody.stderr == "no queue subscribes to 'order-shipped': nothing enqueued\n"
@@ -86,12 +73,12 @@ def test_publish_from_the_command_line(tmp_path: Path) -> None:
 
 
 def test_mistakes_are_one_error_line(tmp_path: Path) -> None:
-    bad_topic = _run(tmp_path, "publish", "Order Placed", "{}")
+    bad_topic = run_cli(tmp_path, "publish", "Order Placed", "{}")
     assert bad_topic.returncode == 1
     assert bad_topic.stderr.startswith("error: invalid topic name 'Order Placed'")
     assert len(bad_topic.stderr.splitlines()) == 1
     (tmp_path / "bad.yaml").write_text(QUEUES.replace("Total > 100", "Total >"))
-    bad_where = _run(tmp_path, "queue", "apply", "-f", "bad.yaml")
+    bad_where = run_cli(tmp_path, "queue", "apply", "-f", "bad.yaml")
     assert bad_where.returncode == 1
     assert bad_where.stderr.startswith(
         "error: spec.subscriptions[0] (topic 'order-placed'): invalid predicate"
@@ -103,7 +90,7 @@ def test_queue_apply_prints_a_spec_warning_and_applies(tmp_path: Path) -> None:
         "apiVersion: tablequeue.dev/v1\nkind: Queue\nmetadata: {name: slow}\n"
         "spec: {workers: {pollInterval: {minSeconds: 0.02, maxSeconds: 5}}}\n"
     )
-    applied = _run(tmp_path, "queue", "apply", "-f", "slow.yaml", "--json")
+    applied = run_cli(tmp_path, "queue", "apply", "-f", "slow.yaml", "--json")
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == [{"queue": "slow", "table": "slow", "result": "created"}]
     assert applied.stderr.strip() == (

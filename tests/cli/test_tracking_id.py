@@ -5,39 +5,27 @@ naming it, and nothing is written; JSON Lines envelopes carry `trackingId` per m
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from tablequeue import connect
 from tablequeue.spec import QueueResource
 
+from .process import run_cli
+
 CHOSEN = "3f2c1d0e-9b8a-4c7d-8e6f-5a4b3c2d1e0f"
-
-
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tablequeue", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "TABLEQUEUE_DB": "sqlite:///queues.db"},
-        timeout=120,
-        check=False,
-    )
 
 
 def test_enqueue_with_the_sender_s_tracking_id(tmp_path: Path) -> None:
     with connect(f"sqlite:///{tmp_path / 'queues.db'}") as db:
         db.apply(QueueResource.from_name("orders"))
-    sent = _run(tmp_path, "enqueue", "orders", '{"n": 1}', "--tracking-id", CHOSEN, "--json")
+    sent = run_cli(tmp_path, "enqueue", "orders", '{"n": 1}', "--tracking-id", CHOSEN, "--json")
     assert sent.returncode == 0, sent.stderr
     assert json.loads(sent.stdout)["trackingId"] == CHOSEN
 
-    taken = _run(tmp_path, "enqueue", "orders", '{"n": 2}', "--tracking-id", CHOSEN)
+    taken = run_cli(tmp_path, "enqueue", "orders", '{"n": 2}', "--tracking-id", CHOSEN)
     assert taken.returncode != 0
     assert taken.stderr.startswith(f"error: trackingId {CHOSEN} is taken: message 1 of queue")
-    malformed = _run(tmp_path, "enqueue", "orders", '{"n": 3}', "--tracking-id", "12345")
+    malformed = run_cli(tmp_path, "enqueue", "orders", '{"n": 3}', "--tracking-id", "12345")
     assert malformed.returncode != 0
     assert "tracking_id: Input should be a valid UUID" in malformed.stderr
 
@@ -45,7 +33,7 @@ def test_enqueue_with_the_sender_s_tracking_id(tmp_path: Path) -> None:
     (tmp_path / "batch.jsonl").write_text(
         json.dumps({"message": {"n": 4}, "trackingId": other}) + "\n"
     )
-    batch = _run(tmp_path, "enqueue", "orders", "-f", "batch.jsonl", "--envelope", "--json")
+    batch = run_cli(tmp_path, "enqueue", "orders", "-f", "batch.jsonl", "--envelope", "--json")
     assert batch.returncode == 0, batch.stderr
     assert json.loads(batch.stdout)["trackingId"] == other
     with connect(f"sqlite:///{tmp_path / 'queues.db'}") as db:
