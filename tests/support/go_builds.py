@@ -2,9 +2,11 @@
 the deployment tools), which scripts/test builds beside the tests on a machine that has not built
 them yet: many minutes of CPU that would otherwise come before the first test.
 
-- The order of the run: the modules that need no Go tool first, then the node's (the longest
-  module, so that it does not end the run), then the other modules that need one. xdist keeps this
-  order with `--no-loadscope-reorder`.
+- The order of the run: on a machine that has built them (asked with the build scripts'
+  `--built`, which neither builds nor waits), the node's module first: the longest, it then runs
+  beside all the others rather than at the end alone. Otherwise the modules that need no Go tool
+  first, then the node's (so that it does not end the run), then the other modules that need one.
+  xdist keeps this order with `--no-loadscope-reorder`.
 - A test that needs a Go tool waits for its build (the build scripts' lock; a missing tool is
   built then) before its timeout starts: the wait is the build's, not the test's.
 
@@ -15,11 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import subprocess
 from collections.abc import Generator
 
 import pytest
 
+from .deploy_tools import BUILD_SCRIPT as DEPLOY_TOOLS_BUILD
 from .deploy_tools import find_deploy_tools
+from .kube.control_plane import BUILD_SCRIPT as CONTROL_PLANE_BUILD
 from .kube.control_plane import build_control_plane
 
 CONTROL_PLANE_FIXTURES = {"kube", "node_cluster"}
@@ -49,14 +54,23 @@ def _control_plane_built() -> None:
 
 
 def _module_ranks(items: list[pytest.Item]) -> dict[pytest.Item, int]:
-    """Each test's place in the run: its module's rank, 0 (needs no Go tool), 1 (runs pods on the
-    node) or 2 (needs another Go tool). sorted() keeps the collection order within a rank."""
+    """Each test's place in the run: its module's rank, -1 (runs pods on the node, when the Go
+    tools are built), 0 (needs no Go tool), 1 (the node, while they are not) or 2 (needs another
+    Go tool). sorted() keeps the collection order within a rank."""
     needs: dict[str, set[str]] = {}
     for item in items:
         needs.setdefault(str(item.path), set()).update(getattr(item, "fixturenames", ()))
-    go_built = CONTROL_PLANE_FIXTURES | DEPLOY_TOOLS_FIXTURES
+    go_tools = CONTROL_PLANE_FIXTURES | DEPLOY_TOOLS_FIXTURES
+    node = -1 if any("node_cluster" in f for f in needs.values()) and _go_tools_built() else 1
     ranks = {
-        module: 1 if "node_cluster" in fixtures else 2 if fixtures & go_built else 0
+        module: node if "node_cluster" in fixtures else 2 if fixtures & go_tools else 0
         for module, fixtures in needs.items()
     }
     return {item: ranks[str(item.path)] for item in items}
+
+
+def _go_tools_built() -> bool:
+    return all(
+        subprocess.run([script, "--built"], stdout=subprocess.DEVNULL, check=False).returncode == 0
+        for script in (CONTROL_PLANE_BUILD, DEPLOY_TOOLS_BUILD)
+    )
