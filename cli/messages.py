@@ -20,6 +20,7 @@ from tablequeue.durations import parse_duration
 from tablequeue.error_text import exception_line
 from tablequeue.errors import InvalidInput
 from tablequeue.models import NewMessage
+from tablequeue.progress import progress_bar
 
 from . import progress, statuses
 from .completion import queue_names
@@ -294,6 +295,9 @@ def job(db_url: str, as_json: bool, tracking_id: str) -> None:
     result (keepResultsFor); `source` says which."""
     with connect(db_url) as database:
         found = database.find_job(tracking_id).to_json()
+    bar = progress_bar(found.get("progress"))
+    if bar is not None:  # progress of the documented shape (tablequeue.progress.Progress)
+        found["progressBar"] = bar.text_bar()
     emit(as_json, found)
 
 

@@ -19,6 +19,7 @@ from fastapi.templating import Jinja2Templates
 from tablequeue import errors, names
 from tablequeue.durations import age
 from tablequeue.error_text import exception_line
+from tablequeue.progress import progress_bar
 
 from ..dependencies import AuthArg, DatabaseArg, get_auth, get_database
 from ..http_errors import public_message, status_of
@@ -69,6 +70,7 @@ def _environment() -> jinja2.Environment:
         status_class=status_class,
         exception_line=exception_line,
         clipped=clipped,
+        progress_bar=progress_bar,
     )
     return env
 

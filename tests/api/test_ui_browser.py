@@ -17,6 +17,7 @@ import pytest
 
 from tablequeue import Database, Failure, NewMessage, Queue, connect
 from tablequeue.api.auth import COOKIE, Auth
+from tablequeue.progress import Progress
 from tablequeue.spec import QueueResource
 from tests.support.api_server import serve_api
 
@@ -290,10 +291,15 @@ def test_message_page_edit_cancel_delete(
     queue = make_queue("orders")
     first = queue.enqueue({"Sku": "bad", "Note": "<b>not bold</b>"}, message_id="A-1")
     second = queue.enqueue({"n": 2})
+    assert first.id is not None and second.id is not None
+    queue.report_progress(first.id, {"rows": 5})  # free JSON: no bar
+    queue.report_progress(second.id, Progress(step=3, steps=10, text="copying files"))
     with serve_api(database) as url:
         page.goto(f"{url}/ui/queues/orders/messages/{first.id}")
         expect(page.locator("#body")).to_contain_text('"Note": "<b>not bold</b>"')
         assert page.locator("#body b").count() == 0  # shown as text, never as markup
+        expect(page.locator("#progress-region")).to_contain_text('"rows": 5')
+        expect(page.locator("#progress-bar")).to_have_count(0)
 
         # A body that is not JSON is refused in the page; nothing is sent.
         page.fill("#edit textarea", "{not json")
@@ -316,6 +322,11 @@ def test_message_page_edit_cancel_delete(
         expect(page.locator("#cancel")).to_have_count(0)
 
         page.goto(f"{url}/ui/queues/orders/messages/{second.id}")
+        bar = page.locator("#progress-bar")
+        expect(bar).to_contain_text("3 of 10 · 30% · copying files")
+        expect(bar.locator("progress")).to_have_attribute("value", "30.0")
+        queue.report_progress(second.id, Progress(step=4, steps=10, text="copying files"))
+        expect(bar).to_contain_text("4 of 10 · 40%")  # live: no reload
         page.once("dialog", lambda dialog: dialog.dismiss())
         page.click("#delete button")
         expect(page).to_have_url(f"{url}/ui/queues/orders/messages/{second.id}")

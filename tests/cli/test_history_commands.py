@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from tablequeue import Completion, Database, Failure, Queue
 from tablequeue.cli import main
+from tablequeue.progress import Progress
 from tablequeue.spec import QueueResource
 
 from . import tsv
@@ -87,6 +88,18 @@ def test_job_answers_from_the_queue_then_from_the_results(database: Database, db
     )
     found = json.loads(_run(db_url, "job", str(done.tracking_id), "--json").output)
     assert found["result"] == {"sent": True} and found["queue"] == "orders"
+
+
+def test_job_draws_progress_of_the_documented_shape(database: Database, db_url: str) -> None:
+    queue = _queue(database)
+    working, free = queue.enqueue({"n": 1}), queue.enqueue({"n": 2})
+    assert working.id is not None and free.id is not None
+    queue.report_progress(working.id, Progress(step=3, steps=10, text="copying files"))
+    queue.report_progress(free.id, {"rows": 5})
+    shown = tsv.pairs(_run(db_url, "job", str(working.tracking_id)).output)
+    assert shown["progressBar"] == "██████" + "░" * 14 + " 3 of 10 · 30% · copying files"
+    assert json.loads(shown["progress"]) == {"step": 3, "steps": 10, "text": "copying files"}
+    assert "progressBar" not in tsv.pairs(_run(db_url, "job", str(free.tracking_id)).output)
 
 
 def test_job_with_a_bad_or_unknown_tracking_id_is_one_error_line(
