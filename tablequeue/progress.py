@@ -91,5 +91,5 @@ def _percent(progress: dict[str, Any]) -> float | None:
         return min(100.0, max(0.0, float(progress["percent"])))
     step, steps = progress.get("step"), progress.get("steps")
     if step is not None and steps:
-        return min(100.0, 100.0 * step / steps)
+        return min(100.0, 100.0 * int(step) / int(steps))
     return None
