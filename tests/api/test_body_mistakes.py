@@ -44,7 +44,7 @@ ENVELOPE = 'expected {"message": ...}'
             "/queues/orders",
             {"message": 1, "zzz": 1},
             "unknown field 'zzz' (accepted: after, at, expiresAfter, expiresAt, headers, message, "
-            "messageId, priority, status)",
+            "messageId, priority, status, trackingId)",
         ),
         (
             "/queues/orders",

@@ -135,8 +135,10 @@ def test_health_wants_a_live_worker_only_while_due_messages_wait(database: Datab
     stale = orders.stats()
     assert stale.health == "Unhealthy"
     assert stale.health_reasons[0].startswith("no live worker heartbeats (1 stale)")
-    # A worker that once heartbeat for a queue makes the queue expect one.
+    # A worker that once heartbeat for a queue makes the queue expect one, once its message has
+    # waited past the rule (enqueued after orders', it may not have yet on a loaded machine).
     beat(database, "w2", queue="plain")
     age(database, "w2", 600)
+    wait_until(lambda: plain.stats().oldest_pending_seconds > 1, timeout=30)
     expecting = plain.stats()
     assert expecting.health == "Unhealthy", (expecting, database.workers("plain"))
