@@ -20,12 +20,14 @@ from pydantic import (
     Field,
     ValidationError,
     field_serializer,
+    field_validator,
     model_validator,
 )
 
 from . import names
 from .durations import Duration, format_duration
 from .errors import SpecError
+from .limits import MAX_SECONDS
 from .spec_base import FREE_FORM, SpecModel
 from .spec_base import RateLimit as RateLimit
 from .spec_schedule import SCHEDULE_NAME_PATTERN as SCHEDULE_NAME_PATTERN
@@ -313,6 +315,11 @@ class QueueSpec(SpecModel):
         None,
         description="Keep the outcome of finished messages (GET /jobs) after the row; default 1d",
     )
+    expire_after: Duration = Field(
+        None,
+        description="Default expiry of a new message without one, from when it is due; "
+        "default never",
+    )
     health: HealthRules = Field(default_factory=HealthRules, description="Health rules")
     deletion_policy: DeletionPolicy = Field("Retain", description="Delete drops the table")
     example_message: Any = Field(
@@ -381,6 +388,15 @@ class QueueSpec(SpecModel):
             seen[key] = index.path
         return self
 
+    @field_validator("expire_after")
+    @classmethod
+    def _expiry_in_range(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and not 0 < value.total_seconds() <= MAX_SECONDS:
+            raise ValueError(
+                f"expireAfter must be longer than 0s and at most {MAX_SECONDS} seconds (or forever)"
+            )
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _null_is_unset(cls, data: Any) -> Any:
@@ -394,6 +410,10 @@ class QueueSpec(SpecModel):
     def _dump_keep(self, value: timedelta | None) -> str | None:
         return format_duration(value) if "keep_processed_for" in self.model_fields_set else None
 
+    @field_serializer("expire_after")
+    def _dump_expiry(self, value: timedelta | None) -> str | None:
+        return None if value is None else format_duration(value)
+
     @field_serializer("keep_results_for")
     def _dump_keep_results(self, value: timedelta | None) -> str | None:
         return format_duration(value) if "keep_results_for" in self.model_fields_set else None
@@ -403,7 +423,20 @@ class QueueSpec(SpecModel):
 
     def warnings(self) -> list[str]:
         """Settings that are valid but likely mistakes: apply reports them and goes on."""
-        return self.workers.poll_interval.warnings()
+        found = self.workers.poll_interval.warnings()
+        longest_wait = self.workers.poll_interval.max_seconds
+        if self.expire_after is not None and longest_wait > self.expire_after.total_seconds():
+            found.append(
+                f"workers.pollInterval.maxSeconds {longest_wait:g} is longer than expireAfter "
+                f"{format_duration(self.expire_after)}: a message may expire before an idle "
+                "worker looks for it"
+            )
+        return found
+
+    @property
+    def default_expiry_seconds(self) -> float | None:
+        """`expireAfter` in seconds, None when messages never expire by default."""
+        return None if self.expire_after is None else self.expire_after.total_seconds()
 
     @property
     def keep_processed(self) -> timedelta | None:
