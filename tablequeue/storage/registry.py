@@ -364,6 +364,7 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         if owner is not None and row.owner != owner:
             return False
         connection.execute(registry.delete().where(registry.c.name == name))
+        _mark_for_housekeeping(storage, connection, name)
         forget_rate_limit(storage, connection, name)
         if sa.inspect(connection).has_table(storage.schedules.name):
             schedules.forget(connection, storage.schedules, name)
@@ -372,3 +373,14 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True
+
+
+def _mark_for_housekeeping(storage: Storage, connection: Connection, name: str) -> None:
+    """Leave the deleted queue a housekeeping row: while the queue stays unregistered, any
+    queue's housekeeper deletes its results and attempts, then the row (`queue.retention`)."""
+    housekeeping = storage.history.housekeeping
+    if not sa.inspect(connection).has_table(housekeeping.name):
+        return
+    marked = sa.select(housekeeping.c.queue).where(housekeeping.c.queue == name)
+    if connection.execute(marked).first() is None:
+        connection.execute(sa.insert(housekeeping).values(queue=name))
