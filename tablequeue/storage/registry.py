@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 from .. import indexes, names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
-from . import readable_json, schedules, subscriptions
+from . import audit, readable_json, schedules, subscriptions
 from .engine import Storage
 from .flow_control import declared_pause, forget_rate_limit, sync_rate_limit
 from .history import ensure_history
@@ -41,6 +41,7 @@ def ensure_registry(storage: Storage) -> None:
         migrate_registry(connection, storage.registry)
         storage.rate_limits.create(connection, checkfirst=True)
         ensure_history(connection, storage.history)
+        storage.audit.create(connection, checkfirst=True)
         ensure_workers_table(storage, connection)
         storage.schedules.create(connection, checkfirst=True)
         subscriptions.ensure(storage, connection)
@@ -342,6 +343,8 @@ def set_default_status(storage: Storage, name: str, status: str) -> None:
             .where(registry.c.name == name)
             .values(default_status=status, updated_at=datetime.now(UTC))
         ).rowcount
+        if updated:
+            audit.record(storage, connection, "set-default-status", name, {"status": status})
     if not updated:
         raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
 

@@ -253,7 +253,7 @@ def test_a_deleted_queues_results_and_attempts_are_purged_by_any_housekeeper(
 def _count_by_queue(database: Database) -> dict[str, Any]:
     history = database.history
     with database.transaction() as connection:
-        counts = {
+        counts: dict[str, Any] = {
             name: dict(
                 connection.execute(
                     sa.select(table.c.queue, sa.func.count()).group_by(table.c.queue)
