@@ -20,7 +20,7 @@ from .helpers import MakeQueue
 
 ALICE = Actor("alice", "cli")
 ADMIN = Actor("admin token", "api", "127.0.0.1")
-HOSTILE = "Sku == \"'; DROP TABLE orders; --\""
+HOSTILE = 'Sku == "\'; DROP TABLE orders; --"'
 
 
 def test_changes_are_recorded_with_who_what_and_how_many(
