@@ -1,6 +1,7 @@
 """The admin UI following the database, and working on chosen rows, in a real browser (Debian's
 Chromium via Playwright), on SQLite: live refresh and its pause toggle, per-row retry, cancel and
-delete and the audit page that records them, the find box, the colour theme and the queue list in a narrow window.
+delete and the audit page that records them, the find box, the colour theme and the queue list
+in a narrow window.
 
 The SQL under these pages is the core's, tested on every engine in
 tests/core/conformance/test_selected_messages.py.
@@ -174,7 +175,7 @@ def test_retry_cancel_and_delete_ticked_rows(
         ]
         texts = actions.all_inner_texts()
         assert all("\tui\t" in text for text in texts), texts
-        assert "status: \"Pending\"" in texts[2] and "orders" in texts[2]
+        assert 'status: "Pending"' in texts[2] and "orders" in texts[2]
     assert [(m.id, m.status) for m in orders.messages()] == [(leased.id, "Leased")]
 
 
