@@ -26,7 +26,13 @@ def cli_user() -> Actor:
 
 @click.command()
 @click.option("--queue", "queue_name", shell_complete=queue_names, help="Only this queue's")
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1000),
+    default=50,
+    show_default=True,
+    help="Entries shown at most",
+)
 @click.option("--before-id", type=click.IntRange(1), help="Older than this entry (page back)")
 @db_options
 def audit(

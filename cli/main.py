@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tablequeue import act_as
+from tablequeue import acting_as
 from tablequeue.pipeline.cli import pipeline
 
 from . import audit, healthcheck, messages, processes, queues, schedules, topics, workers
@@ -18,8 +18,8 @@ SERVERS = {"worker", "api", "dev", "operator"}
 @click.pass_context
 def main(context: click.Context) -> None:
     """Message queues that live in SQL tables."""
-    if context.invoked_subcommand not in SERVERS:
-        act_as(audit.cli_user())  # the changes this command makes go to the audit trail
+    if context.invoked_subcommand not in SERVERS:  # its changes go to the audit trail
+        context.with_resource(acting_as(audit.cli_user()))
 
 
 for command in (

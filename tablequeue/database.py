@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 import warnings
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import names
@@ -195,6 +196,11 @@ class Database(Storage):
         """Forget a queue; drop its table only when asked (deletionPolicy: Delete). With
         `owner`, only if that Queue resource owns it (else nothing changes: False)."""
         return registry.delete_queue(self, name, drop_table, owner)
+
+    def purge_audit(self, older_than: timedelta | None = audit.DEFAULT_KEEP_AUDIT) -> int:
+        """Delete audit entries older than `older_than` (None: none) in bounded batches; any
+        number of callers may run it at once. Workers do, every retention round."""
+        return audit.purge_older(self, older_than)
 
     def audit_entries(
         self, *, queue: str | None = None, before_id: int | None = None, limit: int = 100

@@ -406,10 +406,10 @@ class QueueSpec(SpecModel):
     @model_validator(mode="before")
     @classmethod
     def _null_is_unset(cls, data: Any) -> Any:
-        # `keepProcessedFor: null` (or keepResultsFor) means unset (as the API server prunes
-        # it), never forever.
+        # `keepProcessedFor: null` (or another keep*For, or expireAfter) means unset (as the API
+        # server prunes it), never forever.
         if isinstance(data, dict):
-            data = {k: v for k, v in data.items() if v is not None or not is_keep(k)}
+            data = {k: v for k, v in data.items() if v is not None or not _null_means_unset(k)}
         return data
 
     @field_serializer(*KEEP_FIELDS)
@@ -463,6 +463,10 @@ class QueueSpec(SpecModel):
         if "keep_results_for" in self.model_fields_set:
             return self.keep_results_for
         return DEFAULT_KEEP_RESULTS
+
+
+def _null_means_unset(key: object) -> bool:
+    return is_keep(key) or key in ("expireAfter", "expire_after")
 
 
 class ObjectMeta(BaseModel):

@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from datetime import timedelta
 
-from tablequeue import metrics
+from tablequeue import Database, metrics
 from tablequeue.backoff import Backoff
 from tablequeue.queue import Queue
 
@@ -19,6 +20,7 @@ from .waiting import sleep_unless
 
 log = logging.getLogger("tablequeue.worker")
 LONGEST_VACUUM_PAUSE = 60.0
+WARN_EVERY = 600.0
 
 
 async def sweep_every(
@@ -89,25 +91,26 @@ async def purge_every(
     interval: float,
     queue: Queue,
     owner: str,
-    keep_audit: timedelta,
+    audit: AuditRetention,
     health: DatabaseHealth,
     stopping: asyncio.Event,
 ) -> None:
     """Apply the queue's retention every `interval` (the first round at once)
-    while this worker holds the queue's housekeeping lease; give it up when stopping."""
+    while this worker holds the queue's housekeeping lease, and the audit trail's; give the
+    lease up when stopping."""
     while not stopping.is_set():
         try:
-            purged = await asyncio.to_thread(queue.purge_retained, owner, keep_audit=keep_audit)
+            purged = await asyncio.to_thread(queue.purge_retained, owner)
         except DATABASE_ERRORS as error:
             health.trouble(error)
             purged = None
         if purged is not None:
+            await audit.purge(queue.name)
             for what, count in (
                 ("messages", purged.messages),
                 ("results", purged.results),
                 ("attempts", purged.attempts),
                 ("leftovers", purged.leftovers),
-                ("audit", purged.audit),
             ):
                 if count:
                     metrics.worker_purged.labels(queue=queue.name, what=what).inc(count)
@@ -116,3 +119,29 @@ async def purge_every(
         await sleep_unless(interval, stopping)
     with contextlib.suppress(*DATABASE_ERRORS):  # else the lease lapses by itself
         await asyncio.to_thread(queue.release_housekeeping, owner)
+
+
+class AuditRetention:
+    """Deleting audit entries past `keep` (any worker of any queue may, at once): a worker
+    without rights on `tablequeue_audit` works on and says so in a log line now and then,
+    never by turning unready."""
+
+    def __init__(self, database: Database, keep: timedelta) -> None:
+        self.database, self.keep = database, keep
+        self._warned_at: float | None = None
+
+    async def purge(self, queue: str) -> None:
+        try:
+            deleted = await asyncio.to_thread(self.database.purge_audit, self.keep)
+        except DATABASE_ERRORS as error:
+            now = time.monotonic()
+            if self._warned_at is None or now - self._warned_at >= WARN_EVERY:
+                self._warned_at = now
+                log.warning(
+                    "cannot purge the audit trail (grant SELECT, DELETE on tablequeue_audit)",
+                    extra={"error": str(error).splitlines()[0][:300]},
+                )
+            return
+        if deleted:
+            metrics.worker_purged.labels(queue=queue, what="audit").inc(deleted)
+            log.info("purged the audit trail", extra={"count": deleted})

@@ -41,7 +41,13 @@ from .handlers import HttpHandler, PythonHandler
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .heartbeat import Heartbeats
 from .held import HeldMessages
-from .housekeeping import fire_schedules_every, purge_every, sweep_every, vacuum_when_bloated
+from .housekeeping import (
+    AuditRetention,
+    fire_schedules_every,
+    purge_every,
+    sweep_every,
+    vacuum_when_bloated,
+)
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
 from .progress import ProgressRoute
@@ -169,7 +175,7 @@ class Worker:
                     config.purge_interval,
                     queue,
                     config.owner,
-                    timedelta(days=config.keep_audit_days),
+                    AuditRetention(self.database, timedelta(days=config.keep_audit_days)),
                     self.health,
                     self.stopping,
                 ),

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Database, connect
+from tablequeue import Actor, Database, acting_as, connect
 from tablequeue.models import Completion
 from tablequeue.rollup import MinuteCounts, chart_series, minute_of, prune, write_minutes
 from tablequeue.spec import QueueResource
@@ -28,6 +28,7 @@ GRANTS: dict[str, list[tuple[str, list[str]]]] = {
         ("SELECT, UPDATE", ["tablequeue_schedules"]),
         (ROW_RIGHTS, ["orders", "tablequeue_workers", "tablequeue_rollup"]),
         (ROW_RIGHTS, ["tablequeue_results", "tablequeue_attempts", "tablequeue_housekeeping"]),
+        ("SELECT, DELETE", ["tablequeue_audit"]),
     ],
     "tq_api_admin": [
         ("SELECT, UPDATE (default_status, paused_at, updated_at)", ["tablequeue_queues"]),
@@ -35,11 +36,12 @@ GRANTS: dict[str, list[tuple[str, list[str]]]] = {
         ("SELECT, UPDATE", ["tablequeue_schedules"]),
         (ROW_RIGHTS, ["orders"]),
         ("SELECT", ["tablequeue_results", "tablequeue_attempts"]),
+        ("SELECT, INSERT", ["tablequeue_audit"]),
     ],
     "tq_reader": [
         ("SELECT", ["tablequeue_queues", "tablequeue_rate_limits", "tablequeue_schedules"]),
         ("SELECT", ["orders", "tablequeue_workers", "tablequeue_rollup"]),
-        ("SELECT", ["tablequeue_results", "tablequeue_attempts"]),
+        ("SELECT", ["tablequeue_results", "tablequeue_attempts", "tablequeue_audit"]),
     ],
 }
 """What docs/guarantees.md tells a DBA to grant, besides the operator's (below)."""
@@ -126,6 +128,15 @@ def as_role(request: pytest.FixtureRequest) -> Iterator[Roles]:
         yield from _mariadb(server, request.getfixturevalue("mariadb_url"))
 
 
+def _change_as_the_admin(admin: Database) -> None:
+    admin.queue("orders").enqueue({"n": 2})
+    with acting_as(Actor("admin token", "api")):  # each change is recorded in the audit trail
+        admin.queue("orders").set_status("OnHold", from_status="Pending")
+        admin.set_default_status("orders", "Paused")
+        assert admin.queue("orders").run_schedule("nightly") is not None  # Paused, the default
+        assert admin.pause("orders").paused and not admin.resume("orders").paused
+
+
 def test_each_component_works_with_only_its_grants(as_role: Roles) -> None:
     operator = as_role["tq_operator"]
     schedule = {"name": "nightly", "cron": "0 2 * * *", "message": {"n": 0}}
@@ -156,11 +167,8 @@ def test_each_component_works_with_only_its_grants(as_role: Roles) -> None:
     prune(as_role["tq_worker"])
 
     admin = as_role["tq_api_admin"]
-    admin.queue("orders").enqueue({"n": 2})
-    admin.queue("orders").set_status("OnHold", from_status="Pending")
-    admin.set_default_status("orders", "Paused")
-    assert admin.queue("orders").run_schedule("nightly") is not None  # Paused, the default
-    assert admin.pause("orders").paused and not admin.resume("orders").paused
+    _change_as_the_admin(admin)
+    assert as_role["tq_worker"].purge_audit() == 0  # none older than 90 days
 
     charts = chart_series(admin, "1h", ["orders"])["queues"][0]  # reads the queue table too
     assert sum(n for n in charts["processed"] if n is not None) == 1
@@ -171,6 +179,7 @@ def test_each_component_works_with_only_its_grants(as_role: Roles) -> None:
     assert reader.stats().counts == {"OnHold": 1, "Paused": 1}  # processed ones are deleted
     assert as_role["tq_reader"].find_job(str(done.tracking_id)).source == "results"
     assert reader.attempts(reader.messages(status="OnHold")[0]) == []
+    assert len(as_role["tq_reader"].audit_entries()) == 5
     assert as_role["tq_reader"].flow_states()["orders"].limited
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
     [seen] = as_role["tq_reader"].workers("orders")
