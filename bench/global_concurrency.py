@@ -24,13 +24,23 @@ from tests.support.postgres_server import postgres_server
 def fill(database: Database, name: str, rows: int, **spec: object) -> None:
     database.apply(QueueResource.from_name(name, **spec))
     with database.transaction() as connection:
-        connection.exec_driver_sql(
-            f"INSERT INTO {name} (status, priority, message, version, attempts, process_after,"
-            " created_at, updated_at, tracking_id) SELECT 'Pending', 0, '{}'::jsonb, 1, 0,"
-            " now(), now(), now(), gen_random_uuid()"
-            f" FROM generate_series(1, {rows})"
-        )
-        connection.exec_driver_sql(f"ANALYZE {name}")
+        table = sa.Table(name, sa.MetaData(), autoload_with=connection)
+        now = sa.func.now()
+        rows_of = sa.select(
+            sa.literal("Pending"),
+            sa.literal(0),
+            sa.cast(sa.literal("{}"), table.c.message.type),
+            sa.literal(1),
+            sa.literal(0),
+            now,
+            now,
+            now,
+            sa.func.gen_random_uuid(),
+        ).select_from(sa.func.generate_series(1, rows))
+        columns = ["status", "priority", "message", "version", "attempts"]
+        columns += ["process_after", "created_at", "updated_at", "tracking_id"]
+        connection.execute(table.insert().from_select(columns, rows_of))
+        connection.execute(sa.text("ANALYZE " + connection.dialect.identifier_preparer.quote(name)))
 
 
 def lease_and_give_back(queue: Queue, batch: int) -> float:
@@ -61,8 +71,7 @@ def main() -> None:
         with database.transaction() as connection:
             plan = connection.execute(
                 sa.text(
-                    "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM capped"
-                    " WHERE status = 'Leased'"
+                    "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM capped WHERE status = 'Leased'"
                 )
             ).scalars()
             print("\n".join(plan))

@@ -10,7 +10,7 @@ from tablequeue import Database
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_records
 
-from .helpers import FAST_POLL, SYNC, MakeQueue, StartWorker, enqueue
+from .helpers import FAST_POLL, SYNC, MakeQueue, StartWorker, counter, enqueue
 
 LIMIT, WORKERS, CONCURRENCY, MESSAGES = 5, 6, 8, 120
 
@@ -62,6 +62,11 @@ def test_workers_together_never_hold_more_messages_than_the_global_concurrency(
     # before the outcome is recorded): never more handlers at once than Leased messages.
     overlap = most_at_once([(starts[i], ends[i]) for i in ids])
     processes = {name for _, _, _, name in found}
-    print(f"{len(processes)} processes, most at once {overlap}, sampled {max(sampled)}")
+    waited = sum(counter(w, "tablequeue_worker_at_limit_total", queue="orders") for w in workers)
+    print(
+        f"{len(processes)} processes, most at once {overlap}, sampled {max(sampled)} "
+        f"of {len(sampled)} samples, {waited} lease rounds at the limit"
+    )
     assert overlap == LIMIT  # reached, never passed (48 handler slots would allow more)
     assert len(sampled) > 10 and max(sampled) <= LIMIT
+    assert waited > 0  # the workers found the limit reached, and waited
