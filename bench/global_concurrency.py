@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -21,7 +22,7 @@ from tablequeue.spec import QueueResource
 from tests.support.postgres_server import postgres_server
 
 
-def fill(database: Database, name: str, rows: int, **spec: object) -> None:
+def fill(database: Database, name: str, rows: int, **spec: Any) -> None:
     database.apply(QueueResource.from_name(name, **spec))
     with database.transaction() as connection:
         table = sa.Table(name, sa.MetaData(), autoload_with=connection)

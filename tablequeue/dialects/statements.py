@@ -89,7 +89,7 @@ class Queries:
         round trip."""
         g, r = self.registry, self.rate_limits
         queue = _bind("b_queue", sa.String())
-        shut = g.c.paused_at.is_not(None)
+        shut: sa.ColumnElement[bool] = g.c.paused_at.is_not(None)
         if not capped:
             shut = sa.or_(shut, g.c.max_leased.is_not(None))
         running = ~sa.exists().where(g.c.name == queue, shut)
