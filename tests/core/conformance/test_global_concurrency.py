@@ -172,3 +172,19 @@ def test_a_bad_global_concurrency_is_refused_with_its_field(limit: object, probl
             {"metadata": {"name": "orders"}, "spec": {"globalConcurrency": limit}}, "queue"
         )
     assert problem in str(refused.value)
+
+
+def test_an_older_registry_is_migrated_for_the_global_concurrency(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    make_queue()
+    with database.transaction() as connection:  # the registry as the previous release made it
+        quote = connection.dialect.identifier_preparer.quote
+        connection.exec_driver_sql(
+            f"ALTER TABLE tablequeue_queues DROP COLUMN {quote('max_leased')}"
+        )
+    assert database.queue("orders").count() == 0  # readers before the migration
+    queue = make_queue(global_concurrency=2)
+    enqueue(queue, 4)
+    assert len(queue.lease("w1", 10).messages) == 2
+    assert queue.lease("w1", 10).at_limit
