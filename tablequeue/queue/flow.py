@@ -86,12 +86,7 @@ def lease_rows(
         request = replace(request, batch_size=min(batch_size, room), capped=True)
     if not memory.limited:
         rows = queue.dialect.lease(connection, queue.queries, request)
-        if rows:
-            return Leased(rows)
-        state = flow_state(queue.storage, connection, queue.name)
-        if state is not None and state.limited:  # a rate limit was added: lease in its turn
-            memory.limited = True
-        return Leased(rows, paused=state is not None and state.paused)
+        return Leased(rows) if rows else _nothing_leased(queue, connection)
     return _lease_in_bucket_turn(queue, connection, replace(request, limited=True))
 
 
@@ -118,8 +113,7 @@ def _lease_in_bucket_turn(
         return Leased([], throttled_for=(1 - tokens) / rate)
     rows = queue.dialect.lease(connection, queue.queries, replace(request, batch_size=allowed))
     if not rows:
-        state = flow_state(queue.storage, connection, queue.name)
-        return Leased(rows, paused=state is not None and state.paused)
+        return _nothing_leased(queue, connection)
     # Timed by the leases' own clock (`started_at`, never before `now`): the bound holds in the
     # time the rows record.
     started = max(now, _seconds(_started_at(queue, rows[0])))
@@ -129,6 +123,17 @@ def _lease_in_bucket_turn(
     if allowed < request.batch_size and len(rows) == allowed:
         throttled = max(0.0, arrival + 1 / rate - started)
     return Leased(rows, throttled_for=throttled)
+
+
+def _nothing_leased(queue: QueueContext, connection: Connection) -> Leased:
+    """After a lease that found nothing: whether the queue is paused, and the limits this
+    handle leases through from its next lease on (one added since it last looked shut the
+    statement's gate)."""
+    state = flow_state(queue.storage, connection, queue.name)
+    if state is None:
+        return Leased([])
+    queue.flow.limited, queue.flow.capped = state.limited, state.capped
+    return Leased([], paused=state.paused)
 
 
 def _started_at(queue: QueueContext, row: Sequence[Any]) -> datetime:

@@ -119,6 +119,20 @@ def test_a_handle_follows_a_limit_added_and_lifted_while_it_leases(
     assert len(queue.lease("w1", 10).messages) == 7
 
 
+def test_a_rate_limited_handle_follows_a_global_concurrency_added_while_it_leases(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    rate = {"messagesPerSecond": 1000, "burst": 1000}
+    queue = make_queue(rate_limit=rate)
+    enqueue(queue, 10)
+    assert len(queue.lease("w1", 1).messages) == 1  # the handle leases in the bucket's turn
+    database.apply(QueueResource.from_name("orders", rate_limit=rate, global_concurrency=3))
+    # A stale belief costs an empty lease, never a lease too many.
+    leased = [len(queue.lease("w1", 10).messages) for _ in range(3)]
+    assert leased == [0, 2, 0] and queue.lease("w1", 10).at_limit
+    assert leased_count(queue) == 3
+
+
 def test_a_paused_limited_queue_leases_nothing(database: Database, make_queue: MakeQueue) -> None:
     queue = make_queue(global_concurrency=3, rate_limit={"messagesPerSecond": 0.01, "burst": 2})
     enqueue(queue, 5)
