@@ -256,6 +256,6 @@ def _scale(
             body,
             reason="Scaled",
             message=f"workers {current} -> {decision.replicas} "
-            f"(backlog {backlog}, leased {leased})",
+            f"(backlog {backlog}, leased {leased}{', paused' if paused else ''})",
         )
     return {"desired": decision.replicas, "ready": ready, "lastBusy": decision.last_busy}

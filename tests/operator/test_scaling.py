@@ -115,7 +115,7 @@ def test_operator_mode_scales_to_what_the_global_concurrency_uses_and_to_the_min
         wait(lambda: replicas_of(kube, "capped", namespace) == 3)
     expected = [
         "workers 0 -> 3 (backlog 1000, leased 0)",
-        "workers 3 -> 0 (backlog 1000, leased 0)",
+        "workers 3 -> 0 (backlog 1000, leased 0, paused)",
         "workers 0 -> 3 (backlog 1000, leased 0)",
     ]
     wait(lambda: len(scaled_events(kube, namespace, "capped")) >= len(expected))
