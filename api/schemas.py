@@ -157,6 +157,7 @@ class FlowResponse(Out):
     paused: bool
     paused_at: datetime | None = Field(None, description="Since when (database clock)")
     rate_limit: RateLimitOut | None = None
+    global_concurrency: int | None = None
 
 
 class QueueSummary(Out):
@@ -176,6 +177,9 @@ class QueueSummary(Out):
     paused: bool = Field(False, description="Workers lease nothing (`POST .../resume`)")
     paused_at: datetime | None = None
     rate_limit: RateLimitOut | None = Field(None, description="From the Queue's spec.rateLimit")
+    global_concurrency: int | None = Field(
+        None, description="Most messages Leased at once (the Queue's spec.globalConcurrency)"
+    )
 
 
 class QueueDetail(QueueSummary):

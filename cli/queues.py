@@ -75,6 +75,7 @@ def _flow_fields(state: FlowState | None) -> dict[str, Any]:
         "paused": paused_at is not None,
         "pausedAt": paused_at.isoformat() if paused_at else None,
         "rateLimit": limit,
+        "globalConcurrency": state.max_leased if state is not None else None,
     }
 
 

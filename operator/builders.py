@@ -221,10 +221,24 @@ def deployment(
     return body
 
 
+def most_useful_replicas(spec: QueueSpec) -> int:
+    """maxReplicas, or fewer when the queue's global concurrency keeps fewer busy: at most
+    ceil(globalConcurrency / workers.concurrency) replicas, which hold all it lets run at once."""
+    most = spec.workers.autoscaling.max_replicas
+    if spec.global_concurrency is None:
+        return most
+    return min(most, math.ceil(spec.global_concurrency / spec.workers.concurrency))
+
+
+def fewest_replicas(spec: QueueSpec) -> int:
+    """minReplicas, never above what the queue can use (`most_useful_replicas`)."""
+    return min(spec.workers.autoscaling.min_replicas, most_useful_replicas(spec))
+
+
 def hpa_min_replicas(spec: QueueSpec) -> int:
     """An HPA cannot scale to zero (nor from it, without the HPAScaleToZero alpha gate): in HPA
     mode `minReplicas: 0` means 1. Scale to zero is KEDA's or the operator's."""
-    return max(spec.workers.autoscaling.min_replicas, 1)
+    return max(fewest_replicas(spec), 1)
 
 
 def workers_replicas(spec: QueueSpec, current: int | None) -> int:
@@ -238,14 +252,16 @@ def workers_replicas(spec: QueueSpec, current: int | None) -> int:
     """
     if spec.workers.autoscaling.mode == "HPA":
         return current or hpa_min_replicas(spec)
-    return spec.workers.autoscaling.min_replicas if current is None else current
+    return fewest_replicas(spec) if current is None else current
 
 
 def horizontal_pod_autoscaler(
     name: str, namespace: str, spec: QueueSpec, owner: dict[str, Any]
 ) -> dict[str, Any]:
-    """autoscaling/v2 on the external metric tablequeue_backlog{queue=NAME} (prometheus-adapter)."""
+    """autoscaling/v2 on the external metric tablequeue_backlog{queue=NAME} (prometheus-adapter),
+    up to what the queue can use; held at its minimum while `spec.paused`."""
     scaling = spec.workers.autoscaling
+    fewest = hpa_min_replicas(spec)
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
@@ -256,8 +272,8 @@ def horizontal_pod_autoscaler(
                 "kind": "Deployment",
                 "name": deployment_name(name),
             },
-            "minReplicas": hpa_min_replicas(spec),
-            "maxReplicas": scaling.max_replicas,
+            "minReplicas": fewest,
+            "maxReplicas": fewest if spec.paused else max(most_useful_replicas(spec), fewest),
             "metrics": [
                 {
                     "type": "External",
@@ -288,16 +304,23 @@ class Scaling:
 
 
 def scale(
-    spec: QueueSpec, backlog: int, leased: int, current: int, last_busy: float, now: float
+    spec: QueueSpec,
+    backlog: int,
+    leased: int,
+    current: int,
+    last_busy: float,
+    now: float,
+    paused: bool = False,
 ) -> Scaling:
-    """Operator mode: clamp(ceil((backlog + leased) / messagesPerReplica)); down only after the
-    cooldown. Leased messages count as work, so busy workers are not scaled away."""
+    """Operator mode: clamp(ceil((backlog + leased) / messagesPerReplica)) between
+    `fewest_replicas` and `most_useful_replicas`; down only after the cooldown. Leased messages
+    count as work, so busy workers are not scaled away; while paused the backlog does not."""
     scaling = spec.workers.autoscaling
-    load = backlog + leased
+    load = leased if paused else backlog + leased
     wanted = math.ceil(load / scaling.messages_per_replica)
     if leased:
         wanted = max(wanted, 1)
-    wanted = min(max(wanted, scaling.min_replicas), scaling.max_replicas)
+    wanted = min(max(wanted, fewest_replicas(spec)), most_useful_replicas(spec))
     if wanted >= current:
         return Scaling(wanted, now)
     if now - last_busy < scaling.cooldown_seconds:

@@ -18,11 +18,13 @@ import sqlalchemy as sa
 from tablequeue.scaling import postgresql_load_query
 from tablequeue.spec import QueueSpec
 
-from .builders import deployment_name, labels
+from .builders import deployment_name, fewest_replicas, labels, most_useful_replicas
 
 GROUP = "keda.sh"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+PAUSED_REPLICAS = "autoscaling.keda.sh/paused-replicas"
+"""KEDA holds the scale target at this many replicas and stops scaling while it is set."""
 CONNECTION_SCHEMES = ("postgresql", "postgres")
 """URL schemes KEDA's postgresql scaler (pgx) reads as a URL."""
 
@@ -84,13 +86,19 @@ def scaled_object(
 ) -> dict[str, Any]:
     """The worker Deployment scaled by KEDA on `load_query`: activated from zero by any load,
     one replica per messagesPerReplica above that; back to minReplicas (zero by default) after
-    cooldownSeconds without load. KEDA polls every `polling_seconds` (the operator's interval)."""
+    cooldownSeconds without load. KEDA polls every `polling_seconds` (the operator's interval).
+    Never more replicas than the queue can use; while `spec.paused`, KEDA holds them at the
+    minimum (its paused-replicas annotation)."""
     scaling = spec.workers.autoscaling
     cooldown = math.ceil(scaling.cooldown_seconds)
+    fewest = fewest_replicas(spec)
+    metadata = _metadata(name, namespace, owner)
+    if spec.paused:
+        metadata["annotations"] = {PAUSED_REPLICAS: str(fewest)}
     return {
         "apiVersion": API_VERSION,
         "kind": "ScaledObject",
-        "metadata": _metadata(name, namespace, owner),
+        "metadata": metadata,
         "spec": {
             "scaleTargetRef": {
                 "apiVersion": "apps/v1",
@@ -99,8 +107,8 @@ def scaled_object(
             },
             "pollingInterval": max(math.ceil(polling_seconds), 1),
             "cooldownPeriod": cooldown,
-            "minReplicaCount": scaling.min_replicas,
-            "maxReplicaCount": scaling.max_replicas,
+            "minReplicaCount": fewest,
+            "maxReplicaCount": most_useful_replicas(spec),
             "advanced": {
                 "horizontalPodAutoscalerConfig": {
                     "behavior": {"scaleDown": {"stabilizationWindowSeconds": cooldown}}

@@ -83,7 +83,8 @@ def observe_queue(
     _sample_rollup(state, database, name, stats.backlog)
     refused: NotReady | None = None
     try:
-        scaled = _scale(state.kube, resource, namespace, body, stats.backlog, stats.leased, status)
+        load = (stats.backlog, stats.leased, flow.paused)
+        scaled = _scale(state.kube, resource, namespace, body, *load, status)
     except ApiException as error:
         scaled = None
         message = f"the API server refused to scale the workers: {refusal(error)}"
@@ -224,11 +225,13 @@ def _scale(
     body: kopf.Body,
     backlog: int,
     leased: int,
+    paused: bool,
     status: kopf.Status,
 ) -> dict[str, Any] | None:
     """The replicas for `status.replicas` and the desired-replicas gauge, None without a
     Deployment: in Operator mode scaled to the load first; in other modes what their scaler
-    set (the HPA's floor applied)."""
+    set (the HPA's floor applied). Never above what the queue can use; while the queue is
+    paused, the backlog does not count."""
     name = builders.deployment_name(resource.name)
     existing = kube.deployment(name, namespace)
     if existing is None:
@@ -244,13 +247,15 @@ def _scale(
             kopf.info(body, reason="Scaled", message=message)
         return {"desired": wanted, "ready": ready}
     previous = (status.get("replicas") or {}).get("lastBusy", 0.0)
-    decision = builders.scale(resource.spec, backlog, leased, current, previous, time.time())
+    decision = builders.scale(
+        resource.spec, backlog, leased, current, previous, time.time(), paused
+    )
     if decision.replicas != current:
         kube.scale_deployment(name, namespace, decision.replicas)
         kopf.info(
             body,
             reason="Scaled",
             message=f"workers {current} -> {decision.replicas} "
-            f"(backlog {backlog}, leased {leased})",
+            f"(backlog {backlog}, leased {leased}{', paused' if paused else ''})",
         )
     return {"desired": decision.replicas, "ready": ready, "lastBusy": decision.last_busy}

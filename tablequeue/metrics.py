@@ -62,6 +62,12 @@ worker_throttled = Counter(
     "Lease rounds the queue's rate limit cut short (the worker waited for the next token)",
     ["queue"],
 )
+worker_at_limit = Counter(
+    "tablequeue_worker_at_limit",
+    "Lease rounds that found the queue's global concurrency reached (the worker waited as on an "
+    "empty queue)",
+    ["queue"],
+)
 worker_errors = Counter(
     "tablequeue_worker_errors",
     "Errors by kind: database, handler, timeout",

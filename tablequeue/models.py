@@ -324,6 +324,9 @@ class LeaseBatch:
     throttled_for: float | None = None
     """The queue's rate limit cut this batch short: seconds until its next message may be
     leased (database clock)."""
+    at_limit: bool = False
+    """The queue's global concurrency is reached: nothing was leased (a settled message frees
+    a slot)."""
 
 
 @dataclass

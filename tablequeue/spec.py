@@ -349,6 +349,12 @@ class QueueSpec(SpecModel):
     rate_limit: RateLimit | None = Field(
         None, description="Most messages leased per second, all workers together"
     )
+    global_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="Most messages Leased at once, all workers and replicas together",
+    )
     subscriptions: list[Subscription] = Field(
         default_factory=list,
         max_length=100,

@@ -19,6 +19,7 @@ class WorkerMetrics:
         self.handler_errors = metrics.worker_errors.labels(kind="handler", queue=queue)
         self.paused = metrics.worker_queue_paused.labels(queue=queue)
         self.throttled = metrics.worker_throttled.labels(queue=queue)
+        self.at_limit = metrics.worker_at_limit.labels(queue=queue)
         self.app_given_back = metrics.worker_app_given_back.labels(queue=queue)
         self._settled = {
             outcome: metrics.worker_messages.labels(outcome=outcome, queue=queue)

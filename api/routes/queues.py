@@ -24,7 +24,12 @@ def flow_fields(state: FlowState) -> dict[str, Any]:
     limit = None
     if state.messages_per_second is not None:
         limit = {"messagesPerSecond": state.messages_per_second, "burst": state.burst}
-    return {"paused": state.paused, "paused_at": state.paused_at, "rate_limit": limit}
+    return {
+        "paused": state.paused,
+        "paused_at": state.paused_at,
+        "rate_limit": limit,
+        "global_concurrency": state.max_leased,
+    }
 
 
 def summary(database: Database, queue: Queue, state: FlowState | None = None) -> dict[str, Any]:

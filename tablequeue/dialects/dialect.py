@@ -139,7 +139,8 @@ class Dialect(SqlParts):
     def lease(self, connection: Connection, queries: Queries, request: LeaseRequest) -> LeasedRows:
         """Lease up to `batch_size` due messages; every column of each leased row. None while
         the queue is paused or, unless the caller took tokens for them (`limited`),
-        rate-limited (`Queries.flow_gate`)."""
+        rate-limited, or, unless the caller counted them against it (`capped`), held to a
+        global concurrency (`Queries.flow_gate`)."""
         parameters = {
             "b_queue": request.queue,
             "b_n": request.batch_size,
@@ -147,7 +148,7 @@ class Dialect(SqlParts):
             "b_owner": request.owner,
             "b_cid": request.correlation_id,
         }
-        return connection.execute(queries.lease(request.limited), parameters).all()
+        return connection.execute(queries.lease(request.limited, request.capped), parameters).all()
 
     def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Rows:
         """Insert (or upsert by messageId) messages with distinct identities, waking listeners;

@@ -75,23 +75,29 @@ class Queries:
 
     # --- lease ------------------------------------------------------------------------------
 
-    def lease(self, limited: bool = False) -> sa.Update:
+    def lease(self, limited: bool = False, capped: bool = False) -> sa.Update:
         """Take up to :b_n due messages, highest priority then oldest, skipping locked rows,
-        unless queue :b_queue is paused (or, not `limited`, has a rate limit)."""
-        return self._once(("lease", limited), lambda: self._lease(limited))
+        unless queue :b_queue is paused (or, not `limited`, has a rate limit; not `capped`, a
+        global concurrency)."""
+        return self._once(("lease", limited, capped), lambda: self._lease(limited, capped))
 
-    def flow_gate(self, limited: bool) -> sa.ColumnElement[bool]:
+    def flow_gate(self, limited: bool, capped: bool = False) -> sa.ColumnElement[bool]:
         """True while queue :b_queue may lease: not paused and, unless the caller took tokens
-        from its bucket (`limited`), without a rate limit. Two primary-key probes in the lease
-        statement itself: a queue without either costs no round trip."""
+        from its bucket (`limited`), without a rate limit; unless the caller counted its leased
+        messages under the registry row's lock (`capped`), without a global concurrency. Two
+        primary-key probes in the lease statement itself: a queue without limits costs no
+        round trip."""
         g, r = self.registry, self.rate_limits
         queue = _bind("b_queue", sa.String())
-        running = ~sa.exists().where(g.c.name == queue, g.c.paused_at.is_not(None))
+        shut: sa.ColumnElement[bool] = g.c.paused_at.is_not(None)
+        if not capped:
+            shut = sa.or_(shut, g.c.max_leased.is_not(None))
+        running = ~sa.exists().where(g.c.name == queue, shut)
         if limited:
             return running
         return sa.and_(running, ~sa.exists().where(r.c.queue == queue))
 
-    def _lease(self, limited: bool) -> sa.Update:
+    def _lease(self, limited: bool, capped: bool) -> sa.Update:
         t, d = self.table, self.dialect
         now = d.now()
         candidates = (
@@ -100,7 +106,7 @@ class Queries:
                 self.leasable,
                 t.c.process_after <= now,
                 sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
-                self.flow_gate(limited),
+                self.flow_gate(limited, capped),
             )
             .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)
             .limit(_bind("b_n", sa.Integer()))
@@ -139,6 +145,25 @@ class Queries:
             .with_for_update()
             .with_hint(r, "WITH (UPDLOCK, ROWLOCK)", "mssql")
         )
+
+    def lock_concurrency(self) -> Select[Any]:
+        """Queue :b_queue's pause and global concurrency from its registry row, locked until the
+        transaction ends (leases of a queue with a global concurrency take turns here)."""
+        return self._once(("lock_concurrency",), self._lock_concurrency)
+
+    def _lock_concurrency(self) -> Select[Any]:
+        g = self.registry
+        return (
+            sa.select(g.c.paused_at, g.c.max_leased)
+            .where(g.c.name == _bind("b_queue", sa.String()))
+            .with_for_update()
+            .with_hint(g, "WITH (UPDLOCK, ROWLOCK)", "mssql")
+        )
+
+    def count_leased(self) -> Select[int]:
+        """The queue's Leased messages, lapsed ones included until the sweep settles them (read
+        on the status index)."""
+        return self._once(("count_leased",), lambda: sa.select(sa.func.count()).where(self.leased))
 
     def take_tokens(self) -> sa.Update:
         """Record the leases taken from queue :b_queue's bucket: its new :b_arrival."""

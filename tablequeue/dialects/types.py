@@ -65,6 +65,9 @@ class LeaseRequest:
     limited: bool = False
     """The caller took tokens from the queue's rate-limit bucket for this lease; else a
     rate-limited queue leases nothing (`Queries.flow_gate`)."""
+    capped: bool = False
+    """The caller holds the queue's registry row locked and asks for no more than its global
+    concurrency leaves; else a queue with a global concurrency leases nothing."""
 
 
 @dataclass(frozen=True, slots=True)

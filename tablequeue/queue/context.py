@@ -28,10 +28,12 @@ def spec_of(storage: Storage, name: str, settings: Any) -> QueueSpec:
 
 @dataclass
 class FlowMemory:
-    """What this handle last saw of the queue's rate limit: whether its leases go through the
-    bucket (`queue/flow.py`). A stale belief costs an empty lease, never a lease too many."""
+    """What this handle last saw of the queue's limits: whether its leases go through the
+    rate limit's bucket (`limited`) and count against a global concurrency (`capped`,
+    `queue/flow.py`). A stale belief costs an empty lease, never a lease too many."""
 
     limited: bool = False
+    capped: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,15 @@
-"""Leasing through a queue's flow controls: a pause and a rate limit (`storage/flow_control.py`).
+"""Leasing through a queue's flow controls: a pause, a global concurrency and a rate limit
+(`storage/flow_control.py`).
 
-A queue without a rate limit leases in one statement, as ever: the statement itself refuses
-while the queue is paused or has a rate limit (`Queries.flow_gate`), so a handle that does not
-know of a new limit or pause cannot lease past it. Only when that statement returns nothing does
-the handle read the queue's pause and limit (one more statement, on the idle path).
+A queue without limits leases in one statement, as ever: the statement itself refuses while the
+queue is paused or has a limit (`Queries.flow_gate`), so a handle that does not know of a new
+limit or pause cannot lease past it. Only when that statement returns nothing does the handle
+read the queue's pause and limits (one more statement, on the idle path).
+
+A queue with a global concurrency leases in its registry row's turn: lock the row, count the
+Leased messages (a new statement, so it sees every lease committed before the lock was granted),
+lease at most the difference. At no instant are more messages Leased than the limit: a lease
+that lapsed stays Leased, and counted, until the sweep settles it.
 
 A rate-limited queue leases in its bucket's turn: lock the bucket (database clock), lease at most
 the whole tokens it holds, record what was taken. Over any interval of the database clock, the
@@ -15,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +40,8 @@ class Leased:
     rows: LeasedRows
     paused: bool = False
     throttled_for: float | None = None
+    at_limit: bool = False
+    """The global concurrency is reached: nothing leased until a Leased message settles."""
 
 
 def lease_rows(
@@ -45,50 +53,87 @@ def lease_rows(
     lease_seconds: float,
     correlation_id: str,
 ) -> Leased:
-    """Up to `batch_size` due messages, as the queue's pause and rate limit allow."""
-
-    def take(n: int, limited: bool) -> LeasedRows:
-        request = LeaseRequest(queue.name, owner, n, lease_seconds, correlation_id, limited)
-        return queue.dialect.lease(connection, queue.queries, request)
-
-    if not queue.flow.limited:
-        rows = take(batch_size, False)
+    """Up to `batch_size` due messages, as the queue's pause, global concurrency and rate
+    limit allow."""
+    memory = queue.flow
+    request = LeaseRequest(queue.name, owner, batch_size, lease_seconds, correlation_id)
+    if not (memory.limited or memory.capped):
+        rows = queue.dialect.lease(connection, queue.queries, request)
         if rows:
             return Leased(rows)
         state = flow_state(queue.storage, connection, queue.name)
-        if state is None or not state.limited:
+        if state is None or not (state.limited or state.capped):
             return Leased(rows, paused=state is not None and state.paused)
-        queue.flow.limited = True
+        memory.limited, memory.capped = state.limited, state.capped
+    if memory.capped:
+        gate = connection.execute(queue.queries.lock_concurrency(), {"b_queue": queue.name}).first()
+        if gate is None or gate.paused_at is not None:
+            return Leased([], paused=gate is not None)
+        if gate.max_leased is None:  # the limit was lifted
+            memory.capped = False
+            return lease_rows(
+                queue,
+                connection,
+                owner=owner,
+                batch_size=batch_size,
+                lease_seconds=lease_seconds,
+                correlation_id=correlation_id,
+            )
+        leased = connection.execute(queue.queries.count_leased()).scalar_one()
+        room = gate.max_leased - leased
+        if room < 1:
+            return Leased([], at_limit=True)
+        request = replace(request, batch_size=min(batch_size, room), capped=True)
+    if not memory.limited:
+        rows = queue.dialect.lease(connection, queue.queries, request)
+        return Leased(rows) if rows else _nothing_leased(queue, connection)
+    return _lease_in_bucket_turn(queue, connection, replace(request, limited=True))
+
+
+def _lease_in_bucket_turn(
+    queue: QueueContext, connection: Connection, request: LeaseRequest
+) -> Leased:
+    """Lease as the rate limit's bucket allows (at most `request.batch_size`)."""
     bucket = connection.execute(queue.queries.lock_bucket(), {"b_queue": queue.name}).first()
     if bucket is None:  # the limit was lifted
         queue.flow.limited = False
         return lease_rows(
             queue,
             connection,
-            owner=owner,
-            batch_size=batch_size,
-            lease_seconds=lease_seconds,
-            correlation_id=correlation_id,
+            owner=request.owner,
+            batch_size=request.batch_size,
+            lease_seconds=request.lease_seconds,
+            correlation_id=request.correlation_id,
         )
     rate, burst, arrival = bucket.messages_per_second, bucket.burst, bucket.theoretical_arrival
     now = _seconds(bucket.now)
     tokens = min(float(burst), (now - arrival) * rate)
-    allowed = min(batch_size, math.floor(tokens + EPSILON))
+    allowed = min(request.batch_size, math.floor(tokens + EPSILON))
     if allowed < 1:
         return Leased([], throttled_for=(1 - tokens) / rate)
-    rows = take(allowed, True)
+    rows = queue.dialect.lease(connection, queue.queries, replace(request, batch_size=allowed))
     if not rows:
-        state = flow_state(queue.storage, connection, queue.name)
-        return Leased(rows, paused=state is not None and state.paused)
+        return _nothing_leased(queue, connection)
     # Timed by the leases' own clock (`started_at`, never before `now`): the bound holds in the
     # time the rows record.
     started = max(now, _seconds(_started_at(queue, rows[0])))
     arrival = max(arrival, started - burst / rate) + len(rows) / rate
     connection.execute(queue.queries.take_tokens(), {"b_queue": queue.name, "b_arrival": arrival})
     throttled = None
-    if allowed < batch_size and len(rows) == allowed:
+    if allowed < request.batch_size and len(rows) == allowed:
         throttled = max(0.0, arrival + 1 / rate - started)
     return Leased(rows, throttled_for=throttled)
+
+
+def _nothing_leased(queue: QueueContext, connection: Connection) -> Leased:
+    """After a lease that found nothing: whether the queue is paused, and the limits this
+    handle leases through from its next lease on (one added since it last looked shut the
+    statement's gate)."""
+    state = flow_state(queue.storage, connection, queue.name)
+    if state is None:
+        return Leased([])
+    queue.flow.limited, queue.flow.capped = state.limited, state.capped
+    return Leased([], paused=state.paused)
 
 
 def _started_at(queue: QueueContext, row: Sequence[Any]) -> datetime:

@@ -28,7 +28,7 @@ def lease(
     correlation_id: str | None,
 ) -> LeaseBatch:
     """Take up to `batch_size` due messages: highest priority, then oldest (none while the
-    queue is paused, at most what its rate limit allows)."""
+    queue is paused, at most what its global concurrency and rate limit allow)."""
     if not 1 <= batch_size <= MAX_LEASE_BATCH:
         raise InvalidInput(f"batch size {batch_size} out of range 1..{MAX_LEASE_BATCH}")
     correlation_id = correlation_id or uuid.uuid4().hex
@@ -43,7 +43,9 @@ def lease(
     messages = sorted(
         (Message(*row) for row in leased.rows), key=lambda m: (-m.priority, m.process_after, m.id)
     )
-    return LeaseBatch(correlation_id, owner, messages, leased.paused, leased.throttled_for)
+    return LeaseBatch(
+        correlation_id, owner, messages, leased.paused, leased.throttled_for, leased.at_limit
+    )
 
 
 def lease_seconds_of(queue: QueueContext, lease_seconds: float | None) -> float:

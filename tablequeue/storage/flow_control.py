@@ -1,6 +1,6 @@
-"""Pausing a queue and limiting its lease rate: the registry's `paused_at` and the shared
-table `tablequeue_rate_limits` (one token bucket per rate-limited queue, at most one row per
-queue in the registry).
+"""Pausing a queue and limiting its leases: the registry's `paused_at` and `max_leased` (the
+global concurrency), and the shared table `tablequeue_rate_limits` (one token bucket per
+rate-limited queue, at most one row per queue in the registry).
 
 The bucket is kept as GCRA's theoretical arrival time: `theoretical_arrival` (seconds since the
 epoch, database clock) is when the bucket would be empty if nothing had been leased since. At a
@@ -28,11 +28,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FlowState:
-    """What holds a queue's leases back: a pause (since when) and a rate limit."""
+    """What holds a queue's leases back: a pause (since when), a rate limit and a global
+    concurrency (the most messages Leased at once)."""
 
     paused_at: datetime | None
     messages_per_second: float | None
     burst: int | None
+    max_leased: int | None = None
 
     @property
     def paused(self) -> bool:
@@ -42,18 +44,22 @@ class FlowState:
     def limited(self) -> bool:
         return self.messages_per_second is not None
 
+    @property
+    def capped(self) -> bool:
+        return self.max_leased is not None
+
 
 def flow_state(storage: Storage, connection: Connection, name: str) -> FlowState | None:
     """The pause and rate limit of a queue, or None when it does not exist (one statement)."""
     g, r = storage.registry, storage.rate_limits
     row = connection.execute(
-        sa.select(g.c.paused_at, r.c.messages_per_second, r.c.burst)
+        sa.select(g.c.paused_at, r.c.messages_per_second, r.c.burst, g.c.max_leased)
         .select_from(g.outerjoin(r, r.c.queue == g.c.name))
         .where(g.c.name == name)
     ).first()
     if row is None:
         return None
-    return FlowState(row.paused_at, row.messages_per_second, row.burst)
+    return FlowState(row.paused_at, row.messages_per_second, row.burst, row.max_leased)
 
 
 def flow_states(storage: Storage) -> dict[str, FlowState]:
@@ -62,12 +68,13 @@ def flow_states(storage: Storage) -> dict[str, FlowState]:
         if not sa.inspect(connection).has_table(g.name):
             return {}
         rows = connection.execute(
-            sa.select(g.c.name, g.c.paused_at, r.c.messages_per_second, r.c.burst).select_from(
-                g.outerjoin(r, r.c.queue == g.c.name)
-            )
+            sa.select(
+                g.c.name, g.c.paused_at, r.c.messages_per_second, r.c.burst, g.c.max_leased
+            ).select_from(g.outerjoin(r, r.c.queue == g.c.name))
         )
         return {
-            row.name: FlowState(row.paused_at, row.messages_per_second, row.burst) for row in rows
+            row.name: FlowState(row.paused_at, row.messages_per_second, row.burst, row.max_leased)
+            for row in rows
         }
 
 

@@ -240,6 +240,7 @@ def _insert_registry_row(
             updated_at=now,
             owner=owner,
             paused_at=declared_pause(storage, spec.paused),
+            max_leased=spec.global_concurrency,
         )
     )
     sync_rate_limit(storage, connection, name, spec.rate_limit, now)
@@ -264,6 +265,7 @@ def _update_registry_row(
         "settings": settings,
         "schema_version": SCHEMA_VERSION,
         "updated_at": now,
+        "max_leased": spec.global_concurrency,
     }
     if claims:  # a queue made by the CLI or before owners were recorded
         values["owner"] = owner

@@ -98,6 +98,7 @@ def registry_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("updated_at", UtcDateTime(), nullable=False),
         sa.Column("owner", sa.String(OWNER_LENGTH), nullable=True),
         sa.Column("paused_at", UtcDateTime(), nullable=True),
+        sa.Column("max_leased", sa.Integer(), nullable=True),
     )
 
 
@@ -122,9 +123,9 @@ def migrate_registry(connection: sa.Connection, registry: sa.Table) -> None:
     add_missing_columns(connection, registry, REGISTRY_ADDED_COLUMNS)
 
 
-REGISTRY_ADDED_COLUMNS = ("owner", "paused_at")
+REGISTRY_ADDED_COLUMNS = ("owner", "paused_at", "max_leased")
 """Registry columns added after schema 2: `owner` (3), `paused_at` (when the queue was paused;
-null while it runs)."""
+null while it runs), `max_leased` (spec.globalConcurrency; null without a limit)."""
 
 
 # --- the tables of each database, beside its queue tables ------------------------------------

@@ -189,6 +189,15 @@ def test_a_rate_limit_is_shown(client: httpx.Client, make_queue: MakeQueue) -> N
     assert client.get("/queues/orders").json()["rateLimit"] is None
 
 
+def test_a_global_concurrency_is_shown(client: httpx.Client, make_queue: MakeQueue) -> None:
+    make_queue("mail", global_concurrency=7)
+    assert client.get("/queues/mail").json()["globalConcurrency"] == 7
+    listed = {q["name"]: q for q in client.get("/queues").json()}
+    assert listed["mail"]["globalConcurrency"] == 7
+    assert client.post("/queues/mail/pause").json()["globalConcurrency"] == 7
+    assert client.get("/queues/orders").json()["globalConcurrency"] is None
+
+
 def test_jobs_by_tracking_id(client: httpx.Client, database: Database) -> None:
     [r] = client.post("/queues/audit-log", json={"message": {"n": 1}}).json()["results"]
     job = client.get(f"/jobs/{r['trackingId']}").json()

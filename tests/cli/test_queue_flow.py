@@ -23,7 +23,7 @@ def test_pause_resume_and_list(
     db_url: str, database: Database, make_queue: Callable[..., Queue]
 ) -> None:
     queue = make_queue("orders")
-    make_queue("mail", rate_limit={"messagesPerSecond": 0.5, "burst": 2})
+    make_queue("mail", rate_limit={"messagesPerSecond": 0.5, "burst": 2}, global_concurrency=3)
     queue.enqueue({"n": 1})
 
     paused = run(db_url, "queue", "pause", "orders")
@@ -38,6 +38,7 @@ def test_pause_resume_and_list(
     assert rows["orders"]["paused"] is True and rows["orders"]["pausedAt"]
     assert rows["mail"]["paused"] is False
     assert rows["mail"]["rateLimit"] == {"messagesPerSecond": 0.5, "burst": 2}
+    assert (rows["mail"]["globalConcurrency"], rows["orders"]["globalConcurrency"]) == (3, None)
     text = {row["name"]: row for row in tsv.rows(run(db_url, "queue", "list").output)}
     assert text["orders"]["paused"] == "true"
     assert text["mail"]["rateLimit"] == '{"messagesPerSecond": 0.5, "burst": 2}'

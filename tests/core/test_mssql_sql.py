@@ -58,6 +58,8 @@ EXPECTED = {
     "schedule_claim": exp.Update,
     "lock_bucket": exp.Select,
     "take_tokens": exp.Update,
+    "lock_concurrency": exp.Select,
+    "count_leased": exp.Select,
 }
 
 

@@ -94,6 +94,34 @@ def test_operator_mode_scales_with_the_backlog_and_keeps_workers_for_leased_mess
     assert status_of(kube, "jobs", namespace)["backlog"] == 0
 
 
+def test_operator_mode_scales_to_what_the_global_concurrency_uses_and_to_the_minimum_when_paused(
+    kube: ControlPlane, namespace: str, operator: Operator, postgres_url: str
+) -> None:
+    autoscaling = {"mode": "Operator", "maxReplicas": 8, "messagesPerReplica": 10}
+    workers = {"concurrency": 2, "autoscaling": autoscaling | {"cooldownSeconds": 0}}
+    apply(
+        kube,
+        secret("db", namespace, postgres_url),
+        queue("capped", namespace, globalConcurrency=5, workers=workers),
+    )
+    wait_ready(kube, "capped", namespace)
+    with connect(postgres_url) as db:
+        db.queue("capped").enqueue_many(messages(1000))
+        # ceil(5 / 2) = 3 replicas hold all the limit lets run, not the backlog's 8.
+        wait(lambda: replicas_of(kube, "capped", namespace) == 3)
+        db.pause("capped")  # at runtime
+        wait(lambda: replicas_of(kube, "capped", namespace) == 0)
+        db.resume("capped")
+        wait(lambda: replicas_of(kube, "capped", namespace) == 3)
+    expected = [
+        "workers 0 -> 3 (backlog 1000, leased 0)",
+        "workers 3 -> 0 (backlog 1000, leased 0, paused)",
+        "workers 0 -> 3 (backlog 1000, leased 0)",
+    ]
+    wait(lambda: len(scaled_events(kube, namespace, "capped")) >= len(expected))
+    assert scaled_events(kube, namespace, "capped") == expected
+
+
 # --- default status, HPA mode ---------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tablequeue.errors import SpecError
-from tablequeue.operator import builders
+from tablequeue.operator import builders, keda
 from tablequeue.operator.crd import custom_resource_definition
 from tablequeue.spec import QueueResource, QueueSpec
 
@@ -83,3 +83,49 @@ def test_the_crd_refuses_the_same_combination() -> None:
         and "self.database.dialect == 'postgresql'" in rule["rule"]
         for rule in rules
     )
+
+
+# --- what the queue can use: its global concurrency, a pause ---------------------------------
+
+
+def limited(mode: str, pause: bool = False, **autoscaling: Any) -> QueueSpec:
+    return QueueResource.from_name(
+        "orders",
+        database={"secret_ref": {"name": "orders-db"}},
+        global_concurrency=5,
+        paused=pause,
+        workers={
+            "concurrency": 2,
+            "autoscaling": {"mode": mode, "max_replicas": 9} | autoscaling,
+        },
+    ).spec
+
+
+def test_no_scaler_asks_for_more_replicas_than_the_global_concurrency_keeps_busy() -> None:
+    queue = limited("Operator")  # ceil(5 / 2) = 3 replicas hold all 5 messages at once
+    assert builders.most_useful_replicas(queue) == 3
+    assert builders.scale(queue, 1000, 0, 0, 0, 100).replicas == 3
+    assert builders.scale(queue, 1000, 0, 9, 0, 100).replicas == 3  # from above too
+    hpa = builders.horizontal_pod_autoscaler("orders", "shop", limited("HPA"), OWNER)
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 3)
+    scaled = keda.scaled_object("orders", "shop", limited("KEDA"), OWNER, 2).get("spec", {})
+    assert (scaled["minReplicaCount"], scaled["maxReplicaCount"]) == (0, 3)
+    # A minimum above what the queue can use is lowered to it, never the other way round.
+    assert builders.fewest_replicas(limited("Operator", min_replicas=6)) == 3
+    assert builders.workers_replicas(limited("None", min_replicas=6), None) == 3
+    # Without a global concurrency, maxReplicas as ever.
+    assert builders.most_useful_replicas(spec("Operator")) == 9
+
+
+def test_a_paused_queue_scales_to_its_minimum() -> None:
+    queue = limited("Operator", min_replicas=1, cooldown_seconds=10, messages_per_replica=2)
+    # The backlog no longer counts; leased messages still do, and the cooldown holds.
+    assert builders.scale(queue, 1000, 0, 3, 0, 100, paused=True).replicas == 1
+    assert builders.scale(queue, 1000, 4, 3, 0, 100, paused=True).replicas == 2
+    assert builders.scale(queue, 1000, 0, 3, 95, 100, paused=True).replicas == 3
+    hpa = builders.horizontal_pod_autoscaler("orders", "shop", limited("HPA", True), OWNER)
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 1)
+    scaled = keda.scaled_object("orders", "shop", limited("KEDA", True), OWNER, 2)
+    assert scaled["metadata"]["annotations"] == {keda.PAUSED_REPLICAS: "0"}
+    running = keda.scaled_object("orders", "shop", limited("KEDA"), OWNER, 2)
+    assert "annotations" not in running["metadata"]

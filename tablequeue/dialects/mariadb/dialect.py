@@ -334,7 +334,8 @@ class MariaDbDialect(Dialect):
         batch_size, lease_seconds = request.batch_size, request.lease_seconds
         owner, correlation_id = request.owner, request.correlation_id
         candidates = connection.execute(
-            queries.lease(request.limited), {"b_n": batch_size, "b_queue": request.queue}
+            queries.lease(request.limited, request.capped),
+            {"b_n": batch_size, "b_queue": request.queue},
         ).all()
         if not candidates:
             return []

@@ -25,14 +25,18 @@ NOW_LABEL = "b_now"
 
 
 class MariaDbQueries(Queries):
-    def lease(self, limited: bool = False) -> CompoundSelect[Any]:  # type: ignore[override]
+    def lease(  # type: ignore[override]
+        self, limited: bool = False, capped: bool = False
+    ) -> CompoundSelect[Any]:
         """Differs because MariaDB has no UPDATE ... RETURNING and no partial indexes: due
         messages in lease order per leasable status, locked, with the clock (none while the
         queue's flow gate is shut, `flow_gate`); `MariaDbDialect.lease` marks them Leased by id
         (`mark_leased`)."""
-        return self._once(("lease", limited), lambda: self._lease_candidates(limited))
+        return self._once(
+            ("lease", limited, capped), lambda: self._lease_candidates(limited, capped)
+        )
 
-    def _lease_candidates(self, limited: bool) -> CompoundSelect[Any]:
+    def _lease_candidates(self, limited: bool, capped: bool) -> CompoundSelect[Any]:
         t, d = self.table, self.dialect
         # Without the hint the optimizer may scan the table and sort every due message (all
         # of them locked); the lease index gives them in lease order and stops after :b_n.
@@ -46,7 +50,7 @@ class MariaDbQueries(Queries):
                     t.c.status == literal_status(status),
                     t.c.process_after <= now,
                     sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
-                    self.flow_gate(limited),
+                    self.flow_gate(limited, capped),
                 )
                 .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)
                 .limit(sa.bindparam("b_n", type_=sa.Integer()))

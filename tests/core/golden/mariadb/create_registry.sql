@@ -9,6 +9,7 @@ CREATE TABLE tablequeue_queues (
 	updated_at DATETIME(6) NOT NULL,
 	owner VARCHAR(127),
 	paused_at DATETIME(6),
+	max_leased INTEGER,
 	PRIMARY KEY (name),
 	UNIQUE (table_name)
 );

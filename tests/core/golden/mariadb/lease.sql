@@ -6,7 +6,7 @@
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_queues
           WHERE tablequeue_queues.name = %(b_queue)s
-            AND tablequeue_queues.paused_at IS NOT NULL))
+            AND (tablequeue_queues.paused_at IS NOT NULL OR tablequeue_queues.max_leased IS NOT NULL)))
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_rate_limits
           WHERE tablequeue_rate_limits.queue = %(b_queue)s))
@@ -21,7 +21,7 @@ UNION ALL (SELECT orders.id, orders.message_id, orders.status, orders.priority, 
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_queues
           WHERE tablequeue_queues.name = %(b_queue)s
-            AND tablequeue_queues.paused_at IS NOT NULL))
+            AND (tablequeue_queues.paused_at IS NOT NULL OR tablequeue_queues.max_leased IS NOT NULL)))
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_rate_limits
           WHERE tablequeue_rate_limits.queue = %(b_queue)s))

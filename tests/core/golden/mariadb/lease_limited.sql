@@ -6,7 +6,7 @@
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_queues
           WHERE tablequeue_queues.name = %(b_queue)s
-            AND tablequeue_queues.paused_at IS NOT NULL))
+            AND (tablequeue_queues.paused_at IS NOT NULL OR tablequeue_queues.max_leased IS NOT NULL)))
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s
     FOR UPDATE SKIP LOCKED)
@@ -18,7 +18,7 @@ UNION ALL (SELECT orders.id, orders.message_id, orders.status, orders.priority, 
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_queues
           WHERE tablequeue_queues.name = %(b_queue)s
-            AND tablequeue_queues.paused_at IS NOT NULL))
+            AND (tablequeue_queues.paused_at IS NOT NULL OR tablequeue_queues.max_leased IS NOT NULL)))
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s
     FOR UPDATE SKIP LOCKED);

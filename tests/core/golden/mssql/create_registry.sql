@@ -9,6 +9,7 @@ CREATE TABLE tablequeue_queues (
 	updated_at DATETIME2(6) NOT NULL,
 	owner NVARCHAR(127) COLLATE Latin1_General_100_BIN2_UTF8 NULL,
 	paused_at DATETIME2(6) NULL,
+	max_leased INTEGER NULL,
 	PRIMARY KEY (name),
 	UNIQUE (table_name)
 );

@@ -9,6 +9,7 @@ CREATE TABLE tablequeue_queues (
 	updated_at TIMESTAMP WITH TIME ZONE NOT NULL,
 	owner VARCHAR(127),
 	paused_at TIMESTAMP WITH TIME ZONE,
+	max_leased INTEGER,
 	PRIMARY KEY (name),
 	UNIQUE (table_name)
 );

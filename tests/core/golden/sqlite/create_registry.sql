@@ -9,6 +9,7 @@ CREATE TABLE tablequeue_queues (
 	updated_at DATETIME NOT NULL,
 	owner VARCHAR(127),
 	paused_at DATETIME,
+	max_leased INTEGER,
 	PRIMARY KEY (name),
 	UNIQUE (table_name)
 );

@@ -14,7 +14,7 @@ WHERE orders.id IN (SELECT orders.id
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_queues
           WHERE tablequeue_queues.name = ?
-            AND tablequeue_queues.paused_at IS NOT NULL))
+            AND (tablequeue_queues.paused_at IS NOT NULL OR tablequeue_queues.max_leased IS NOT NULL)))
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT ?
     OFFSET ?)

@@ -1,0 +1,4 @@
+SELECT tablequeue_queues.paused_at, tablequeue_queues.max_leased
+FROM tablequeue_queues
+WHERE tablequeue_queues.name = %(b_queue)s
+FOR UPDATE;

@@ -1,0 +1,3 @@
+SELECT count(*) AS count_1
+FROM orders
+WHERE orders.status = 'Leased';
