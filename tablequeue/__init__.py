@@ -22,6 +22,7 @@ from .models import (
 )
 from .queue import Queue
 from .storage.flow_control import FlowState
+from .storage.subscriptions import TopicSubscription
 from .storage.urls import engine_name, listen_url
 from .storage.workers import Heartbeat, WorkerInfo, presence_of
 
@@ -39,6 +40,7 @@ __all__ = [
     "Queue",
     "QueueStats",
     "TableQueueError",
+    "TopicSubscription",
     "WorkerInfo",
     "WorkerPresence",
     "connect",

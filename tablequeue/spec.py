@@ -28,6 +28,7 @@ from .durations import Duration, format_duration
 from .errors import SpecError
 from .spec_base import FREE_FORM, SpecModel
 from .spec_base import RateLimit as RateLimit
+from .spec_base import RuntimeSubscriptions as RuntimeSubscriptions
 from .spec_schedule import SCHEDULE_NAME_PATTERN as SCHEDULE_NAME_PATTERN
 from .spec_schedule import Schedule as Schedule
 
@@ -345,6 +346,9 @@ class QueueSpec(SpecModel):
         },
         description="Topics this queue subscribes to (publish/subscribe), each at most once",
     )
+    runtime_subscriptions: RuntimeSubscriptions | None = Field(
+        None, description="Subscriptions made at runtime, beside these; default: none allowed"
+    )
 
     @model_validator(mode="after")
     def _unique_schedules(self) -> QueueSpec:
@@ -397,6 +401,10 @@ class QueueSpec(SpecModel):
     @field_serializer("keep_results_for")
     def _dump_keep_results(self, value: timedelta | None) -> str | None:
         return format_duration(value) if "keep_results_for" in self.model_fields_set else None
+
+    @property
+    def allows_runtime_subscriptions(self) -> bool:
+        return self.runtime_subscriptions is not None and self.runtime_subscriptions.allowed
 
     def table_for(self, queue_name: str) -> str:
         return self.table or names.table_for_queue(queue_name)

@@ -100,6 +100,7 @@ async def purge_every(
                 ("messages", purged.messages),
                 ("results", purged.results),
                 ("attempts", purged.attempts),
+                ("subscriptions", purged.subscriptions),
             ):
                 if count:
                     metrics.worker_purged.labels(queue=queue.name, what=what).inc(count)

@@ -8,7 +8,8 @@ lease meanwhile waits, then finds it held: two batches of one queue never run at
 when a holder stalls past its lease (its next renewal fails and it stops).
 
 Each batch deletes at most PURGE_BATCH rows (`admin.purge` for messages); attempts go once
-neither their message nor its result is left.
+neither their message nor its result is left; the queue's expired runtime subscriptions go too
+(publishing has skipped them since they expired).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..limits import PURGE_BATCH
+from ..storage import subscriptions
 from . import admin
 from .context import QueueContext
 
@@ -34,10 +36,11 @@ class Purged:
     messages: int = 0
     results: int = 0
     attempts: int = 0
+    subscriptions: int = 0
 
     @property
     def total(self) -> int:
-        return self.messages + self.results + self.attempts
+        return self.messages + self.results + self.attempts + self.subscriptions
 
 
 def take_lease(queue: QueueContext, owner: str, seconds: float) -> bool:
@@ -134,7 +137,22 @@ def purge_retained(
         ~sa.exists().where(r.c.tracking_id == a.c.tracking_id),
     )
     purged.attempts = _in_batches(queue, a.c.id, orphaned, batch, guard)
+    purged.subscriptions = _purge_expired_subscriptions(queue, batch, guard)
     return purged
+
+
+def _purge_expired_subscriptions(
+    queue: QueueContext, batch: int, guard: Callable[[Connection], bool]
+) -> int:
+    """The queue's runtime subscriptions past their expiry (none before the table exists or
+    has expiries: apply makes and migrates it)."""
+    storage = queue.storage
+    with storage.transaction() as connection:
+        if "expires_at" not in storage.subscription_columns(connection):
+            return 0
+    s = storage.subscriptions
+    gone = subscriptions.expired(s, queue.dialect, queue.name)
+    return _in_batches(queue, s.c.topic, gone, batch, guard, scope=s.c.queue_name == queue.name)
 
 
 def _in_batches(
@@ -143,9 +161,11 @@ def _in_batches(
     where: sa.ColumnElement[bool],
     batch: int,
     guard: Callable[[Connection], bool],
+    scope: sa.ColumnElement[bool] | None = None,
 ) -> int:
     """Delete the rows `where` chooses, `batch` at a time (their keys first, then those rows:
-    the same two statements on every engine), each batch in its own guarded transaction."""
+    the same two statements on every engine), each batch in its own guarded transaction.
+    `scope` completes the key where it is one column of a wider primary key."""
     table = key.table
     choose = sa.select(key).where(where).limit(batch)
     total = 0
@@ -155,7 +175,8 @@ def _in_batches(
                 return total
             keys = list(connection.execute(choose).scalars())
             if keys:
-                connection.execute(sa.delete(table).where(key.in_(keys)))
+                chosen = key.in_(keys) if scope is None else sa.and_(scope, key.in_(keys))
+                connection.execute(sa.delete(table).where(chosen))
         total += len(keys)
         if len(keys) < batch:
             return total
