@@ -58,6 +58,9 @@ EXPECTED = {
     "schedule_claim": exp.Update,
     "lock_bucket": exp.Select,
     "take_tokens": exp.Update,
+    "subscriptions_add": exp.Alter,
+    "subscriptions_publish": exp.Select,
+    "subscriptions_expired_keys": exp.Select,
 }
 
 
