@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-
 from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator

@@ -3,11 +3,11 @@ the subscriptions, and subscribe or unsubscribe a queue at runtime (where its sp
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Response
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field
 
 from tablequeue.durations import parse_duration
 from tablequeue.errors import InvalidInput
@@ -58,6 +58,16 @@ class SubscriptionList(Out):
     subscriptions: list[SubscriptionOut] = Field(description="By topic, then queue")
 
 
+def _duration(value: Any) -> timedelta | None:
+    """`90s`, `1h30m`, `7d` or seconds; "forever" is refused (leaving it out is the longest)."""
+    if value is None:
+        return None
+    duration = parse_duration(value)
+    if duration is None:
+        raise ValueError("leave expiresAfter out for the longest expiry the queue allows")
+    return duration
+
+
 class NewSubscription(Model):
     where: str | None = Field(
         None,
@@ -65,7 +75,7 @@ class NewSubscription(Model):
         max_length=MAX_PREDICATE_LENGTH,
         description="Only bodies matching this predicate (as in spec.subscriptions)",
     )
-    expires_after: str | float | None = Field(
+    expires_after: Annotated[timedelta | None, BeforeValidator(_duration)] = Field(
         None,
         description="How long it lasts: a duration (`90s`, `1h30m`, `7d`) or seconds; at most "
         "the queue's runtimeSubscriptions.maxExpiry, which is also the default",
@@ -73,16 +83,6 @@ class NewSubscription(Model):
     expires_at: datetime | None = Field(
         None, description="When it ends, with a time zone (instead of expiresAfter)"
     )
-
-    @field_validator("expires_after")
-    @classmethod
-    def _duration(cls, value: str | float | None) -> Any:
-        if value is None:
-            return None
-        duration = parse_duration(value)
-        if duration is None:
-            raise ValueError("leave expiresAfter out for the longest expiry the queue allows")
-        return duration
 
 
 @router.get("/topics", dependencies=READER)

@@ -198,9 +198,7 @@ def listing(storage: Storage, connection: Connection, topic: str | None) -> list
     statement = sa.select(table.c.topic, table.c.queue_name, table.c.where_text, *extra)
     if topic is not None:
         filters = [*filters, table.c.topic == topic]
-    rows = connection.execute(
-        statement.where(*filters).order_by(table.c.topic, table.c.queue_name)
-    )
+    rows = connection.execute(statement.where(*filters).order_by(table.c.topic, table.c.queue_name))
     return [
         TopicSubscription(row.topic, row.queue_name, row.where_text, row.origin, row.expires_at)
         for row in rows

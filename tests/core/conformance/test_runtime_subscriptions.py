@@ -65,7 +65,7 @@ def test_only_a_queue_whose_spec_allows_it_is_subscribed_at_runtime(
     make_queue("closed", subscriptions=[{"topic": "t1"}])
     with pytest.raises(
         RuntimeSubscriptionsNotAllowed,
-        match="queue 'closed' does not allow runtime subscriptions.*runtimeSubscriptions.allowed",
+        match=r"queue 'closed' does not allow runtime subscriptions.*runtimeSubscriptions\.allowed",
     ):
         database.subscribe("t2", "closed")
     make_queue("off", runtime_subscriptions={"allowed": False})
@@ -76,7 +76,7 @@ def test_only_a_queue_whose_spec_allows_it_is_subscribed_at_runtime(
     with pytest.raises(InvalidInput, match="invalid topic name 'T 2'"):
         database.subscribe("T 2", "closed")
     make_queue("open", runtime_subscriptions=ALLOWED)
-    with pytest.raises(PredicateError, match="^where: "):
+    with pytest.raises(PredicateError, match=r"^where: "):
         database.subscribe("t2", "open", where="Total >")
     assert _listed(database) == [("t1", "closed", "spec")]
 
@@ -113,7 +113,7 @@ def test_one_subscription_per_topic_and_queue(database: Database, make_queue: Ma
     make_queue("mail", subscriptions=[{"topic": "t1"}], runtime_subscriptions=ALLOWED)
     with pytest.raises(Conflict, match="queue 'mail' subscribes to topic 't1' in its spec"):
         database.subscribe("t1", "mail")
-    with pytest.raises(Conflict, match="'t1' in its spec.subscriptions: remove it there"):
+    with pytest.raises(Conflict, match=r"'t1' in its spec\.subscriptions: remove it there"):
         database.unsubscribe("t1", "mail")
     with pytest.raises(SubscriptionNotFound, match="queue 'mail' has no runtime subscription"):
         database.unsubscribe("t2", "mail")
@@ -215,10 +215,12 @@ def test_apply_migrates_a_subscriptions_table_made_before_runtime_subscriptions(
             upgraded.subscribe("t2", "mail")
 
     with connect(db_url) as upgraded:
-        spec = {"subscriptions": [{"topic": "t1", "where": "n > 1"}]}
-        upgraded.apply(
-            QueueResource.from_name("mail", **spec, runtime_subscriptions=ALLOWED)
+        resource = QueueResource.from_name(
+            "mail",
+            subscriptions=[{"topic": "t1", "where": "n > 1"}],
+            runtime_subscriptions=ALLOWED,
         )
+        upgraded.apply(resource)
         columns = sa.inspect(upgraded.engine).get_columns(SUBSCRIPTIONS_TABLE)
         assert {"origin", "expires_at"} <= {column["name"] for column in columns}
         upgraded.subscribe("t2", "mail", expires=timedelta(hours=1))
