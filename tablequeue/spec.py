@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_serializer,
+    field_validator,
     model_validator,
 )
 
@@ -28,7 +29,6 @@ from .durations import Duration, format_duration
 from .errors import SpecError
 from .spec_base import FREE_FORM, SpecModel
 from .spec_base import RateLimit as RateLimit
-from .spec_base import RuntimeSubscriptions as RuntimeSubscriptions
 from .spec_schedule import SCHEDULE_NAME_PATTERN as SCHEDULE_NAME_PATTERN
 from .spec_schedule import Schedule as Schedule
 
@@ -293,6 +293,25 @@ class Subscription(SpecModel):
     where: str | None = Field(  # predicate.MAX_LENGTH; its syntax is checked at apply
         None, min_length=1, max_length=4000, description="Only bodies matching this predicate"
     )
+
+
+class RuntimeSubscriptions(SpecModel):
+    """Whether subscriptions to topics may be made at runtime (`tablequeue topics subscribe`,
+    `PUT /topics/{topic}/subscriptions/{queue}`) beside `spec.subscriptions`, and for how long."""
+
+    allowed: bool = Field(False, description="Runtime subscriptions may be made")
+    max_expiry: Duration = Field(
+        None,
+        description="Longest a runtime subscription may last (also the expiry of one made "
+        "without); default: forever",
+    )
+
+    @field_validator("max_expiry")
+    @classmethod
+    def _positive(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("maxExpiry must be longer than 0s (or forever)")
+        return value
 
 
 class QueueSpec(SpecModel):

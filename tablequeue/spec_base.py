@@ -1,16 +1,13 @@
 """The base of the Queue spec's models, and the parts of the spec that stand on their own
-(the rate limit, runtime subscriptions). `tablequeue.spec` assembles them."""
+(the rate limit). `tablequeue.spec` assembles them."""
 
 from __future__ import annotations
 
 import math
-from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
-
-from .durations import Duration
 
 FREE_FORM: JsonDict = {"x-kubernetes-preserve-unknown-fields": True}
 """The CRD schema of a field that holds any JSON (a message, headers, a pod template)."""
@@ -46,22 +43,3 @@ class RateLimit(SpecModel):
     def bucket_size(self) -> int:
         """`burst`, or one second's worth (at least 1)."""
         return self.burst if self.burst is not None else max(1, math.ceil(self.messages_per_second))
-
-
-class RuntimeSubscriptions(SpecModel):
-    """Whether subscriptions to topics may be made at runtime (`tablequeue topics subscribe`,
-    `POST /topics/{topic}/subscriptions`) beside `spec.subscriptions`, and for how long."""
-
-    allowed: bool = Field(False, description="Runtime subscriptions may be made")
-    max_expiry: Duration = Field(
-        None,
-        description="Longest a runtime subscription may last (also the expiry of one made "
-        "without); default: forever",
-    )
-
-    @field_validator("max_expiry")
-    @classmethod
-    def _positive(cls, value: timedelta | None) -> timedelta | None:
-        if value is not None and value <= timedelta(0):
-            raise ValueError("maxExpiry must be longer than 0s (or forever)")
-        return value

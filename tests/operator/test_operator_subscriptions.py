@@ -17,14 +17,15 @@ ALLOWED = {"allowed": True, "maxExpiry": "7d"}
 def test_a_reconcile_keeps_runtime_subscriptions(
     kube: ControlPlane, namespace: str, operator: Operator, postgres_url: str
 ) -> None:
-    spec = {"subscriptions": [{"topic": "order-placed"}], "runtimeSubscriptions": ALLOWED}
-    apply(kube, secret("db", namespace, postgres_url), queue("mail", namespace, **spec))
+    first = [{"topic": "order-placed"}]
+    manifest = queue("mail", namespace, subscriptions=first, runtimeSubscriptions=ALLOWED)
+    apply(kube, secret("db", namespace, postgres_url), manifest)
     wait_ready(kube, "mail", namespace)
     with connect(postgres_url) as db:
         db.subscribe("order-shipped", "mail", where="Total > 100")
 
         changed = [{"topic": "order-placed"}, {"topic": "order-cancelled"}]
-        apply(kube, queue("mail", namespace, **(spec | {"subscriptions": changed})))
+        apply(kube, queue("mail", namespace, subscriptions=changed, runtimeSubscriptions=ALLOWED))
 
         def listed() -> list[tuple[str, str]]:
             return [(s.topic, s.origin) for s in db.list_subscriptions()]
