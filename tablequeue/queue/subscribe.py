@@ -119,23 +119,32 @@ def _expiry(queue_name: str, spec: QueueSpec, now: datetime, expires: Expiry) ->
     maxExpiry from now, else never; refused past the maxExpiry or already past."""
     longest = spec.runtime_subscriptions.max_expiry if spec.runtime_subscriptions else None
     if expires is None:
-        return None if longest is None else now + longest
+        return None if longest is None else _later(now, longest)
     if isinstance(expires, timedelta):
         if expires <= timedelta(0):
             raise InvalidInput(f"expiry {format_duration(expires)}: give a duration above 0s")
-        ends = now + expires
+        ends = None if longest is not None and expires > longest else _later(now, expires)
     else:
         ends = _aware(expires)
         if ends <= now:
             raise InvalidInput(
                 f"expiry {ends.isoformat()} is already past (database clock: {now.isoformat()})"
             )
-    if longest is not None and ends - now > longest:
+    if ends is None or (longest is not None and ends - now > longest):
         raise InvalidInput(
             f"expiry {_shown(expires)} is beyond queue {queue_name!r}'s "
             f"runtimeSubscriptions.maxExpiry ({format_duration(longest)})"
         )
     return ends
+
+
+def _later(now: datetime, duration: timedelta) -> datetime:
+    try:
+        return now + duration
+    except OverflowError:
+        raise InvalidInput(
+            f"expiry {format_duration(duration)} ends after the year 9999: give a shorter one"
+        ) from None
 
 
 def _aware(instant: datetime) -> datetime:

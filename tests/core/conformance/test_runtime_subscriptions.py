@@ -226,3 +226,15 @@ def test_apply_migrates_a_subscriptions_table_made_before_runtime_subscriptions(
         upgraded.subscribe("t2", "mail", expires=timedelta(hours=1))
         assert _listed(upgraded) == [("t1", "mail", "spec"), ("t2", "mail", "runtime")]
         assert _outcomes(upgraded.publish("t1", {"n": 0})) == {"mail": "filtered"}
+
+
+def test_an_expiry_past_the_calendar_is_a_clear_error(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    make_queue("forever", runtime_subscriptions=ALLOWED)
+    with pytest.raises(InvalidInput, match="ends after the year 9999"):
+        database.subscribe("t1", "forever", expires=timedelta(days=999_999_999))
+    make_queue("long", runtime_subscriptions={"allowed": True, "max_expiry": "1000000w"})
+    with pytest.raises(InvalidInput, match="ends after the year 9999"):
+        database.subscribe("t1", "long")
+    assert database.list_subscriptions() == []
