@@ -48,8 +48,8 @@ worker_lease_batches = Counter(
 )
 worker_purged = Counter(
     "tablequeue_worker_purged",
-    "Rows retention removed: messages (keepProcessedFor), results (keepResultsFor), attempts, "
-    "subscriptions (expired runtime ones)",
+    "Rows retention removed: messages (keep*For), results (keepResultsFor), attempts, "
+    "leftovers (deleted queues' results and attempts), subscriptions (expired runtime ones)",
     ["queue", "what"],
 )
 worker_queue_paused = Gauge(

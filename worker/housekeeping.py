@@ -87,7 +87,7 @@ async def vacuum_when_bloated(
 async def purge_every(
     interval: float, queue: Queue, owner: str, health: DatabaseHealth, stopping: asyncio.Event
 ) -> None:
-    """Apply keepProcessedFor and keepResultsFor every `interval` (the first round at once)
+    """Apply the queue's retention every `interval` (the first round at once)
     while this worker holds the queue's housekeeping lease; give it up when stopping."""
     while not stopping.is_set():
         try:
@@ -101,6 +101,7 @@ async def purge_every(
                 ("results", purged.results),
                 ("attempts", purged.attempts),
                 ("subscriptions", purged.subscriptions),
+                ("leftovers", purged.leftovers),
             ):
                 if count:
                     metrics.worker_purged.labels(queue=queue.name, what=what).inc(count)

@@ -23,7 +23,7 @@ from ..errors import (
 )
 from ..predicate import parse
 from ..spec import QueueSpec
-from ..storage import Storage, registry, subscriptions
+from ..storage import Storage, audit, registry, subscriptions
 from ..storage.schedules import database_now
 from ..storage.subscriptions import RUNTIME, SPEC, TopicSubscription
 from .context import spec_of
@@ -58,6 +58,8 @@ def subscribe(
             expires_at = _expiry(queue_name, spec, now, expires)
             subscription = TopicSubscription(topic, queue_name, where, RUNTIME, expires_at)
             subscriptions.put_runtime(storage, connection, subscription)
+            target = {"topic": topic, "where": where, "expiresAt": expires_at}
+            audit.record(storage, connection, "subscribe", queue_name, target, 1)
     except sa.exc.IntegrityError:
         raise Conflict(
             f"the subscription of queue {queue_name!r} to topic {topic!r} changed at the same "
@@ -74,6 +76,7 @@ def unsubscribe(storage: Storage, topic: str, queue_name: str) -> None:
         if registry.find_registry_row(storage, connection, queue_name) is None:
             raise QueueNotFound(f"queue {queue_name!r} does not exist", storage.shown_url)
         if subscriptions.remove_runtime(storage, connection, topic, queue_name):
+            audit.record(storage, connection, "unsubscribe", queue_name, {"topic": topic}, 1)
             return
         existing = subscriptions.stored(storage, connection, topic, queue_name)
     if existing is not None:

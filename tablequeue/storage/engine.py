@@ -17,8 +17,10 @@ from ..errors import DatabaseUnavailable, InvalidInput
 from ..models import canonical_json
 from .borrowed import bare, dbapi_connection_of, shown_identity
 from .schema import (
+    AUDIT_TABLE,
     SUBSCRIPTIONS_TABLE,
     HistoryTables,
+    audit_table,
     history_tables,
     queue_table,
     rate_limit_table,
@@ -97,6 +99,8 @@ class Storage:
         self.schedules = schedules_table(self.metadata)
         self.subscriptions = subscriptions_table(self.metadata)
         self._subscription_columns: frozenset[str] = frozenset()
+        self.audit = audit_table(self.metadata, self.dialect)
+        self._has_audit = False
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
@@ -191,6 +195,12 @@ class Storage:
                 columns = inspector.get_columns(SUBSCRIPTIONS_TABLE)
                 self._subscription_columns = frozenset(column["name"] for column in columns)
         return self._subscription_columns
+
+    def has_audit_table(self, connection: Connection) -> bool:
+        """Whether `tablequeue_audit` exists (asked until it does, then remembered)."""
+        if not self._has_audit:
+            self._has_audit = sa.inspect(connection).has_table(AUDIT_TABLE)
+        return self._has_audit
 
     def identity(self, fresh: bool = False) -> tuple[Any, ...]:
         """What identifies the database this engine's connections work in (server, database,

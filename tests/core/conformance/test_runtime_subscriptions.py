@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Database, Delivery, connect
+from tablequeue import Actor, Database, Delivery, acting_as, connect
 from tablequeue.errors import (
     Conflict,
     InvalidInput,
@@ -238,3 +238,20 @@ def test_an_expiry_past_the_calendar_is_a_clear_error(
     with pytest.raises(InvalidInput, match="ends after the year 9999"):
         database.subscribe("t1", "long")
     assert database.list_subscriptions() == []
+
+
+def test_runtime_subscriptions_made_by_someone_are_in_the_audit_trail(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    make_queue("mail", runtime_subscriptions=ALLOWED)
+    database.subscribe("t0", "mail")  # by the program itself: no actor, no entry
+    with acting_as(Actor("alice", "cli")):
+        database.subscribe("t1", "mail", where="n > 1")
+        database.unsubscribe("t1", "mail")
+        with pytest.raises(SubscriptionNotFound):
+            database.unsubscribe("t1", "mail")
+    entries = database.audit_entries(queue="mail")
+    assert [(e.who, e.action, e.target, e.rows) for e in entries] == [
+        ("alice", "unsubscribe", {"topic": "t1"}, 1),
+        ("alice", "subscribe", {"topic": "t1", "where": "n > 1"}, 1),
+    ]
