@@ -28,6 +28,7 @@ from ..models import (
 )
 from ..spec import QueueSpec
 from ..storage import Storage
+from ..storage.audit import DEFAULT_KEEP_AUDIT
 from . import admin, enqueue, history, housekeeping_lease, read, retention, settle, status_guard
 from . import schedules as recurring
 from .context import QueueContext
@@ -192,12 +193,13 @@ class Queue:
         owner: str,
         lease_seconds: float = housekeeping_lease.HOUSEKEEPING_LEASE_SECONDS,
         batch: int = PURGE_BATCH,
+        keep_audit: timedelta | None = DEFAULT_KEEP_AUDIT,
     ) -> retention.Purged | None:
         """One retention round (each final status's keep duration, keepResultsFor, attempts
-        left alone, deleted queues' results and attempts) in bounded batches, if `owner` holds
-        or takes the queue's housekeeping lease; None when another worker holds it. Workers
-        call it every `purge_interval`."""
-        return retention.purge_retained(self._queue, owner, lease_seconds, batch)
+        left alone, deleted queues' results and attempts, audit entries past `keep_audit`) in
+        bounded batches, if `owner` holds or takes the queue's housekeeping lease; None when
+        another worker holds it. Workers call it every `purge_interval`."""
+        return retention.purge_retained(self._queue, owner, lease_seconds, batch, keep_audit)
 
     def release_housekeeping(self, owner: str) -> None:
         """Give up the housekeeping lease (a worker stopping)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,7 +22,7 @@ from sqlalchemy.engine import Connection
 
 from .. import names
 from ..limits import PURGE_BATCH
-from ..storage import Storage, subscriptions
+from ..storage import Storage, audit, subscriptions
 from . import admin
 from . import housekeeping_lease as lease
 from .context import QueueContext
@@ -41,10 +42,19 @@ class Purged:
     """Results and attempts of deleted queues."""
     subscriptions: int = 0
     """Runtime subscriptions past their expiry."""
+    audit: int = 0
+    """Audit trail entries past their time."""
 
     @property
     def total(self) -> int:
-        return self.messages + self.results + self.attempts + self.leftovers + self.subscriptions
+        return (
+            self.messages
+            + self.results
+            + self.attempts
+            + self.leftovers
+            + self.subscriptions
+            + self.audit
+        )
 
 
 def purge_retained(
@@ -52,10 +62,12 @@ def purge_retained(
     owner: str,
     lease_seconds: float = lease.HOUSEKEEPING_LEASE_SECONDS,
     batch: int = PURGE_BATCH,
+    keep_audit: timedelta | None = audit.DEFAULT_KEEP_AUDIT,
 ) -> Purged | None:
     """One retention round if this owner holds (or takes) the queue's lease, else None:
     messages of each final status past their keep duration, results past keepResultsFor,
-    attempts of messages with neither a row nor a result left, then deleted queues' rows."""
+    attempts of messages with neither a row nor a result left, then deleted queues' rows and
+    audit entries older than `keep_audit`."""
     storage = queue.storage
     if not lease.take(storage, queue.name, owner, lease_seconds):
         return None
@@ -85,6 +97,7 @@ def purge_retained(
     purged.attempts = _in_batches(storage, a.c.id, orphaned, batch, guard)
     purged.subscriptions = _purge_expired_subscriptions(queue, batch, guard)
     purged.leftovers = purge_deleted_queues(storage, owner, lease_seconds, batch)
+    purged.audit = audit.purge_older(storage, keep_audit, batch)
     return purged
 
 

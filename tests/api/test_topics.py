@@ -116,3 +116,5 @@ def test_runtime_subscriptions_over_http(database: Database, make_queue: MakeQue
         paths = client.get("/openapi.json", headers=READ).json()["paths"]
         assert {"/topics", "/topics/{topic}/subscriptions/{queue}"} <= set(paths)
     assert [s.topic for s in database.list_subscriptions()] == ["order-placed"]
+    trail = [(e.who, e.via, e.action) for e in database.audit_entries(queue="mail")]
+    assert trail == [("admin token", "api", "unsubscribe"), ("admin token", "api", "subscribe")]
