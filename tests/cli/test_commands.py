@@ -11,6 +11,7 @@ from tablequeue.cli import main
 def test_every_command_is_in_the_group() -> None:
     assert sorted(main.list_commands(click.Context(main))) == [
         "api",
+        "audit",
         "cancel",
         "dev",
         "enqueue",
