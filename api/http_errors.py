@@ -28,6 +28,7 @@ STATUS_BY_ERROR: list[tuple[type[errors.TableQueueError], int]] = [
     (errors.QueueNotFound, 404),
     (errors.MessageNotFound, 404),
     (errors.ScheduleNotFound, 404),
+    (errors.SubscriptionNotFound, 404),
     (errors.Conflict, 409),
     (errors.SchemaTooNew, 409),
     (errors.DatabaseUnavailable, 503),

@@ -26,6 +26,7 @@ for command in (
     queues.queue,
     messages.enqueue,
     topics.publish,
+    topics.topics,
     messages.messages,
     messages.show,
     messages.set_status,

@@ -24,6 +24,7 @@ from .models import (
 from .queue import Queue
 from .storage.audit import AuditEntry
 from .storage.flow_control import FlowState
+from .storage.subscriptions import TopicSubscription
 from .storage.urls import engine_name, listen_url
 from .storage.workers import Heartbeat, WorkerInfo, presence_of
 
@@ -43,6 +44,7 @@ __all__ = [
     "Queue",
     "QueueStats",
     "TableQueueError",
+    "TopicSubscription",
     "WorkerInfo",
     "WorkerPresence",
     "act_as",

@@ -18,13 +18,15 @@ from .errors import InvalidInput, MessageNotFound, QueueNotFound, QueueSpecWarni
 from .health import WorkerPresence
 from .limits import MAX_MESSAGE_ID_LENGTH
 from .models import Delivery, Message, NewMessage
-from .queue import Queue, history, publish
+from .queue import Queue, history, publish, subscribe
 from .queue.context import spec_of
 from .queue.history import Job
+from .queue.subscribe import Expiry
 from .storage import Storage, audit, flow_control, registry
 from .storage import workers as worker_rows
 from .storage.audit import AuditEntry
 from .storage.flow_control import FlowState
+from .storage.subscriptions import TopicSubscription
 from .storage.workers import Heartbeat, WorkerInfo
 
 if TYPE_CHECKING:
@@ -94,6 +96,27 @@ class Database(Storage):
         `options` as for `Queue.enqueue` (message_id, headers, priority, after, ...);
         `connection`: the caller's transaction, as for `Queue.enqueue`."""
         return publish.publish(self, topic, NewMessage(message=message, **options), connection)
+
+    def subscribe(
+        self, topic: str, queue: str, *, where: str | None = None, expires: Expiry = None
+    ) -> TopicSubscription:
+        """Subscribe queue `queue` to `topic` at runtime, beside its `spec.subscriptions`
+        (its spec must allow it: `runtimeSubscriptions.allowed`), optionally only for messages
+        matching the predicate `where`. `expires`: a timedelta from now or an aware datetime
+        (database clock), at most the spec's `maxExpiry` (also the expiry when None is given;
+        without a maxExpiry, None never expires). Subscribing again replaces the queue's
+        runtime subscription of that topic; a topic of its spec is refused (Conflict)."""
+        return subscribe.subscribe(self, topic, queue, where, expires)
+
+    def unsubscribe(self, topic: str, queue: str) -> None:
+        """End queue `queue`'s runtime subscription to `topic` (SubscriptionNotFound when it
+        has none; a subscription of its spec is refused: Conflict)."""
+        subscribe.unsubscribe(self, topic, queue)
+
+    def list_subscriptions(self, topic: str | None = None) -> list[TopicSubscription]:
+        """Every subscription that has not expired (of `topic` only, if given), the spec's
+        and the runtime ones, by topic and queue."""
+        return subscribe.listing(self, topic)
 
     def queues(self) -> list[dict[str, Any]]:
         return registry.queues(self)

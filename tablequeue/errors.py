@@ -47,12 +47,20 @@ class ScheduleNotFound(TableQueueError, LookupError):
     """No schedule of that name in the queue."""
 
 
+class SubscriptionNotFound(TableQueueError, LookupError):
+    """No runtime subscription of that queue to that topic."""
+
+
 class Conflict(TableQueueError):
     """The request is valid but the row is in a state that forbids it."""
 
 
 class TrackingIdTaken(Conflict):
     """A tracking id the caller chose already names another message."""
+
+
+class RuntimeSubscriptionsNotAllowed(Conflict):
+    """A runtime subscription to a queue whose spec does not allow them."""
 
 
 class QueueOwnedElsewhere(Conflict):

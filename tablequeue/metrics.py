@@ -49,7 +49,8 @@ worker_lease_batches = Counter(
 worker_purged = Counter(
     "tablequeue_worker_purged",
     "Rows retention removed: messages (keep*For), results (keepResultsFor), attempts, "
-    "leftovers (deleted queues' results and attempts)",
+    "leftovers (deleted queues' results and attempts), subscriptions (expired runtime ones), "
+    "audit (entries past --keep-audit-days)",
     ["queue", "what"],
 )
 worker_queue_paused = Gauge(

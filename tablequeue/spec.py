@@ -34,6 +34,8 @@ from .spec_base import RateLimit as RateLimit
 from .spec_retention import DEFAULT_KEEP_FINAL, DEFAULT_KEEP_RESULTS, KEEP_FIELDS, is_keep
 from .spec_schedule import SCHEDULE_NAME_PATTERN as SCHEDULE_NAME_PATTERN
 from .spec_schedule import Schedule as Schedule
+from .spec_subscriptions import RuntimeSubscriptions as RuntimeSubscriptions
+from .spec_subscriptions import Subscription as Subscription
 
 API_VERSION: Final = "tablequeue.dev/v1"
 KIND: Final = "Queue"
@@ -289,15 +291,6 @@ class IndexSpec(SpecModel):
     )
 
 
-class Subscription(SpecModel):
-    topic: Annotated[str, AfterValidator(names.topic_name)] = Field(
-        json_schema_extra={"pattern": names.TOPIC_NAME.pattern}, description="Topic name"
-    )
-    where: str | None = Field(  # predicate.MAX_LENGTH; its syntax is checked at apply
-        None, min_length=1, max_length=4000, description="Only bodies matching this predicate"
-    )
-
-
 class QueueSpec(SpecModel):
     database: DatabaseRef | None = Field(None, description="Where the table lives")
     table: TableName | None = Field(None, description="Table name; default: from the name")
@@ -364,6 +357,9 @@ class QueueSpec(SpecModel):
         },
         description="Topics this queue subscribes to (publish/subscribe), each at most once",
     )
+    runtime_subscriptions: RuntimeSubscriptions | None = Field(
+        None, description="Subscriptions made at runtime, beside these; default: none allowed"
+    )
 
     @model_validator(mode="after")
     def _unique_schedules(self) -> QueueSpec:
@@ -425,6 +421,10 @@ class QueueSpec(SpecModel):
     @field_serializer("expire_after")
     def _dump_expiry(self, value: timedelta | None) -> str | None:
         return None if value is None else format_duration(value)
+
+    @property
+    def allows_runtime_subscriptions(self) -> bool:
+        return self.runtime_subscriptions is not None and self.runtime_subscriptions.allowed
 
     def table_for(self, queue_name: str) -> str:
         return self.table or names.table_for_queue(queue_name)

@@ -110,6 +110,7 @@ async def purge_every(
                 ("messages", purged.messages),
                 ("results", purged.results),
                 ("attempts", purged.attempts),
+                ("subscriptions", purged.subscriptions),
                 ("leftovers", purged.leftovers),
             ):
                 if count:

@@ -6,7 +6,8 @@ Each batch deletes at most PURGE_BATCH rows (`admin.purge` for messages) in its 
 transaction; attempts go once neither their message nor its result is left. A deleted queue
 keeps its housekeeping row (`registry.delete_queue` makes one if there was none): while the
 queue is not registered again, any queue's housekeeper takes that row's lease and deletes the
-queue's results and attempts, then the row.
+queue's results and attempts, then the row. The queue's expired runtime subscriptions go too
+(publishing has skipped them since they expired).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from .. import names
 from ..limits import PURGE_BATCH
-from ..storage import Storage
+from ..storage import Storage, subscriptions
 from . import admin
 from . import housekeeping_lease as lease
 from .context import QueueContext
@@ -38,10 +39,12 @@ class Purged:
     attempts: int = 0
     leftovers: int = 0
     """Results and attempts of deleted queues."""
+    subscriptions: int = 0
+    """Runtime subscriptions past their expiry."""
 
     @property
     def total(self) -> int:
-        return self.messages + self.results + self.attempts + self.leftovers
+        return self.messages + self.results + self.attempts + self.leftovers + self.subscriptions
 
 
 def purge_retained(
@@ -80,8 +83,23 @@ def purge_retained(
         ~sa.exists().where(r.c.tracking_id == a.c.tracking_id),
     )
     purged.attempts = _in_batches(storage, a.c.id, orphaned, batch, guard)
+    purged.subscriptions = _purge_expired_subscriptions(queue, batch, guard)
     purged.leftovers = purge_deleted_queues(storage, owner, lease_seconds, batch)
     return purged
+
+
+def _purge_expired_subscriptions(
+    queue: QueueContext, batch: int, guard: Callable[[Connection], bool]
+) -> int:
+    """The queue's runtime subscriptions past their expiry (none before the table exists or
+    has expiries: apply makes and migrates it)."""
+    storage = queue.storage
+    with storage.transaction() as connection:
+        if "expires_at" not in storage.subscription_columns(connection):
+            return 0
+    s = storage.subscriptions
+    gone = subscriptions.expired(s, queue.dialect, queue.name)
+    return _in_batches(storage, s.c.topic, gone, batch, guard)
 
 
 def purge_deleted_queues(storage: Storage, owner: str, lease_seconds: float, batch: int) -> int:

@@ -98,7 +98,7 @@ class Storage:
         self.workers_table = workers_table(self.metadata)
         self.schedules = schedules_table(self.metadata)
         self.subscriptions = subscriptions_table(self.metadata)
-        self._has_subscriptions = False
+        self._subscription_columns: frozenset[str] = frozenset()
         self.audit = audit_table(self.metadata, self.dialect)
         self._has_audit = False
         self._tables: dict[str, sa.Table] = {}
@@ -183,10 +183,18 @@ class Storage:
             pooled.close()
 
     def has_subscriptions_table(self, connection: Connection) -> bool:
-        """Whether `tablequeue_subscriptions` exists (asked until it does, then remembered)."""
-        if not self._has_subscriptions:
-            self._has_subscriptions = sa.inspect(connection).has_table(SUBSCRIPTIONS_TABLE)
-        return self._has_subscriptions
+        """Whether `tablequeue_subscriptions` exists."""
+        return bool(self.subscription_columns(connection))
+
+    def subscription_columns(self, connection: Connection) -> frozenset[str]:
+        """The columns `tablequeue_subscriptions` has (none: no table yet); asked until it has
+        every column of this version (apply adds them), then remembered."""
+        if self._subscription_columns != frozenset(self.subscriptions.c.keys()):
+            inspector = sa.inspect(connection)
+            if inspector.has_table(SUBSCRIPTIONS_TABLE):
+                columns = inspector.get_columns(SUBSCRIPTIONS_TABLE)
+                self._subscription_columns = frozenset(column["name"] for column in columns)
+        return self._subscription_columns
 
     def has_audit_table(self, connection: Connection) -> bool:
         """Whether `tablequeue_audit` exists (asked until it does, then remembered)."""

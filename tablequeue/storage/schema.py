@@ -155,7 +155,14 @@ def subscriptions_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("topic", sa.String(63), primary_key=True),
         sa.Column("queue_name", sa.String(63), primary_key=True),
         sa.Column("where_text", sa.Text(), nullable=True),
+        sa.Column("origin", sa.String(16), nullable=False, server_default="spec"),
+        sa.Column("expires_at", UtcDateTime(), nullable=True),
     )
+
+
+SUBSCRIPTION_ADDED_COLUMNS = ("origin", "expires_at")
+"""Columns added with runtime subscriptions: a table made before lacks them until apply
+(`subscriptions.ensure`); its rows are the spec's (`origin` defaults to "spec")."""
 
 
 SCHEDULES_TABLE = "tablequeue_schedules"

@@ -56,3 +56,65 @@ def test_publish_over_http(database: Database, make_queue: MakeQueue) -> None:
     review = database.queue("review").messages()
     assert [(m.message, m.priority) for m in review] == [({"OrderId": "A-1", "Total": 250}, 3)]
     assert database.queue("mail").count() == 2
+
+
+def test_runtime_subscriptions_over_http(database: Database, make_queue: MakeQueue) -> None:
+    make_queue(
+        "mail",
+        subscriptions=[{"topic": "order-placed"}],
+        runtime_subscriptions={"allowed": True, "max_expiry": "1d"},
+    )
+    make_queue("closed")
+    auth = Auth(admin_token="admin-secret", read_token="read-secret")
+    one = "/topics/order-shipped/subscriptions/mail"
+    with api_client(database, auth) as client:
+        body = {"where": "Total > 100", "expiresAfter": "2h"}
+        assert client.put(one, json=body).status_code == 401
+        assert client.put(one, json=body, headers=READ).status_code == 403
+        assert client.delete(one, headers=READ).status_code == 403
+        cross_site = ADMIN | {"Sec-Fetch-Site": "cross-site"}
+        assert client.put(one, json=body, headers=cross_site).status_code == 403
+
+        made = client.put(one, json=body, headers=ADMIN)
+        assert made.status_code == 200, made.text
+        shown = made.json()
+        assert (shown["topic"], shown["queue"], shown["where"], shown["origin"]) == (
+            "order-shipped",
+            "mail",
+            "Total > 100",
+            "runtime",
+        )
+        assert shown["expiresAt"] is not None
+
+        listed = client.get("/topics", headers=READ).json()["subscriptions"]
+        assert [(s["topic"], s["origin"], s["expiresAt"] is None) for s in listed] == [
+            ("order-placed", "spec", True),
+            ("order-shipped", "runtime", False),
+        ]
+        only = client.get("/topics", params={"topic": "order-placed"}, headers=READ).json()
+        assert [s["queue"] for s in only["subscriptions"]] == ["mail"]
+
+        refused = client.put("/topics/t/subscriptions/closed", json={}, headers=ADMIN)
+        assert refused.status_code == 409
+        assert "queue 'closed'" in refused.json()["error"]
+        assert "runtimeSubscriptions.allowed" in refused.json()["error"]
+        spec_topic = client.put("/topics/order-placed/subscriptions/mail", json={}, headers=ADMIN)
+        assert spec_topic.status_code == 409
+        assert "one subscription per topic and queue" in spec_topic.json()["error"]
+        too_long = client.put(one, json={"expiresAfter": "2d"}, headers=ADMIN)
+        assert too_long.status_code == 400 and "maxExpiry (1d)" in too_long.json()["error"]
+        both = {"expiresAfter": "1h", "expiresAt": "2100-01-01T00:00:00Z"}
+        assert client.put(one, json=both, headers=ADMIN).status_code == 400
+        bad_where = client.put(one, json={"where": "Total >"}, headers=ADMIN)
+        assert bad_where.status_code == 400 and bad_where.json()["error"].startswith("where: ")
+        assert client.put(one, json={"expiresAfter": "soon"}, headers=ADMIN).status_code == 422
+        missing = client.put("/topics/t/subscriptions/nowhere", json={}, headers=ADMIN)
+        assert missing.status_code == 404
+
+        assert client.delete(one, headers=ADMIN).status_code == 204
+        assert client.delete(one, headers=ADMIN).status_code == 404
+        paths = client.get("/openapi.json", headers=READ).json()["paths"]
+        assert {"/topics", "/topics/{topic}/subscriptions/{queue}"} <= set(paths)
+    assert [s.topic for s in database.list_subscriptions()] == ["order-placed"]
+    trail = [(e.who, e.via, e.action) for e in database.audit_entries(queue="mail")]
+    assert trail == [("admin token", "api", "unsubscribe"), ("admin token", "api", "subscribe")]

@@ -28,6 +28,7 @@ def test_every_command_is_in_the_group() -> None:
         "show",
         "stats",
         "sweep",
+        "topics",
         "worker",
         "workers",
     ]

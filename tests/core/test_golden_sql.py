@@ -35,7 +35,7 @@ from tablequeue.dialects.statements import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
 from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST
 from tablequeue.spec import QueueSpec
-from tablequeue.storage import Storage, readable_json, schedules
+from tablequeue.storage import Storage, readable_json, schedules, subscriptions
 from tablequeue.storage.schedules import ScheduleState
 from tablequeue.storage.workers import Heartbeat, heartbeat_statement
 from tests.core.sql_layout import layout, normalized
@@ -140,6 +140,22 @@ def schedule_statements(storage: Storage) -> dict[str, Any]:
     }
 
 
+def subscription_statements(storage: Storage) -> dict[str, Any]:
+    """The subscriptions' table, the columns apply adds to an older one, publishing's read of
+    a topic's current subscribers and housekeeping's choice of expired ones."""
+    table, sql_dialect = storage.subscriptions, storage.engine.dialect
+    expired = subscriptions.expired(table, storage.dialect, "orders")
+    statements: dict[str, Any] = {
+        "create_subscriptions": sa.schema.CreateTable(table),
+        "subscriptions_publish": subscriptions.subscribers_statement(storage, "order-placed"),
+        "subscriptions_expired_keys": sa.select(table.c.topic).where(expired).limit(5000),
+    }
+    for name in ("origin", "expires_at"):
+        text = subscriptions.add_column_sql(table.c[name], sql_dialect)
+        statements[f"subscriptions_add_{name}"] = text
+    return statements
+
+
 def render(engine: str) -> dict[str, str]:
     """Every statement's text on `engine`, by golden file name (without `.sql`)."""
     storage = Storage(DIALECTS[engine].url_hint + "golden")  # never connects
@@ -193,6 +209,7 @@ def render(engine: str) -> dict[str, str]:
             statements["history_mark_processed_and_record"] = history.finish_and_record(False)[0]
         statements.update(rollup_statements(storage))
         statements.update(schedule_statements(storage))
+        statements.update(subscription_statements(storage))
         extra_statements = getattr(queries, "extra_statements", None)  # an engine's own
         if extra_statements is not None:
             statements.update(extra_statements())

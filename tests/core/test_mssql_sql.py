@@ -60,6 +60,9 @@ EXPECTED = {
     "take_tokens": exp.Update,
     "lock_concurrency": exp.Select,
     "count_leased": exp.Select,
+    "subscriptions_add": exp.Alter,
+    "subscriptions_publish": exp.Select,
+    "subscriptions_expired_keys": exp.Select,
 }
 
 

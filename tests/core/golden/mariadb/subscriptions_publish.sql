@@ -1,0 +1,7 @@
+SELECT tablequeue_queues.name, tablequeue_queues.table_name, tablequeue_queues.settings, tablequeue_subscriptions.where_text
+FROM tablequeue_subscriptions
+INNER
+JOIN tablequeue_queues ON tablequeue_queues.name = tablequeue_subscriptions.queue_name
+WHERE tablequeue_subscriptions.topic = %(topic_1)s
+  AND (tablequeue_subscriptions.expires_at IS NULL OR tablequeue_subscriptions.expires_at > utc_timestamp(6))
+ORDER BY tablequeue_queues.name;

@@ -1,0 +1,6 @@
+SELECT tablequeue_subscriptions.topic
+FROM tablequeue_subscriptions
+WHERE tablequeue_subscriptions.queue_name = %(queue_name_1)s::VARCHAR
+  AND tablequeue_subscriptions.expires_at IS NOT NULL
+  AND tablequeue_subscriptions.expires_at <= now()
+LIMIT %(param_1)s::INTEGER;

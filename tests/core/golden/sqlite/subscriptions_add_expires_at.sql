@@ -1,0 +1,1 @@
+ALTER TABLE tablequeue_subscriptions ADD expires_at DATETIME;
