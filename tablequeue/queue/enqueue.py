@@ -167,6 +167,8 @@ def _row(
         "b_expires_at": new.expires_at,
         "b_expires_after": new.expires_after,
         "b_tracking_id": tracking_id,
+        "b_correlation_id": new.correlation_id,
+        "b_label": new.label,
     }
 
 
