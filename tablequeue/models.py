@@ -279,9 +279,7 @@ class Message:
     expires_at: datetime | None = field(metadata=_stored(UtcDateTime()))
     lease_expires_at: datetime | None = field(metadata=_stored(UtcDateTime()))
     lease_owner: str | None = field(metadata=_stored(sa.String(200)))
-    correlation_id: str | None = field(
-        metadata=_stored(sa.String(100), json_key="leaseBatchId")
-    )
+    correlation_id: str | None = field(metadata=_stored(sa.String(100), json_key="leaseBatchId"))
     """The lease batch that last took the message (the worker's; `leaseBatchId` in JSON)."""
     tracking_id: uuid.UUID = field(metadata=_stored(sa.Uuid(), nullable=False))
     result: Any = field(metadata=_stored("json"))

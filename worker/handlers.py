@@ -2,13 +2,14 @@
 
 HTTP contract (docs/guides/workers.md): the body is `{id, messageId, message, previousMessage,
 attempts, headers, correlationId, label, leaseBatchId, trackingId}` (`correlationId`: the
-caller's, given at enqueue; `leaseBatchId`: the worker's lease batch); 2xx is success with an optional JSON body
-`{processAgainAt, result, progress}`; anything else or a timeout is a failure with the response
-text as the error, and a JSON error body with `"retry": false` sends the message to Error.
-The request carries the trace context current in the worker as `traceparent` (and `tracestate`)
-headers, `Tablequeue-Progress-Url`, where the app may POST progress while it runs
-(`progress.py`), and, when the message has them, `Tablequeue-Correlation-Id` and
-`Tablequeue-Label` (percent-encoded UTF-8, as header values are ASCII). Python handlers report progress through `HandlerContext.report_progress`.
+caller's, given at enqueue; `leaseBatchId`: the worker's lease batch); 2xx is success with an
+optional JSON body `{processAgainAt, result, progress}`; anything else or a timeout is a failure
+with the response text as the error, and a JSON error body with `"retry": false` sends the
+message to Error. The request carries the trace context current in the worker as `traceparent`
+(and `tracestate`) headers, `Tablequeue-Progress-Url`, where the app may POST progress while it
+runs (`progress.py`), and, when the message has them, `Tablequeue-Correlation-Id` and
+`Tablequeue-Label` (percent-encoded UTF-8, as header values are ASCII). Python handlers report
+progress through `HandlerContext.report_progress`.
 """
 
 from __future__ import annotations

@@ -57,7 +57,10 @@ def test_http_handler_outcomes(
     assert (messages[result].result, messages[result].progress) == ({"total": 3}, {"done": 100})
 
     [labelled] = [p for p in app.payloads() if p["id"] == again]
-    assert (labelled["correlationId"], labelled["label"]) == ("checkout-1", "Bestellung Müller 100%")
+    assert (labelled["correlationId"], labelled["label"]) == (
+        "checkout-1",
+        "Bestellung Müller 100%",
+    )
     assert labelled["leaseBatchId"] == messages[again].correlation_id is not None
     assert app.headers[again]["tablequeue-correlation-id"] == "checkout-1"
     assert app.headers[again]["tablequeue-label"] == "Bestellung M%C3%BCller 100%25"

@@ -38,10 +38,7 @@ def test_enqueue_stores_both_and_a_re_enqueue_updates_them(make_queue: MakeQueue
 def test_a_batch_carries_each_message_s_own(make_queue: MakeQueue) -> None:
     queue = make_queue()
     done = queue.enqueue_many(
-        [
-            NewMessage(message={"n": n}, correlationId=f"c{n % 2}", label=f"#{n}")
-            for n in range(4)
-        ]
+        [NewMessage(message={"n": n}, correlation_id=f"c{n % 2}", label=f"#{n}") for n in range(4)]
     )
     stored = [queue.get(e.id or 0) for e in done]
     assert [(m.app_correlation_id, m.label) for m in stored] == [
@@ -63,7 +60,6 @@ def test_the_lease_batch_id_is_its_own(make_queue: MakeQueue) -> None:
     assert shown["leaseBatchId"] == batch.correlation_id and shown["correlationId"] == "app-1"
 
 
-
 def test_find_by_correlation_id_across_queues_and_filter_a_queue(
     database: Database, make_queue: MakeQueue
 ) -> None:
@@ -78,7 +74,7 @@ def test_find_by_correlation_id_across_queues_and_filter_a_queue(
     assert orders.messages(correlation_id="nobody") == []
     own = orders.enqueue({"n": 4}, message_id="checkout-42", correlation_id="checkout-42")
     found = database.find_messages("checkout-42")  # by message id and correlation id: once
-    assert sorted(m.id for name, m in found if name == "orders") == sorted([a.id, own.id])
+    assert sorted(m.id for name, m in found if name == "orders") == sorted([a.id or 0, own.id or 0])
 
 
 @pytest.mark.parametrize(
