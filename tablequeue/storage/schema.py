@@ -28,8 +28,8 @@ five, and an enqueue without identity four instead of five. 3: the registry reco
 4: queue tables record `started_at`, when the lease of the latest attempt began (nullable, no
 index). 5: JSON is stored as written (UTF-8), not with non-ASCII characters escaped, on engines
 that store JSON as text (`readable_json.rewrite_table`, before the registry records 5).
-6: queue tables record the caller's correlation id (`app_correlation_id`, indexed: many
-messages share one, and it is searched across queues) and a `label`, both nullable; the
+6: queue tables record the caller's correlation id (`app_correlation_id`, indexed with `id`:
+many messages share one, and a page of them is read across queues) and a `label`, both nullable; the
 lease batch keeps its column, `correlation_id`, so workers of version 5 run on unchanged."""
 READABLE_JSON_VERSION = 5
 REGISTRY_TABLE = "tablequeue_queues"
@@ -62,6 +62,7 @@ def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.
     sa.Index(
         correlation_index_name(table_name),
         table.c.app_correlation_id,
+        table.c.id,  # a page of one correlation id in id order, without a sort or a scan
         **dialect.partial_index_options(table.c.app_correlation_id.is_not(None)),
     )
     return table
