@@ -127,8 +127,8 @@ def new_message(
     at_given: bool,
     headers: str | None,
     priority: int | None,
-    correlation_id: str | None = None,
-    label: str | None = None,
+    correlation_id: str | None,
+    label: str | None,
 ) -> NewMessage:
     """One prepared row as a NewMessage; RowRejected says why it cannot be one."""
     if body is None:
