@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Path, Request
 from fastapi.params import Depends as DependsParam
 
-from tablequeue import Database, Queue
+from tablequeue import Actor, Database, Queue, act_as
 from tablequeue.limits import MAX_ID
 
 from .auth import Auth
@@ -49,10 +49,25 @@ def require_admin(request: Request, auth: AuthArg) -> None:
     auth.admin(request)
 
 
+async def act_for_the_caller(request: Request, auth: AuthArg) -> None:
+    """Changes this request makes are recorded in the audit trail as the caller's: the admin
+    token's (or the open API's), via the UI when a browser sent it (a browser's change can only
+    come from the admin UI's own pages: `csrf` refuses other origins). Async, so that it sets
+    the actor in the request's own context, which the route's thread inherits."""
+    act_as(
+        Actor(
+            who="admin token" if auth.enabled else "open API (no token configured)",
+            via="ui" if "sec-fetch-site" in request.headers else "api",
+            address=request.client.host if request.client else None,
+        )
+    )
+
+
 READER: list[DependsParam] = [Depends(require_reader)]
 """Route dependencies for reads: either token, or none when no token is configured."""
-ADMIN: list[DependsParam] = [Depends(require_admin)]
-"""Route dependencies for changes: the admin token, or none when no token is configured."""
+ADMIN: list[DependsParam] = [Depends(require_admin), Depends(act_for_the_caller)]
+"""Route dependencies for changes: the admin token, or none when no token is configured; the
+changes are the caller's in the audit trail."""
 
 
 def auth_refusal(request: Request) -> HTTPException | None:

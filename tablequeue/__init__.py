@@ -7,6 +7,7 @@ queue.enqueue({"OrderId": "A-1"}, message_id="A-1")
 batch = queue.lease(owner="me", batch_size=10)
 """
 
+from .actor import Actor, act_as, acting_as
 from .database import Database, connect
 from .errors import TableQueueError
 from .health import WorkerPresence
@@ -21,11 +22,14 @@ from .models import (
     QueueStats,
 )
 from .queue import Queue
+from .storage.audit import AuditEntry
 from .storage.flow_control import FlowState
 from .storage.urls import engine_name, listen_url
 from .storage.workers import Heartbeat, WorkerInfo, presence_of
 
 __all__ = [
+    "Actor",
+    "AuditEntry",
     "Completion",
     "Database",
     "Delivery",
@@ -41,6 +45,8 @@ __all__ = [
     "TableQueueError",
     "WorkerInfo",
     "WorkerPresence",
+    "act_as",
+    "acting_as",
     "connect",
     "engine_name",
     "listen_url",

@@ -20,8 +20,9 @@ from .models import Delivery, Message, NewMessage
 from .queue import Queue, history, publish
 from .queue.context import spec_of
 from .queue.history import Job
-from .storage import Storage, flow_control, registry
+from .storage import Storage, audit, flow_control, registry
 from .storage import workers as worker_rows
+from .storage.audit import AuditEntry
 from .storage.flow_control import FlowState
 from .storage.workers import Heartbeat, WorkerInfo
 
@@ -199,6 +200,18 @@ class Database(Storage):
         """Forget a queue; drop its table only when asked (deletionPolicy: Delete). With
         `owner`, only if that Queue resource owns it (else nothing changes: False)."""
         return registry.delete_queue(self, name, drop_table, owner)
+
+    def audit_entries(
+        self, *, queue: str | None = None, before_id: int | None = None, limit: int = 100
+    ) -> list[AuditEntry]:
+        """The audit trail, newest first: the changes people and tools made through the API,
+        the admin UI and the CLI (at most `limit`, 1 to 1000; `before_id` pages back)."""
+        if queue is not None:
+            names.queue_name(queue)
+        try:
+            return audit.entries(self, queue=queue, before_id=before_id, limit=limit)
+        except ValueError as error:
+            raise InvalidInput(str(error)) from None
 
 
 def _as_uuid(text: str) -> uuid.UUID | None:

@@ -48,7 +48,8 @@ worker_lease_batches = Counter(
 )
 worker_purged = Counter(
     "tablequeue_worker_purged",
-    "Rows retention removed: messages (keepProcessedFor), results (keepResultsFor), attempts",
+    "Rows retention removed: messages (keep*For), results (keepResultsFor), attempts, "
+    "leftovers (deleted queues' results and attempts)",
     ["queue", "what"],
 )
 worker_queue_paused = Gauge(

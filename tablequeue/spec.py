@@ -18,16 +18,20 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FieldSerializationInfo,
     ValidationError,
     field_serializer,
+    field_validator,
     model_validator,
 )
 
 from . import names
 from .durations import Duration, format_duration
 from .errors import SpecError
+from .limits import MAX_SECONDS
 from .spec_base import FREE_FORM, SpecModel
 from .spec_base import RateLimit as RateLimit
+from .spec_retention import DEFAULT_KEEP_FINAL, DEFAULT_KEEP_RESULTS, KEEP_FIELDS, is_keep
 from .spec_schedule import SCHEDULE_NAME_PATTERN as SCHEDULE_NAME_PATTERN
 from .spec_schedule import Schedule as Schedule
 
@@ -311,7 +315,16 @@ class QueueSpec(SpecModel):
     )
     keep_results_for: Duration = Field(
         None,
-        description="Keep the outcome of finished messages (GET /jobs) after the row; default 1d",
+        description="Keep the outcome of finished messages (GET /jobs) after the row; default 1h",
+    )
+    keep_error_for: Duration = Field(None, description="Keep Error rows; default 30d")
+    keep_abandoned_for: Duration = Field(None, description="Keep Abandoned rows; default 30d")
+    keep_cancelled_for: Duration = Field(None, description="Keep Cancelled rows; default 7d")
+    keep_expired_for: Duration = Field(None, description="Keep Expired rows; default 7d")
+    expire_after: Duration = Field(
+        None,
+        description="Default expiry of a new message without one, from when it is due; "
+        "default never",
     )
     health: HealthRules = Field(default_factory=HealthRules, description="Health rules")
     deletion_policy: DeletionPolicy = Field("Retain", description="Delete drops the table")
@@ -381,29 +394,51 @@ class QueueSpec(SpecModel):
             seen[key] = index.path
         return self
 
+    @field_validator("expire_after")
+    @classmethod
+    def _expiry_in_range(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and not 0 < value.total_seconds() <= MAX_SECONDS:
+            raise ValueError(
+                f"expireAfter must be longer than 0s and at most {MAX_SECONDS} seconds (or forever)"
+            )
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _null_is_unset(cls, data: Any) -> Any:
         # `keepProcessedFor: null` (or keepResultsFor) means unset (as the API server prunes
         # it), never forever.
         if isinstance(data, dict):
-            data = {k: v for k, v in data.items() if v is not None or not _is_keep(k)}
+            data = {k: v for k, v in data.items() if v is not None or not is_keep(k)}
         return data
 
-    @field_serializer("keep_processed_for")
-    def _dump_keep(self, value: timedelta | None) -> str | None:
-        return format_duration(value) if "keep_processed_for" in self.model_fields_set else None
+    @field_serializer(*KEEP_FIELDS)
+    def _dump_keep(self, value: timedelta | None, info: FieldSerializationInfo) -> str | None:
+        return format_duration(value) if info.field_name in self.model_fields_set else None
 
-    @field_serializer("keep_results_for")
-    def _dump_keep_results(self, value: timedelta | None) -> str | None:
-        return format_duration(value) if "keep_results_for" in self.model_fields_set else None
+    @field_serializer("expire_after")
+    def _dump_expiry(self, value: timedelta | None) -> str | None:
+        return None if value is None else format_duration(value)
 
     def table_for(self, queue_name: str) -> str:
         return self.table or names.table_for_queue(queue_name)
 
     def warnings(self) -> list[str]:
         """Settings that are valid but likely mistakes: apply reports them and goes on."""
-        return self.workers.poll_interval.warnings()
+        found = self.workers.poll_interval.warnings()
+        longest_wait = self.workers.poll_interval.max_seconds
+        if self.expire_after is not None and longest_wait > self.expire_after.total_seconds():
+            found.append(
+                f"workers.pollInterval.maxSeconds {longest_wait:g} is longer than expireAfter "
+                f"{format_duration(self.expire_after)}: a message may expire before an idle "
+                "worker looks for it"
+            )
+        return found
+
+    @property
+    def default_expiry_seconds(self) -> float | None:
+        """`expireAfter` in seconds, None when messages never expire by default."""
+        return None if self.expire_after is None else self.expire_after.total_seconds()
 
     @property
     def keep_processed(self) -> timedelta | None:
@@ -412,22 +447,22 @@ class QueueSpec(SpecModel):
             return self.keep_processed_for
         return None if self.idempotent else timedelta(0)
 
+    def keep_final(self, status: str) -> timedelta | None:
+        """How long rows of a final status other than Processed are kept (None = forever)."""
+        field = f"keep_{status.lower()}_for"
+        if field in self.model_fields_set:
+            value: timedelta | None = getattr(self, field)
+            return value
+        return DEFAULT_KEEP_FINAL[status]
+
     @property
     def keep_results(self) -> timedelta | None:
         """How long the outcome of a finished message is kept in `tablequeue_results`: None =
-        forever, 0 = not recorded at all. Default one day: a client polling `GET /jobs/ID`
-        finds the outcome after the row is gone, and the table holds at most a day of
-        finished messages."""
+        forever, 0 = not recorded at all. Default an hour: a client polling `GET /jobs/ID`
+        finds the outcome after the row is gone (`DEFAULT_KEEP_RESULTS` says why)."""
         if "keep_results_for" in self.model_fields_set:
             return self.keep_results_for
         return DEFAULT_KEEP_RESULTS
-
-
-DEFAULT_KEEP_RESULTS = timedelta(days=1)
-
-
-def _is_keep(key: object) -> bool:
-    return key in ("keepProcessedFor", "keep_processed_for", "keepResultsFor", "keep_results_for")
 
 
 class ObjectMeta(BaseModel):

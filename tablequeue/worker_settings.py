@@ -110,6 +110,12 @@ class WorkerSettings(BaseSettings):
         description="Seconds between retention rounds (keepProcessedFor, keepResultsFor); "
         "one worker of a queue purges at a time.",
     )
+    keep_audit_days: float = Field(
+        90.0,
+        gt=0,
+        description="Days the audit trail (who changed what through the API, UI and CLI) is "
+        "kept; the retention rounds delete older entries.",
+    )
     heartbeat_interval: float = Field(
         5.0, ge=0.1, le=3600, description="Seconds between heartbeats in tablequeue_workers."
     )

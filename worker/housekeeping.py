@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from datetime import timedelta
 
 from tablequeue import metrics
 from tablequeue.backoff import Backoff
@@ -85,13 +86,18 @@ async def vacuum_when_bloated(
 
 
 async def purge_every(
-    interval: float, queue: Queue, owner: str, health: DatabaseHealth, stopping: asyncio.Event
+    interval: float,
+    queue: Queue,
+    owner: str,
+    keep_audit: timedelta,
+    health: DatabaseHealth,
+    stopping: asyncio.Event,
 ) -> None:
-    """Apply keepProcessedFor and keepResultsFor every `interval` (the first round at once)
+    """Apply the queue's retention every `interval` (the first round at once)
     while this worker holds the queue's housekeeping lease; give it up when stopping."""
     while not stopping.is_set():
         try:
-            purged = await asyncio.to_thread(queue.purge_retained, owner)
+            purged = await asyncio.to_thread(queue.purge_retained, owner, keep_audit=keep_audit)
         except DATABASE_ERRORS as error:
             health.trouble(error)
             purged = None
@@ -100,6 +106,8 @@ async def purge_every(
                 ("messages", purged.messages),
                 ("results", purged.results),
                 ("attempts", purged.attempts),
+                ("leftovers", purged.leftovers),
+                ("audit", purged.audit),
             ):
                 if count:
                     metrics.worker_purged.labels(queue=queue.name, what=what).inc(count)

@@ -26,7 +26,7 @@ import logging
 import signal
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from tablequeue import listen_url, metrics
@@ -165,7 +165,14 @@ class Worker:
                 name="schedules",
             ),
             asyncio.create_task(
-                purge_every(config.purge_interval, queue, config.owner, self.health, self.stopping),
+                purge_every(
+                    config.purge_interval,
+                    queue,
+                    config.owner,
+                    timedelta(days=config.keep_audit_days),
+                    self.health,
+                    self.stopping,
+                ),
                 name="purge",
             ),
             asyncio.create_task(

@@ -1,6 +1,6 @@
 """The JSON API's routers, one per resource, and the probes."""
 
-from . import charts, jobs, messages, probes, queues, schedules, topics, workers
+from . import audit, charts, jobs, messages, probes, queues, schedules, topics, workers
 
 ROUTERS = [
     probes.router,
@@ -11,6 +11,7 @@ ROUTERS = [
     jobs.router,
     charts.router,
     workers.router,
+    audit.router,
 ]
 
 __all__ = ["ROUTERS"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 
-from . import charts, find, messages, queues, signin, workers
+from . import audit, charts, find, messages, queues, signin, workers
 from .rendering import STATIC, error_page, status_page
 
 PREFIX = "/ui"
@@ -23,6 +23,7 @@ ROUTERS = [
     charts.router,
     workers.router,
     find.router,
+    audit.router,
 ]
 
 

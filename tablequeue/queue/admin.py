@@ -14,9 +14,11 @@ from sqlalchemy.engine import Connection
 
 from .. import names
 from ..dialects.statuses import literal_status
+from ..durations import format_duration
 from ..errors import Conflict, InvalidInput, MessageNotFound
 from ..limits import MAX_PRIORITY, PURGE_BATCH
 from ..models import Message, Swept, check_json
+from ..storage import audit
 from . import history, read
 from .context import QueueContext
 
@@ -52,6 +54,8 @@ def set_status(
         changed = int(connection.execute(sa.update(t).where(condition).values(**values)).rowcount)
         if changed and status == names.PENDING:
             d.notify(connection, t.name)
+        chosen_by = {"ids": ids, "fromStatus": from_status, "where": where, "force": force or None}
+        _record(queue, connection, "set-status", {"status": status} | chosen_by, changed)
         return changed
 
 
@@ -93,6 +97,8 @@ def edit(
                 f"message {message_id} is {current.status}: it is being processed; "
                 "use force to change it anyway"
             )
+        changes = {"body": body is not None or None, "status": status, "priority": priority}
+        _record(queue, connection, "edit", {"ids": [message_id]} | changes, 1)
     return Message.from_row(row._mapping)
 
 
@@ -120,6 +126,7 @@ def delete(queue: QueueContext, message_id: int, force: bool) -> None:
                 f"message {message_id} is {current.status}: it is being processed; "
                 "use force to delete it anyway"
             )
+        _record(queue, connection, "delete", {"ids": [message_id], "force": force or None}, 1)
 
 
 def delete_many(queue: QueueContext, ids: Sequence[int], force: bool) -> int:
@@ -129,7 +136,9 @@ def delete_many(queue: QueueContext, ids: Sequence[int], force: bool) -> int:
     if not force:
         condition = sa.and_(condition, t.c.status != literal_status(names.LEASED))
     with queue.storage.transaction() as connection:
-        return int(connection.execute(sa.delete(t).where(condition)).rowcount)
+        deleted = int(connection.execute(sa.delete(t).where(condition)).rowcount)
+        _record(queue, connection, "delete", {"ids": list(ids), "force": force or None}, deleted)
+        return deleted
 
 
 def cancel_many(queue: QueueContext, ids: Sequence[int]) -> int:
@@ -146,7 +155,9 @@ def cancel_many(queue: QueueContext, ids: Sequence[int]) -> int:
         "updated_at": d.now(),
     }
     with queue.storage.transaction() as connection:
-        return int(connection.execute(sa.update(t).where(condition).values(**values)).rowcount)
+        cancelled = int(connection.execute(sa.update(t).where(condition).values(**values)).rowcount)
+        _record(queue, connection, "cancel", {"ids": list(ids)}, cancelled)
+        return cancelled
 
 
 def report_progress(
@@ -200,6 +211,7 @@ def cancel(queue: QueueContext, tracking_id: uuid.UUID | str) -> Message:
                 f"message with tracking id {tracking} is already {current.status}; "
                 "only unfinished messages can be cancelled"
             )
+        _record(queue, connection, "cancel", {"trackingId": str(tracking)}, 1)
     return Message.from_row(row._mapping)
 
 
@@ -259,4 +271,20 @@ def purge(
             deleted = int(connection.execute(statement).rowcount)
         total += deleted
         if deleted < PURGE_BATCH:
-            return total
+            break
+    older = None if older_than is None else format_duration(older_than)
+    target = {"statuses": list(statuses), "olderThan": older}
+    audit.record_alone(queue.storage, "purge", queue.name, target, total)
+    return total
+
+
+def _record(
+    queue: QueueContext,
+    connection: Connection,
+    action: str,
+    target: dict[str, Any],
+    rows: int,
+) -> None:
+    """The change in the audit trail, in the change's transaction, when a person or tool made
+    it (`tablequeue.actor`)."""
+    audit.record(queue.storage, connection, action, queue.name, target, rows)

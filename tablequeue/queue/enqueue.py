@@ -6,7 +6,7 @@ import os
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -66,7 +66,7 @@ def enqueue_in(
     trace_headers = trace_context.current_headers()  # the caller's span, if any
     results: list[Enqueued | None] = [None] * len(messages)
     for round_indexes in rounds or _rounds_of_unique_ids(messages):
-        rows = _round_rows(messages, round_indexes, now, trace_headers)
+        rows = _round_rows(queue, messages, round_indexes, now, trace_headers)
         batch = EnqueueBatch(
             queue.name, rows, _upserts(messages, round_indexes), queue.spec.idempotent
         )
@@ -80,7 +80,8 @@ def _enqueue_alone(
 ) -> list[Enqueued]:
     """Messages with distinct identities in one statement that is its own transaction (engines
     with `capabilities.enqueues_alone`): one round trip, no BEGIN or COMMIT."""
-    rows = _round_rows(messages, round_indexes, datetime.now(UTC), trace_context.current_headers())
+    now, trace_headers = datetime.now(UTC), trace_context.current_headers()
+    rows = _round_rows(queue, messages, round_indexes, now, trace_headers)
     with queue.storage.autocommit() as dbapi_connection:
         batch = EnqueueBatch(
             queue.name, rows, _upserts(messages, round_indexes), queue.spec.idempotent
@@ -96,6 +97,7 @@ def _upserts(messages: Sequence[NewMessage], round_indexes: list[int]) -> bool:
 
 
 def _round_rows(
+    queue: QueueContext,
     messages: Sequence[NewMessage],
     round_indexes: list[int],
     now: datetime,
@@ -105,8 +107,10 @@ def _round_rows(
     # Upsert identities in one order everywhere so concurrent batches cannot deadlock.
     round_indexes.sort(key=lambda i: messages[i].message_id or "")
     tracking_ids = _random_uuids(len(round_indexes))
+    default_expiry = queue.spec.default_expiry_seconds
     return [
         _row(messages[i], now, messages[i].tracking_id or tracking_id, trace_headers)
+        | _expiry(messages[i], now, default_expiry)
         for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
     ]
 
@@ -164,12 +168,21 @@ def _row(
         "b_headers": trace_context.with_context(new.headers, trace_headers),
         "b_at": new.at,
         "b_after": new.after or 0.0,
-        "b_expires_at": new.expires_at,
-        "b_expires_after": new.expires_after,
         "b_tracking_id": tracking_id,
         "b_correlation_id": new.correlation_id,
         "b_label": new.label,
     }
+
+
+def _expiry(new: NewMessage, now: datetime, default_seconds: float | None) -> dict[str, Any]:
+    """The message's own expiry, else the queue's `expireAfter` counted from when the message
+    is due: a message scheduled for later does not expire before it could run."""
+    if new.expires_at is not None or new.expires_after is not None or default_seconds is None:
+        return {"b_expires_at": new.expires_at, "b_expires_after": new.expires_after}
+    if new.at is not None and new.at > now:
+        expires_at = new.at + timedelta(seconds=default_seconds)
+        return {"b_expires_at": expires_at, "b_expires_after": None}
+    return {"b_expires_at": None, "b_expires_after": (new.after or 0.0) + default_seconds}
 
 
 def _random_uuids(count: int) -> list[uuid.UUID]:

@@ -28,7 +28,8 @@ from ..models import (
 )
 from ..spec import QueueSpec
 from ..storage import Storage
-from . import admin, enqueue, history, read, retention, settle, status_guard
+from ..storage.audit import DEFAULT_KEEP_AUDIT
+from . import admin, enqueue, history, housekeeping_lease, read, retention, settle, status_guard
 from . import schedules as recurring
 from .context import QueueContext
 from .schedules import Fired, ScheduleView
@@ -190,21 +191,23 @@ class Queue:
     def purge_retained(
         self,
         owner: str,
-        lease_seconds: float = retention.HOUSEKEEPING_LEASE_SECONDS,
+        lease_seconds: float = housekeeping_lease.HOUSEKEEPING_LEASE_SECONDS,
         batch: int = PURGE_BATCH,
+        keep_audit: timedelta | None = DEFAULT_KEEP_AUDIT,
     ) -> retention.Purged | None:
-        """One retention round (keepProcessedFor, keepResultsFor, attempts left alone) in
+        """One retention round (each final status's keep duration, keepResultsFor, attempts
+        left alone, deleted queues' results and attempts, audit entries past `keep_audit`) in
         bounded batches, if `owner` holds or takes the queue's housekeeping lease; None when
         another worker holds it. Workers call it every `purge_interval`."""
-        return retention.purge_retained(self._queue, owner, lease_seconds, batch)
+        return retention.purge_retained(self._queue, owner, lease_seconds, batch, keep_audit)
 
     def release_housekeeping(self, owner: str) -> None:
         """Give up the housekeeping lease (a worker stopping)."""
-        retention.release_lease(self._queue, owner)
+        housekeeping_lease.release(self._queue.storage, self.name, owner)
 
     def housekeeping_holder(self) -> str | None:
         """The worker that holds the housekeeping lease now, if any."""
-        return retention.holder(self._queue)
+        return housekeeping_lease.holder(self._queue.storage, self.name)
 
     def fire_schedules(self) -> list[Fired]:
         """Claim and enqueue the due ticks of the queue's schedules (`spec.schedules`), each

@@ -1,30 +1,33 @@
-"""Retention: what `keepProcessedFor` and `keepResultsFor` say, applied by one worker of a
-queue at a time.
+"""Retention: what a queue's `keep*For` durations say (Processed, Error, Abandoned, Cancelled and
+Expired rows, and results), and what a deleted queue left behind in the shared tables, applied
+by one worker at a time under the housekeeping lease (`housekeeping_lease`).
 
-The guard is a lease row per queue in `tablequeue_housekeeping`: a worker purges only while it
-holds an unexpired lease, and every purge batch renews it first, in the batch's own
-transaction. The renewal locks the row until the batch commits, so a worker trying to take the
-lease meanwhile waits, then finds it held: two batches of one queue never run at once, even
-when a holder stalls past its lease (its next renewal fails and it stops).
-
-Each batch deletes at most PURGE_BATCH rows (`admin.purge` for messages); attempts go once
-neither their message nor its result is left.
+Each batch deletes at most PURGE_BATCH rows (`admin.purge` for messages) in its own
+transaction; attempts go once neither their message nor its result is left. A deleted queue
+keeps its housekeeping row (`registry.delete_queue` makes one if there was none): while the
+queue is not registered again, any queue's housekeeper takes that row's lease and deletes the
+queue's results and attempts, then the row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .. import names
 from ..limits import PURGE_BATCH
+from ..storage import Storage, audit
 from . import admin
+from . import housekeeping_lease as lease
 from .context import QueueContext
 
-HOUSEKEEPING_LEASE_SECONDS = 60.0
+KEPT_FOR_A_WHILE = (names.ERROR, names.ABANDONED, names.CANCELLED, names.EXPIRED)
+"""Final statuses with their own `keep<Status>For` (Processed has `keepProcessedFor`)."""
 
 
 @dataclass
@@ -34,128 +37,108 @@ class Purged:
     messages: int = 0
     results: int = 0
     attempts: int = 0
+    leftovers: int = 0
+    """Results and attempts of deleted queues."""
+    audit: int = 0
+    """Audit trail entries past their time."""
 
     @property
     def total(self) -> int:
-        return self.messages + self.results + self.attempts
-
-
-def take_lease(queue: QueueContext, owner: str, seconds: float) -> bool:
-    """Take (or keep) the queue's housekeeping lease; False while another holds it."""
-    h, d = queue.storage.history.housekeeping, queue.dialect
-    with queue.storage.transaction() as connection:
-        known = connection.execute(sa.select(h.c.queue).where(h.c.queue == queue.name)).first()
-    if known is None:
-        try:
-            with queue.storage.transaction() as connection:
-                connection.execute(sa.insert(h).values(queue=queue.name))
-        except sa.exc.IntegrityError:
-            pass  # another worker made it meanwhile
-    free = sa.or_(
-        h.c.owner == owner,
-        h.c.owner.is_(None),
-        h.c.lease_expires_at.is_(None),
-        h.c.lease_expires_at < d.now(),
-    )
-    take = (
-        sa.update(h)
-        .where(h.c.queue == queue.name, free)
-        .values(owner=owner, lease_expires_at=d.seconds_from_now(sa.literal(seconds)))
-    )
-    with queue.storage.transaction() as connection:
-        return bool(connection.execute(take).rowcount)
-
-
-def renew_lease(queue: QueueContext, connection: Connection, owner: str, seconds: float) -> bool:
-    """In a purge batch's transaction, before it deletes: still ours? Then renew it (and hold
-    the row until this transaction ends)."""
-    h, d = queue.storage.history.housekeeping, queue.dialect
-    renew = (
-        sa.update(h)
-        .where(h.c.queue == queue.name, h.c.owner == owner, h.c.lease_expires_at >= d.now())
-        .values(lease_expires_at=d.seconds_from_now(sa.literal(seconds)), purged_at=d.now())
-    )
-    return bool(connection.execute(renew).rowcount)
-
-
-def release_lease(queue: QueueContext, owner: str) -> None:
-    """Give the lease up (a worker stopping), so that another worker takes over at once."""
-    h = queue.storage.history.housekeeping
-    with queue.storage.transaction() as connection:
-        connection.execute(
-            sa.update(h)
-            .where(h.c.queue == queue.name, h.c.owner == owner)
-            .values(owner=None, lease_expires_at=None)
-        )
-
-
-def holder(queue: QueueContext) -> str | None:
-    """Who holds the queue's housekeeping lease now (None: nobody)."""
-    h, d = queue.storage.history.housekeeping, queue.dialect
-    with queue.storage.transaction() as connection:
-        return connection.execute(
-            sa.select(h.c.owner).where(h.c.queue == queue.name, h.c.lease_expires_at >= d.now())
-        ).scalar()
+        return self.messages + self.results + self.attempts + self.leftovers + self.audit
 
 
 def purge_retained(
     queue: QueueContext,
     owner: str,
-    lease_seconds: float = HOUSEKEEPING_LEASE_SECONDS,
+    lease_seconds: float = lease.HOUSEKEEPING_LEASE_SECONDS,
     batch: int = PURGE_BATCH,
+    keep_audit: timedelta | None = audit.DEFAULT_KEEP_AUDIT,
 ) -> Purged | None:
-    """One retention round if this owner holds (or takes) the lease, else None: Processed
-    messages past keepProcessedFor, results past keepResultsFor, then attempts of messages
-    with neither a row nor a result left. Bounded batches, each renewing the lease."""
-    if not take_lease(queue, owner, lease_seconds):
+    """One retention round if this owner holds (or takes) the queue's lease, else None:
+    messages of each final status past their keep duration, results past keepResultsFor,
+    attempts of messages with neither a row nor a result left, then deleted queues' rows and
+    audit entries older than `keep_audit`."""
+    storage = queue.storage
+    if not lease.take(storage, queue.name, owner, lease_seconds):
         return None
     purged = Purged()
 
     def guard(connection: Connection) -> bool:
-        return renew_lease(queue, connection, owner, lease_seconds)
+        return lease.renew(storage, connection, queue.name, owner, lease_seconds)
 
     purged.messages = admin.purge(queue, None, None, guard=guard)
-    keep = queue.spec.keep_results
-    r, a, t, d = (
-        queue.storage.history.results,
-        queue.storage.history.attempts,
-        queue.table,
-        queue.dialect,
-    )
-    if keep is not None:
+    for status in KEPT_FOR_A_WHILE:
+        keep = queue.spec.keep_final(status)
+        if keep is not None:
+            purged.messages += admin.purge(queue, [status], keep, guard=guard)
+    keep_results = queue.spec.keep_results
+    r, a, t, d = storage.history.results, storage.history.attempts, queue.table, queue.dialect
+    if keep_results is not None:
         old = sa.and_(
             r.c.queue == queue.name,
-            r.c.processed_at < d.seconds_from_now(sa.literal(-keep.total_seconds())),
+            r.c.processed_at < d.seconds_from_now(sa.literal(-keep_results.total_seconds())),
         )
-        purged.results = _in_batches(queue, r.c.tracking_id, old, batch, guard)
+        purged.results = _in_batches(storage, r.c.tracking_id, old, batch, guard)
     orphaned = sa.and_(
         a.c.queue == queue.name,
         ~sa.exists().where(t.c.tracking_id == a.c.tracking_id),
         ~sa.exists().where(r.c.tracking_id == a.c.tracking_id),
     )
-    purged.attempts = _in_batches(queue, a.c.id, orphaned, batch, guard)
+    purged.attempts = _in_batches(storage, a.c.id, orphaned, batch, guard)
+    purged.leftovers = purge_deleted_queues(storage, owner, lease_seconds, batch)
+    purged.audit = audit.purge_older(storage, keep_audit, batch)
     return purged
 
 
+def purge_deleted_queues(storage: Storage, owner: str, lease_seconds: float, batch: int) -> int:
+    """Delete the results and attempts of queues that are gone from the registry (each under
+    its own housekeeping lease), then their housekeeping rows; the number of rows deleted."""
+    h, r, a = storage.history.housekeeping, storage.history.results, storage.history.attempts
+    registry = storage.registry
+    with storage.transaction() as connection:
+        gone = list(
+            connection.execute(
+                sa.select(h.c.queue).where(~sa.exists().where(registry.c.name == h.c.queue))
+            ).scalars()
+        )
+    total = 0
+    for name in gone:
+        if not lease.take(storage, name, owner, lease_seconds):
+            continue
+
+        def guard(connection: Connection, name: str = name) -> bool:
+            return lease.renew(storage, connection, name, owner, lease_seconds)
+
+        unregistered = ~sa.exists().where(registry.c.name == name)  # not applied again
+        for key, queue_column in ((r.c.tracking_id, r.c.queue), (a.c.id, a.c.queue)):
+            where = sa.and_(queue_column == name, unregistered)
+            total += _in_batches(storage, key, where, batch, guard)
+        with storage.transaction() as connection:
+            if guard(connection):
+                connection.execute(sa.delete(h).where(h.c.queue == name, unregistered))
+    return total
+
+
 def _in_batches(
-    queue: QueueContext,
+    storage: Storage,
     key: sa.Column[Any],
     where: sa.ColumnElement[bool],
     batch: int,
     guard: Callable[[Connection], bool],
 ) -> int:
     """Delete the rows `where` chooses, `batch` at a time (their keys first, then those rows:
-    the same two statements on every engine), each batch in its own guarded transaction."""
+    the same two statements on every engine), each batch in its own guarded transaction. The
+    delete checks `where` again: a row that stopped matching meanwhile stays."""
     table = key.table
     choose = sa.select(key).where(where).limit(batch)
     total = 0
     while True:
-        with queue.storage.transaction() as connection:
+        with storage.transaction() as connection:
             if not guard(connection):
                 return total
             keys = list(connection.execute(choose).scalars())
             if keys:
-                connection.execute(sa.delete(table).where(key.in_(keys)))
+                connection.execute(sa.delete(table).where(key.in_(keys), where))
         total += len(keys)
         if len(keys) < batch:
             return total

@@ -23,7 +23,7 @@ from .. import cron
 from ..errors import Conflict, InvalidInput, ScheduleNotFound
 from ..models import Delivery, Enqueued, NewMessage
 from ..spec import SCHEDULE_NAME_PATTERN, Schedule
-from ..storage import Storage, registry
+from ..storage import Storage, audit, registry
 from ..storage import schedules as store
 from ..storage.schedules import ScheduleState
 from .context import QueueContext, spec_of
@@ -138,7 +138,12 @@ def run_now(queue: QueueContext, schedule: str) -> Fired | None:
     _log_failures({name: error for name, error in failed.items() if name != schedule}, queue)
     if schedule in failed:
         raise failed[schedule]
-    return next((one for one in fired if one.schedule == schedule), None)
+    ran = next((one for one in fired if one.schedule == schedule), None)
+    delivered = None
+    if ran is not None:
+        delivered = len(ran.deliveries) if ran.topic else int(ran.message is not None)
+    audit.record_alone(storage, "run-schedule", queue.name, {"schedule": schedule}, delivered)
+    return ran
 
 
 def fire_due(queue: QueueContext) -> list[Fired]:

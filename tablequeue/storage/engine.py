@@ -17,8 +17,10 @@ from ..errors import DatabaseUnavailable, InvalidInput
 from ..models import canonical_json
 from .borrowed import bare, dbapi_connection_of, shown_identity
 from .schema import (
+    AUDIT_TABLE,
     SUBSCRIPTIONS_TABLE,
     HistoryTables,
+    audit_table,
     history_tables,
     queue_table,
     rate_limit_table,
@@ -97,6 +99,8 @@ class Storage:
         self.schedules = schedules_table(self.metadata)
         self.subscriptions = subscriptions_table(self.metadata)
         self._has_subscriptions = False
+        self.audit = audit_table(self.metadata, self.dialect)
+        self._has_audit = False
         self._tables: dict[str, sa.Table] = {}
         self._tables_lock = threading.Lock()
         self.statements: dict[str, Queries] = {}
@@ -183,6 +187,12 @@ class Storage:
         if not self._has_subscriptions:
             self._has_subscriptions = sa.inspect(connection).has_table(SUBSCRIPTIONS_TABLE)
         return self._has_subscriptions
+
+    def has_audit_table(self, connection: Connection) -> bool:
+        """Whether `tablequeue_audit` exists (asked until it does, then remembered)."""
+        if not self._has_audit:
+            self._has_audit = sa.inspect(connection).has_table(AUDIT_TABLE)
+        return self._has_audit
 
     def identity(self, fresh: bool = False) -> tuple[Any, ...]:
         """What identifies the database this engine's connections work in (server, database,

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import QueueNotFound
+from . import audit
 
 if TYPE_CHECKING:
     from ..spec import RateLimit
@@ -93,6 +94,8 @@ def set_paused(storage: Storage, name: str, paused: bool) -> FlowState:
             .values(paused_at=paused_at if paused else None)
         )
         state = flow_state(storage, connection, name)
+        if state is not None:
+            audit.record(storage, connection, "pause" if paused else "resume", name)
     if state is None:
         raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
     return state

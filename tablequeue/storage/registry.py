@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 from .. import indexes, names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
-from . import readable_json, schedules, subscriptions
+from . import audit, readable_json, schedules, subscriptions
 from .engine import Storage
 from .flow_control import declared_pause, forget_rate_limit, sync_rate_limit
 from .history import ensure_history
@@ -42,6 +42,7 @@ def ensure_registry(storage: Storage) -> None:
         migrate_registry(connection, storage.registry)
         storage.rate_limits.create(connection, checkfirst=True)
         ensure_history(connection, storage.history)
+        storage.audit.create(connection, checkfirst=True)
         ensure_workers_table(storage, connection)
         storage.schedules.create(connection, checkfirst=True)
         subscriptions.ensure(storage, connection)
@@ -343,6 +344,8 @@ def set_default_status(storage: Storage, name: str, status: str) -> None:
             .where(registry.c.name == name)
             .values(default_status=status, updated_at=datetime.now(UTC))
         ).rowcount
+        if updated:
+            audit.record(storage, connection, "set-default-status", name, {"status": status})
     if not updated:
         raise QueueNotFound(f"queue {name!r} does not exist", storage.shown_url)
 
@@ -365,6 +368,7 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         if owner is not None and row.owner != owner:
             return False
         connection.execute(registry.delete().where(registry.c.name == name))
+        _mark_for_housekeeping(storage, connection, name)
         forget_rate_limit(storage, connection, name)
         if sa.inspect(connection).has_table(storage.schedules.name):
             schedules.forget(connection, storage.schedules, name)
@@ -373,3 +377,14 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
         if drop_table:
             storage.table(row.table_name).drop(connection, checkfirst=True)
     return True
+
+
+def _mark_for_housekeeping(storage: Storage, connection: Connection, name: str) -> None:
+    """Leave the deleted queue a housekeeping row: while the queue stays unregistered, any
+    queue's housekeeper deletes its results and attempts, then the row (`queue.retention`)."""
+    housekeeping = storage.history.housekeeping
+    if not sa.inspect(connection).has_table(housekeeping.name):
+        return
+    marked = sa.select(housekeeping.c.queue).where(housekeeping.c.queue == name)
+    if connection.execute(marked).first() is None:
+        connection.execute(sa.insert(housekeeping).values(queue=name))

@@ -324,3 +324,27 @@ def rollup_table(metadata: sa.MetaData) -> sa.Table:
     )
     sa.Index(f"{ROLLUP_TABLE}_minute", table.c.minute)  # pruning, across queues
     return table
+
+
+AUDIT_TABLE = "tablequeue_audit"
+
+
+def audit_table(metadata: sa.MetaData, dialect: Dialect) -> sa.Table:
+    """Who changed what through the API, the UI or the CLI (`storage.audit`)."""
+    table = sa.Table(
+        AUDIT_TABLE,
+        metadata,
+        dialect.id_column(),
+        sa.Column("at", UtcDateTime(), nullable=False),
+        sa.Column("who", sa.String(200), nullable=False),
+        sa.Column("via", sa.String(16), nullable=False),
+        sa.Column("address", sa.String(64), nullable=True),
+        sa.Column("action", sa.String(40), nullable=False),
+        sa.Column("queue", sa.String(63), nullable=True),
+        sa.Column("target", sa.Text(), nullable=True),
+        sa.Column("rows", sa.Integer(), nullable=True),
+        **dialect.table_options(),
+    )
+    sa.Index("tablequeue_audit_at", table.c.at)
+    sa.Index("tablequeue_audit_queue", table.c.queue, table.c.id)
+    return table

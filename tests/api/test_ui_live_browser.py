@@ -1,6 +1,7 @@
 """The admin UI following the database, and working on chosen rows, in a real browser (Debian's
 Chromium via Playwright), on SQLite: live refresh and its pause toggle, per-row retry, cancel and
-delete, the find box, the colour theme and the queue list in a narrow window.
+delete and the audit page that records them, the find box, the colour theme and the queue list
+in a narrow window.
 
 The SQL under these pages is the core's, tested on every engine in
 tests/core/conformance/test_selected_messages.py.
@@ -161,6 +162,20 @@ def test_retry_cancel_and_delete_ticked_rows(
         page.once("dialog", lambda dialog: dialog.accept())
         page.click("#delete-selected button")
         expect(page.locator("#messages tbody tr[data-id]")).to_have_count(1)
+
+        # The audit page: the three changes, newest first, made via the UI; the declined
+        # delete is not there.
+        page.click("nav >> text=Audit")
+        actions = page.locator("#audit tbody tr[data-action]")
+        expect(actions).to_have_count(3)
+        assert actions.evaluate_all("rows => rows.map(r => r.dataset.action)") == [
+            "delete",
+            "cancel",
+            "set-status",
+        ]
+        texts = actions.all_inner_texts()
+        assert all("\tui\t" in text for text in texts), texts
+        assert 'status: "Pending"' in texts[2] and "orders" in texts[2]
     assert [(m.id, m.status) for m in orders.messages()] == [(leased.id, "Leased")]
 
 

@@ -1,5 +1,6 @@
-"""Poll interval guidance (NServiceBus: 100 ms to 10 s): a Queue whose workers poll more often
-or less often applies, with a QueueSpecWarning that names the setting; one inside the range
+"""Poll interval guidance (NServiceBus: 100 ms to 10 s, never longer than a message's time to be
+received): a Queue whose workers poll more often or less often, or less often than its default
+expiry, applies, with a QueueSpecWarning that names the setting; one inside the range
 applies without a warning."""
 
 from __future__ import annotations
@@ -35,6 +36,26 @@ def test_poll_intervals_outside_the_guidance_are_named(
     assert len(found) == len(named)
     for text, words in zip(found, named, strict=True):
         assert words in text
+
+
+@pytest.mark.parametrize(
+    ("expire_after", "max_seconds", "warned"),
+    [("forever", 5, False), ("5s", 5, False), ("4s", 5, True), ("1m", 10, False), ("1s", 2, True)],
+)
+def test_a_poll_interval_longer_than_the_default_expiry_is_named(
+    expire_after: str, max_seconds: float, warned: bool
+) -> None:
+    spec = QueueSpec.model_validate(
+        {"expireAfter": expire_after, "workers": {"pollInterval": {"maxSeconds": max_seconds}}}
+    )
+    expected = f"maxSeconds {max_seconds:g} is longer than expireAfter {expire_after}"
+    assert [expected in text for text in spec.warnings()] == ([True] if warned else [])
+
+
+@pytest.mark.parametrize("expire_after", ["0s", 0, "-1s", "soon"])
+def test_an_expiry_that_is_no_duration_or_zero_is_refused(expire_after: object) -> None:
+    with pytest.raises(ValueError, match="expireAfter"):
+        QueueSpec.model_validate({"expireAfter": expire_after})
 
 
 def test_the_default_spec_has_no_warning() -> None:

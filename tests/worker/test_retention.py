@@ -1,5 +1,6 @@
-"""Retention by real worker processes: keepProcessedFor and keepResultsFor applied by one
-worker of a queue at a time, with counts in the metrics and the logs."""
+"""Retention by real worker processes: keepProcessedFor, keepResultsFor and the other final
+statuses' durations applied by one worker of a queue at a time, with deleted queues' results
+and the audit trail, and counts in the metrics and the logs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from tablequeue import Database
+from tablequeue import Actor, Completion, Database, acting_as
 from tests.support.waiting import wait_until
 
 from .helpers import FAST_POLL, SYNC, MakeQueue, StartWorker, counter, enqueue
@@ -64,3 +65,34 @@ def test_two_workers_purge_what_retention_says_one_at_a_time(
     logged = [line for w in workers for line in w.logs() if line.get("message") == "purged"]
     assert {line["owner"] for line in logged} == set(purging)
     assert sum(line["messages"] for line in logged) == len(good)
+
+
+def test_a_worker_purges_failures_deleted_queues_and_the_audit_trail(
+    make_queue: MakeQueue,
+    database: Database,
+    db_url: str,
+    start_worker: StartWorker,
+) -> None:
+    queue = make_queue("orders", keep_error_for="1s", max_attempts=1)
+    bad = enqueue(queue, [{"raise": "no"}] * 2)
+    gone = make_queue("gone")
+    enqueue(gone, [{"n": 1}, {"n": 2}])
+    gone.complete("w1", [Completion(m) for m in gone.lease("w1", 2).messages])
+    database.delete_queue("gone", drop_table=True)
+    with acting_as(Actor("alice", "cli")):
+        database.pause("orders")
+        database.resume("orders")
+    assert len(database.audit_entries()) == 2
+    # 0.00002 days is 1.7 s: the entries go at a round after that
+    options = ("--purge-interval", "1", "--keep-audit-days", "0.00002", *FAST_POLL)
+    worker = start_worker("orders", db_url, SYNC, *options)
+    worker.wait_ready()
+    wait_until(lambda: queue.count() == 0, timeout=60)  # Error rows, a second after failing
+    wait_until(lambda: _count(database, database.history.results, "gone") == 0, timeout=30)
+    wait_until(lambda: database.audit_entries() == [], timeout=30)
+
+    def purged(what: str) -> float:
+        return counter(worker, "tablequeue_worker_purged_total", queue="orders", what=what)
+
+    wait_until(lambda: purged("audit") == 2 and purged("messages") == len(bad), timeout=30)
+    assert purged("leftovers") == 2  # gone's two results

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tablequeue import Completion, Database, NewMessage
-from tablequeue.errors import InvalidInput
+from tablequeue import Completion, Database, NewMessage, Queue
+from tablequeue.errors import InvalidInput, QueueSpecWarning
 from tablequeue.spec import QueueResource
 from tests.support.stored import stored_id
 from tests.support.waiting import wait_until
@@ -218,6 +218,45 @@ def test_expired_messages_are_never_leased_and_become_expired(make_queue: MakeQu
     wait_until(lambda: queue.sweep().expired == 1, timeout=10)
     assert queue.get(doomed.id or 0).status == "Expired"
     assert lease_all(queue) == [lives.id]
+
+
+def test_expire_after_is_the_default_expiry_counted_from_when_a_message_is_due(
+    make_queue: MakeQueue,
+) -> None:
+    queue = make_queue(expire_after="1h")
+    now = datetime.now(UTC)
+    tomorrow = now + timedelta(days=1)
+    given = now + timedelta(minutes=5)
+    plain = queue.enqueue({"n": 1})
+    delayed = queue.enqueue({"n": 2}, after=7200)
+    at = queue.enqueue({"n": 3}, at=tomorrow)
+    own = queue.enqueue({"n": 4}, expires_after=60)
+    own_at = queue.enqueue({"n": 5}, expires_at=given)
+    clock = queue.clock()  # the database's now: expiry is counted on its clock
+    expiry = {e.id: _expires_at(queue, e.id) for e in (plain, delayed, at, own, own_at)}
+    hour, slack = timedelta(hours=1), timedelta(minutes=1)
+    assert abs(expiry[plain.id] - (clock + hour)) < slack
+    assert abs(expiry[delayed.id] - (clock + timedelta(hours=2) + hour)) < slack
+    assert expiry[at.id] == tomorrow + hour
+    assert abs(expiry[own.id] - (clock + timedelta(minutes=1))) < slack  # the message's own wins
+    assert expiry[own_at.id] == given
+    plain_queue = make_queue("plain")
+    assert plain_queue.get(plain_queue.enqueue({}).id or 0).expires_at is None  # never
+
+
+def _expires_at(queue: Queue, message_id: int | None) -> datetime:
+    expires_at = queue.get(message_id or 0).expires_at
+    assert expires_at is not None
+    return expires_at
+
+
+def test_a_message_past_the_default_expiry_becomes_expired(make_queue: MakeQueue) -> None:
+    with pytest.warns(QueueSpecWarning, match="maxSeconds 5 is longer than expireAfter 0.2s"):
+        queue = make_queue(expire_after="0.2s")
+    doomed = queue.enqueue({"n": 1})
+    wait_until(lambda: queue.sweep().expired == 1, timeout=10)
+    assert queue.get(doomed.id or 0).status == "Expired"
+    assert lease_all(queue) == []
 
 
 @pytest.mark.parametrize(

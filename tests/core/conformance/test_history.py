@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 import uuid
+from datetime import timedelta
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -178,6 +180,89 @@ def test_retention_purges_processed_rows_past_keep_processed_for(make_queue: Mak
     assert queue.count(status="Processed") == 3
     wait_until(lambda: (p := queue.purge_retained("w1")) is not None and p.messages == 3, 30)
     assert queue.count() == 0
+
+
+def test_retention_keeps_each_final_status_for_its_own_duration(make_queue: MakeQueue) -> None:
+    queue = make_queue(
+        "orders",
+        keep_error_for="1s",
+        keep_expired_for="1s",
+        keep_cancelled_for="forever",
+        keep_results_for="forever",
+    )
+    statuses = ["Error", "Expired", "Cancelled", "Abandoned", "Pending"]
+    ids = {status: queue.enqueue({"status": status}).id or 0 for status in statuses}
+    for status in statuses[:4]:
+        assert queue.set_status(status, ids=[ids[status]]) == 1
+    removed: list[int] = []
+
+    def purge() -> bool:
+        purged = queue.purge_retained("w1")
+        assert purged is not None
+        removed.append(purged.messages)
+        return sum(removed) >= 2
+
+    # Error and Expired go once a second old (in one round or two); Cancelled is kept forever,
+    # Abandoned 30 days
+    wait_until(purge, 30)
+    assert sum(removed) == 2
+    assert {m.status for m in queue.messages()} == {"Cancelled", "Abandoned", "Pending"}
+
+
+def test_the_defaults_keep_failures_a_month_and_the_rest_a_week(make_queue: MakeQueue) -> None:
+    spec = make_queue("orders").spec
+    days = {status: spec.keep_final(status) for status in ("Error", "Abandoned", "Cancelled")}
+    assert days == {"Error": timedelta(30), "Abandoned": timedelta(30), "Cancelled": timedelta(7)}
+    assert spec.keep_final("Expired") == timedelta(7) and spec.keep_results == timedelta(hours=1)
+
+
+@pytest.mark.parametrize("drop_table", [True, False])
+def test_a_deleted_queues_results_and_attempts_are_purged_by_any_housekeeper(
+    database: Database, make_queue: MakeQueue, drop_table: bool
+) -> None:
+    gone, stays = make_queue("gone", keep_results_for="forever"), make_queue("stays")
+    for queue in (gone, stays):
+        for n in range(3):
+            queue.enqueue({"n": n})
+        batch = queue.lease("w1", 3).messages
+        queue.complete("w1", [Completion(m) for m in batch[:2]])  # two results
+        queue.fail("w1", [Failure(batch[2], "no")])  # an Error row, its result and attempt
+    assert gone.purge_retained("w1") is not None  # the queue's housekeeping row exists
+    gone.release_housekeeping("w1")  # its worker stopped (else its lease lapses first)
+    back = make_queue("back")  # deleted, then applied again before any housekeeper ran
+    back.enqueue({"n": 1})
+    back.complete("w1", [Completion(m) for m in back.lease("w1", 1).messages])
+    database.delete_queue("back", drop_table=False)
+    make_queue("back")
+    database.delete_queue("gone", drop_table=drop_table)
+    never_housekept = make_queue("never")  # deleted before any worker made its row
+    never_housekept.enqueue({"n": 1})
+    never_housekept.complete("w1", [Completion(m) for m in never_housekept.lease("w1", 1).messages])
+    database.delete_queue("never", drop_table=True)
+
+    purged = stays.purge_retained("w2", batch=2)
+    assert purged is not None and purged.leftovers == 3 + 1 + 1  # gone's 3 and 1, never's 1
+    by_queue = _count_by_queue(database)
+    assert by_queue["results"] == {"stays": 3, "back": 1}
+    assert by_queue["attempts"] == {"stays": 1}
+    assert by_queue["housekeeping"] == {"stays", "back"}  # back is a queue again
+    again = stays.purge_retained("w2")
+    assert again is not None and again.leftovers == 0
+
+
+def _count_by_queue(database: Database) -> dict[str, Any]:
+    history = database.history
+    with database.transaction() as connection:
+        counts: dict[str, Any] = {
+            name: dict(
+                connection.execute(
+                    sa.select(table.c.queue, sa.func.count()).group_by(table.c.queue)
+                ).all()
+            )
+            for name, table in (("results", history.results), ("attempts", history.attempts))
+        }
+        housekept = set(connection.execute(sa.select(history.housekeeping.c.queue)).scalars())
+    return counts | {"housekeeping": housekept}
 
 
 def test_one_housekeeper_at_a_time(database: Database, make_queue: MakeQueue) -> None:

@@ -1,0 +1,148 @@
+"""The audit trail: `tablequeue_audit`, one row per change a person or a tool made through the
+API, the admin UI or the CLI (who, via what, when on the database clock, what, to which queue,
+the ids or predicate, how many rows). Written by the core's admin operations when an actor is
+set (`tablequeue.actor`), read newest first, purged by age by the workers' housekeeping.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .. import actor
+from ..limits import PURGE_BATCH
+
+if TYPE_CHECKING:
+    from .engine import Storage
+
+DEFAULT_KEEP_AUDIT = timedelta(days=90)
+"""A quarter: long enough to answer "who retried these last month?"."""
+MOST_READ = 1000
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    id: int
+    at: datetime
+    who: str
+    via: str
+    address: str | None
+    action: str
+    queue: str | None
+    target: dict[str, Any] | None
+    rows: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "at": self.at.isoformat(),
+            "who": self.who,
+            "via": self.via,
+            "address": self.address,
+            "action": self.action,
+            "queue": self.queue,
+            "target": self.target,
+            "rows": self.rows,
+        }
+
+
+def record(
+    storage: Storage,
+    connection: Connection,
+    action: str,
+    queue: str | None,
+    target: dict[str, Any] | None = None,
+    rows: int | None = None,
+) -> None:
+    """Record a change on `connection` (in the change's transaction) if an actor is set."""
+    who = actor.current()
+    if who is None or not storage.has_audit_table(connection):
+        return
+    given = {k: v for k, v in (target or {}).items() if v is not None}
+    connection.execute(
+        sa.insert(storage.audit).values(
+            at=storage.dialect.now(),
+            who=who.who[:200],
+            via=who.via,
+            address=(who.address or None) and who.address[:64],
+            action=action,
+            queue=queue,
+            target=json.dumps(given, default=str, ensure_ascii=False) if given else None,
+            rows=rows,
+        )
+    )
+
+
+def record_alone(
+    storage: Storage,
+    action: str,
+    queue: str | None,
+    target: dict[str, Any] | None = None,
+    rows: int | None = None,
+) -> None:
+    """Record a change made in several transactions (a purge's batches), once it is done."""
+    if actor.current() is None:
+        return
+    with storage.transaction() as connection:
+        record(storage, connection, action, queue, target, rows)
+
+
+def entries(
+    storage: Storage,
+    *,
+    queue: str | None = None,
+    before_id: int | None = None,
+    limit: int = 100,
+) -> list[AuditEntry]:
+    """The newest entries first, at most `limit` (1 to 1000), of one queue or all; before
+    `before_id` to page back."""
+    if not 1 <= limit <= MOST_READ:
+        raise ValueError(f"limit must be 1 to {MOST_READ}, not {limit}")
+    table = storage.audit
+    query = sa.select(table).order_by(table.c.id.desc()).limit(limit)
+    if queue is not None:
+        query = query.where(table.c.queue == queue)
+    if before_id is not None:
+        query = query.where(table.c.id < before_id)
+    with storage.reading() as connection:
+        if not storage.has_audit_table(connection):
+            return []
+        rows = connection.execute(query).all()
+    return [
+        AuditEntry(
+            id=row.id,
+            at=row.at,
+            who=row.who,
+            via=row.via,
+            address=row.address,
+            action=row.action,
+            queue=row.queue,
+            target=json.loads(row.target) if row.target else None,
+            rows=row.rows,
+        )
+        for row in rows
+    ]
+
+
+def purge_older(storage: Storage, keep: timedelta | None, batch: int = PURGE_BATCH) -> int:
+    """Delete entries older than `keep` (None: keep forever), `batch` at a time. Any number of
+    workers may run it at once: each batch is one statement."""
+    if keep is None:
+        return 0
+    table, dialect = storage.audit, storage.dialect
+    old = table.c.at < dialect.seconds_from_now(sa.literal(-keep.total_seconds()))
+    statement = dialect.delete_some(table, old, batch)
+    total = 0
+    while True:
+        with storage.transaction() as connection:
+            if not storage.has_audit_table(connection):
+                return total
+            deleted = int(connection.execute(statement).rowcount)
+        total += deleted
+        if deleted < batch:
+            return total
