@@ -47,10 +47,15 @@ def _from_core(
     name: str, source: type, fields: list[str] | None = None, **extra: Any
 ) -> type[FromCore]:
     """A response model: `extra` fields first, then `fields` of the dataclass `source` (all of
-    them by default) with their types there."""
+    them by default) with their types there, and their JSON key where the dataclass names one
+    (`Message`'s correlation ids)."""
     types = get_type_hints(source)
     chosen = fields or [field.name for field in dataclasses.fields(source)]
-    definitions: dict[str, Any] = extra | {field: (types[field], ...) for field in chosen}
+    json_keys = {f.name: f.metadata.get("json_key") for f in dataclasses.fields(source)}
+    definitions: dict[str, Any] = extra | {
+        field: (types[field], Field(alias=json_keys[field]) if json_keys[field] else ...)
+        for field in chosen
+    }
     return create_model(name, __base__=FromCore, **definitions)
 
 

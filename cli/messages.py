@@ -150,6 +150,11 @@ def delivery_options(command: F) -> F:
     help="A UUID of your choosing as the tracking id (default: a random one); refused when "
     "another message has it.",
 )
+@click.option(
+    "--correlation-id",
+    help="Your correlation id (many messages may share one): searchable, given to the handler.",
+)
+@click.option("--label", help="A short human name for the message, shown in the UI's lists.")
 @delivery_options
 @click.option("--status", help="Status instead of the queue's default.")
 @statuses.new_status_option
@@ -163,6 +168,8 @@ def enqueue(
     envelope: bool,
     message_id: str | None,
     tracking_id: str | None,
+    correlation_id: str | None,
+    label: str | None,
     at: str | None,
     after: str | None,
     priority: int,
@@ -174,6 +181,8 @@ def enqueue(
     """Enqueue one JSON message, or one per line of a JSON Lines file."""
     options: dict[str, Any] = {
         "tracking_id": tracking_id,
+        "correlation_id": correlation_id,
+        "label": label,
         "at": _timestamp(at, "--at"),
         "after": _duration_seconds(after, "--after"),
         "priority": priority,
@@ -237,6 +246,7 @@ def _headers(pairs: tuple[str, ...]) -> dict[str, str] | None:
 @click.argument("queue_name", metavar="QUEUE", shell_complete=queue_names)
 @click.option("--status", help="Only this status.")
 @click.option("--where", help='Predicate on the body, e.g. Product.Sku == "123".')
+@click.option("--correlation-id", help="Only the messages given this correlation id.")
 @click.option(
     "--limit",
     type=click.IntRange(1, 10_000),
@@ -253,15 +263,17 @@ def messages(
     queue_name: str,
     status: str | None,
     where: str | None,
+    correlation_id: str | None,
     limit: int,
     after_id: int | None,
     desc: bool,
 ) -> None:
-    """List messages, filtered by status and predicate, in id order."""
+    """List messages, filtered by status, predicate and correlation id, in id order."""
     with connect(db_url) as database, progress.step(as_json, "searching"):
         found = database.queue(queue_name).messages(
             status=status,
             where=where,
+            correlation_id=correlation_id,
             limit=limit,
             after_id=after_id,
             order="desc" if desc else "asc",

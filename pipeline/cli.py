@@ -114,6 +114,8 @@ def pipeline() -> None:
 @click.option("--schedule-column", help="A time column: not processed before it.")
 @click.option("--header-column", "headers", multiple=True, help="Columns for the headers.")
 @click.option("--priority-column", help="A column with the priority.")
+@click.option("--correlation-column", help="A column with your correlation id (empty: none).")
+@click.option("--label-column", help="A column with a short human label (empty: none).")
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher is leased first.")
 @click.option("--status", help="Status instead of the queue's default.")
 @click.option(
@@ -148,6 +150,8 @@ def enqueue(
     schedule_column: str | None,
     headers: tuple[str, ...],
     priority_column: str | None,
+    correlation_column: str | None,
+    label_column: str | None,
     priority: int,
     status: str | None,
     new_status: bool,
@@ -174,6 +178,8 @@ def enqueue(
         priority_column=priority_column,
         priority=priority,
         status=status,
+        correlation_column=correlation_column,
+        label_column=label_column,
     )
     chosen = source_format or FORMATS_BY_SUFFIX.get(Path(source.rstrip("/")).suffix, "parquet")
     spark = _session(master, confs)

@@ -38,6 +38,8 @@ REJECTS_SCHEMA = StructType(
         StructField("atGiven", BooleanType()),
         StructField("headers", StringType()),
         StructField("priority", IntegerType()),
+        StructField("correlationId", StringType()),
+        StructField("label", StringType()),
     ]
 )
 """A rejected row: why, and the message fields as they came from the source (PREPARED)."""

@@ -1,6 +1,6 @@
 """Columns to messages: which columns form what, and one row's NewMessage or why it is rejected.
 
-The Spark side (`MessageColumns.prepared`) turns any source row into five plain columns in the
+The Spark side (`MessageColumns.prepared`) turns any source row into eight plain columns in the
 JVM (the body as JSON text with `to_json`, times as ISO text in UTC); the Python side
 (`new_message`) turns those into a validated NewMessage, or says why the row is rejected.
 """
@@ -25,7 +25,9 @@ AT = "tq_at"
 AT_GIVEN = "tq_at_given"
 HEADERS = "tq_headers"
 PRIORITY = "tq_priority"
-PREPARED = (BODY, MESSAGE_ID, AT, AT_GIVEN, HEADERS, PRIORITY)
+CORRELATION_ID = "tq_correlation_id"
+LABEL = "tq_label"
+PREPARED = (BODY, MESSAGE_ID, AT, AT_GIVEN, HEADERS, PRIORITY, CORRELATION_ID, LABEL)
 """The columns `new_message` reads, in its argument order."""
 
 _ISO_UTC = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
@@ -42,8 +44,10 @@ class MessageColumns:
     The body is `json_column` (JSON text, taken as is) or an object of `body_columns` (every
     column when empty). `id_column` is the messageId (every row then needs one), `schedule_column`
     a time (timestamp or text with an offset) before which it is not processed, `header_columns`
-    go into the headers object, `priority_column` (`priority` where it is empty) orders leasing.
-    A value that is not a time or not a number rejects the row.
+    go into the headers object, `priority_column` (`priority` where it is empty) orders leasing,
+    `correlation_column` and `label_column` give the caller's correlation id and label (empty:
+    none). A value that is not a time or not a number, or a malformed correlation id or label,
+    rejects the row.
     """
 
     body_columns: tuple[str, ...] = ()
@@ -54,6 +58,8 @@ class MessageColumns:
     priority_column: str | None = None
     priority: int = 0
     status: str | None = None
+    correlation_column: str | None = None
+    label_column: str | None = None
 
     def prepared(self, frame: DataFrame) -> DataFrame:
         """The source with the PREPARED columns added (its own columns stay, for rejects)."""
@@ -86,6 +92,8 @@ class MessageColumns:
                 if self.priority_column
                 else F.lit(self.priority)
             ),
+            CORRELATION_ID: _text_or_null(self.correlation_column),
+            LABEL: _text_or_null(self.label_column),
         }
         return frame.withColumns(added)
 
@@ -95,6 +103,7 @@ class MessageColumns:
             *self.header_columns,
             *(c for c in (self.json_column, self.id_column) if c),
             *(c for c in (self.schedule_column, self.priority_column) if c),
+            *(c for c in (self.correlation_column, self.label_column) if c),
         ]
         missing = [name for name in named if name not in frame.columns]
         if missing:
@@ -118,6 +127,8 @@ def new_message(
     at_given: bool,
     headers: str | None,
     priority: int | None,
+    correlation_id: str | None,
+    label: str | None,
 ) -> NewMessage:
     """One prepared row as a NewMessage; RowRejected says why it cannot be one."""
     if body is None:
@@ -140,6 +151,8 @@ def new_message(
             priority=priority,
             status=columns.status,
             headers=json.loads(headers) if headers is not None else None,
+            correlation_id=correlation_id or None,
+            label=label or None,
         )
     except ValidationError as error:
         problems = "; ".join(

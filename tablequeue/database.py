@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import names
 from .errors import InvalidInput, MessageNotFound, QueueNotFound, QueueSpecWarning
 from .health import WorkerPresence
-from .limits import MAX_MESSAGE_ID_LENGTH
+from .limits import MAX_CORRELATION_ID_LENGTH, MAX_MESSAGE_ID_LENGTH
 from .models import Delivery, Message, NewMessage
 from .queue import Queue, history, publish, subscribe
 from .queue.context import spec_of
@@ -131,9 +131,10 @@ class Database(Storage):
         raise MessageNotFound(f"no message with tracking id {tracking_id} in any queue")
 
     def find_messages(self, key: str, limit: int = FOUND_LIMIT) -> list[tuple[str, Message]]:
-        """The messages of every queue whose message id is `key`, or whose tracking id it is
-        (at most `limit`, as (queue name, message)): one lookup per queue, each served by the
-        queue table's message_id or tracking_id index."""
+        """The messages of every queue whose message id is `key`, whose tracking id it is, or
+        that share it as the caller's correlation id (at most `limit`, as (queue name,
+        message)): lookups per queue, each served by the queue table's message_id, tracking_id
+        or correlation index."""
         key = key.strip()
         if not key:
             raise InvalidInput("give a tracking id or a message id to look for")
@@ -146,6 +147,10 @@ class Database(Storage):
                     found.append((queue.name, queue.get_by_tracking_id(tracking)))
             if len(key) <= MAX_MESSAGE_ID_LENGTH:
                 found += [(queue.name, m) for m in queue.messages(message_id=key, limit=limit)]
+            if len(key) <= MAX_CORRELATION_ID_LENGTH:
+                seen = {m.id for name, m in found if name == queue.name}
+                shared = queue.messages(correlation_id=key, limit=limit)
+                found += [(queue.name, m) for m in shared if m.id not in seen]
             if len(found) >= limit:
                 break
         return found[:limit]

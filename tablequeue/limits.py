@@ -3,6 +3,10 @@
 MAX_PRIORITY = 32767
 """Priorities are SMALLINT: -32768..32767."""
 MAX_MESSAGE_ID_LENGTH = 400
+MAX_CORRELATION_ID_LENGTH = 128
+"""A caller's correlation id: indexed, so short enough for every engine's index key."""
+MAX_LABEL_LENGTH = 200
+"""A message's human label: one line, as a list row shows it."""
 MAX_SECONDS = 100 * 366 * 86400
 """Longest delay, expiry or lease: far enough, and inside every engine's date range."""
 MAX_ID = 2**63 - 1

@@ -17,7 +17,14 @@ from pydantic.alias_generators import to_camel
 
 from . import names
 from .errors import InvalidInput
-from .limits import MAX_JSON_DEPTH, MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY, MAX_SECONDS
+from .limits import (
+    MAX_CORRELATION_ID_LENGTH,
+    MAX_JSON_DEPTH,
+    MAX_LABEL_LENGTH,
+    MAX_MESSAGE_ID_LENGTH,
+    MAX_PRIORITY,
+    MAX_SECONDS,
+)
 from .sqltypes import UtcDateTime
 
 
@@ -93,6 +100,18 @@ def check_text(text: str) -> str:
     return text
 
 
+def check_one_line(text: str) -> str:
+    """Raise InvalidInput for text that is not one printable line: no control characters
+    (tabs and line breaks included), nothing that `check_text` refuses."""
+    check_text(text)
+    if _CONTROL.search(text):
+        raise InvalidInput("may not contain control characters (tabs, line breaks, ...)")
+    return text
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 class NewMessage(BaseModel):
     """One message to enqueue. Field names in JSON are camelCase, as in the HTTP API."""
 
@@ -128,6 +147,21 @@ class NewMessage(BaseModel):
         serialization_alias="expiresAfter",
     )
 
+    correlation_id: str | None = Field(
+        None,
+        alias="correlationId",
+        min_length=1,
+        max_length=MAX_CORRELATION_ID_LENGTH,
+        description="The caller's correlation id: many messages may share one; searchable "
+        "across queues and handed to the handler",
+    )
+    label: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LABEL_LENGTH,
+        description="A short human name for the message, shown in the UI's lists",
+    )
+
     @field_validator("status")
     @classmethod
     def _status(cls, value: str | None) -> str | None:
@@ -156,6 +190,11 @@ class NewMessage(BaseModel):
     @classmethod
     def _message_id(cls, value: str | None) -> str | None:
         return None if value is None else check_text(value)
+
+    @field_validator("correlation_id", "label")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        return None if value is None else check_one_line(value)
 
     @model_validator(mode="after")
     def _one_schedule(self) -> NewMessage:
@@ -215,15 +254,17 @@ def _stored(
     *,
     nullable: bool = True,
     server_default: str | None = None,
-) -> dict[str, ColumnSpec]:
-    """A Message field's metadata: its column."""
-    return {"column": ColumnSpec(type_, nullable, server_default)}
+    json_key: str | None = None,
+) -> dict[str, Any]:
+    """A Message field's metadata: its column, and its JSON key when not its camelCase name."""
+    return {"column": ColumnSpec(type_, nullable, server_default), "json_key": json_key}
 
 
 @dataclass
 class Message:
     """A stored message. The one definition of a queue table's columns (in this order, so
-    `Message(*row)` reads a row) and of the message's JSON shape (camelCase names)."""
+    `Message(*row)` reads a row) and of the message's JSON shape (camelCase names, but for the
+    two correlation ids: `correlationId` is the caller's, `leaseBatchId` the worker's)."""
 
     id: int = field(metadata=_stored("id", nullable=False))
     message_id: str | None = field(metadata=_stored(sa.String(MAX_MESSAGE_ID_LENGTH)))
@@ -238,7 +279,8 @@ class Message:
     expires_at: datetime | None = field(metadata=_stored(UtcDateTime()))
     lease_expires_at: datetime | None = field(metadata=_stored(UtcDateTime()))
     lease_owner: str | None = field(metadata=_stored(sa.String(200)))
-    correlation_id: str | None = field(metadata=_stored(sa.String(100)))
+    correlation_id: str | None = field(metadata=_stored(sa.String(100), json_key="leaseBatchId"))
+    """The lease batch that last took the message (the worker's; `leaseBatchId` in JSON)."""
     tracking_id: uuid.UUID = field(metadata=_stored(sa.Uuid(), nullable=False))
     result: Any = field(metadata=_stored("json"))
     progress: Any = field(metadata=_stored("json"))
@@ -248,6 +290,14 @@ class Message:
     processed_at: datetime | None = field(metadata=_stored(UtcDateTime()))
     started_at: datetime | None = field(metadata=_stored(UtcDateTime()))
     """When the lease of the latest attempt began (the database clock); kept once finished."""
+    app_correlation_id: str | None = field(
+        default=None,
+        metadata=_stored(sa.String(MAX_CORRELATION_ID_LENGTH), json_key="correlationId"),
+    )
+    """The caller's correlation id (`correlationId` in JSON; `correlation_id` is the column of
+    the worker's lease batch, `leaseBatchId` in JSON)."""
+    label: str | None = field(default=None, metadata=_stored(sa.String(MAX_LABEL_LENGTH)))
+    """A short human name the caller gave the message."""
 
     @classmethod
     def from_row(cls, row: Any) -> Message:
@@ -271,7 +321,7 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-MESSAGE_ATTRIBUTES = {to_camel(f.name): f.name for f in fields(Message)}
+MESSAGE_ATTRIBUTES = {f.metadata["json_key"] or to_camel(f.name): f.name for f in fields(Message)}
 """camelCase JSON key -> Message attribute, in table order."""
 
 

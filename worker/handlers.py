@@ -1,12 +1,15 @@
 """Handlers: POST to the app on localhost, or call a Python function.
 
 HTTP contract (docs/guides/workers.md): the body is `{id, messageId, message, previousMessage,
-attempts, headers, correlationId, trackingId}`; 2xx is success with an optional JSON body
-`{processAgainAt, result, progress}`; anything else or a timeout is a failure with the response
-text as the error, and a JSON error body with `"retry": false` sends the message to Error.
-The request carries the trace context current in the worker as `traceparent` (and `tracestate`)
-headers, and `Tablequeue-Progress-Url`, where the app may POST progress while it runs
-(`progress.py`). Python handlers report progress through `HandlerContext.report_progress`.
+attempts, headers, correlationId, label, leaseBatchId, trackingId}` (`correlationId`: the
+caller's, given at enqueue; `leaseBatchId`: the worker's lease batch); 2xx is success with an
+optional JSON body `{processAgainAt, result, progress}`; anything else or a timeout is a failure
+with the response text as the error, and a JSON error body with `"retry": false` sends the
+message to Error. The request carries the trace context current in the worker as `traceparent`
+(and `tracestate`) headers, `Tablequeue-Progress-Url`, where the app may POST progress while it
+runs (`progress.py`), and, when the message has them, `Tablequeue-Correlation-Id` and
+`Tablequeue-Label` (percent-encoded UTF-8, as header values are ASCII). Python handlers report
+progress through `HandlerContext.report_progress`.
 """
 
 from __future__ import annotations
@@ -74,6 +77,21 @@ class HandlerContext:
     def cancelled(self) -> bool:
         return self.cancellation.is_set()
 
+    @property
+    def correlation_id(self) -> str | None:
+        """The correlation id the caller gave the message at enqueue (None if none)."""
+        return self.message.app_correlation_id
+
+    @property
+    def label(self) -> str | None:
+        """The short human name the caller gave the message (None if none)."""
+        return self.message.label
+
+    @property
+    def lease_batch_id(self) -> str | None:
+        """The id of the worker's lease batch that handed over the message."""
+        return self.message.correlation_id
+
     def report_progress(self, progress: Any) -> None:
         """Store progress now, readable by tracking id while the handler runs (blocking call).
 
@@ -119,6 +137,8 @@ HTTP_PAYLOAD_FIELDS = (
     "attempts",
     "headers",
     "correlationId",
+    "label",
+    "leaseBatchId",
     "trackingId",
 )
 """What an HTTP handler gets of a message, in this order, as the API shows it (`to_json`)."""
@@ -155,8 +175,18 @@ def outcome_from(data: Any) -> Outcome | None:
 
 
 PROGRESS_URL_HEADER = "Tablequeue-Progress-Url"
+CORRELATION_ID_HEADER = "Tablequeue-Correlation-Id"
+LABEL_HEADER = "Tablequeue-Label"
 APP_CHECK_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
 """The readiness GET: an app that takes longer does not answer yet."""
+
+
+def _header_value(text: str) -> str:
+    """Text as an ASCII header value: printable ASCII as is, the rest percent-encoded UTF-8."""
+    return urllib.parse.quote(text, safe=_PRINTABLE_ASCII)
+
+
+_PRINTABLE_ASCII = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
 
 
 class AppUnreachable(HandlerFailed):
@@ -174,10 +204,15 @@ class HttpHandler:
         """Where the app reports progress on a message (the worker's port, with a key)."""
 
     def headers(self, message: Message) -> dict[str, str]:
-        """The request's headers: the progress URL, the current trace context (if any)."""
+        """The request's headers: the progress URL, the caller's correlation id and label, the
+        current trace context (each if any)."""
         headers: dict[str, str] = {}
         if self.progress_url is not None:
             headers[PROGRESS_URL_HEADER] = self.progress_url(message)
+        if message.app_correlation_id is not None:
+            headers[CORRELATION_ID_HEADER] = _header_value(message.app_correlation_id)
+        if message.label is not None:
+            headers[LABEL_HEADER] = _header_value(message.label)
         context = trace_context.current_headers()
         if context is not None:
             headers.update(context)

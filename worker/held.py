@@ -172,7 +172,15 @@ class HeldMessages:
         m.queue_latency.observe(max(waited, 0.0))
         context = HandlerContext(self.database, self.queue, message, self.owner)
         # Every log line of the handler's task (and of a sync handler's thread) names the message.
-        logs.handling.set(logs.Handling(message.id, message.correlation_id, message.tracking_id))
+        logs.handling.set(
+            logs.Handling(
+                message.id,
+                message.correlation_id,
+                message.tracking_id,
+                message.app_correlation_id,
+                message.label,
+            )
+        )
         tracing = self.tracing
         outcome: Completion | Failure | None
         with self._traced(message) as span:

@@ -1,7 +1,8 @@
 """Structured JSON logs on stderr: one object per line, with the extra fields of each call.
 
 Every line written while a handler runs, by any logger (the worker's, the handler's own, a
-library's), carries that message's `message_id`, `correlation_id` and `tracking_id`, and, when a
+library's), carries that message's `message_id`, `tracking_id`, `lease_batch_id` (the worker's
+lease batch) and, when the caller gave them at enqueue, `correlation_id` and `label`; when a
 trace context is current, `trace_id` and `span_id`: the worker sets `handling` in the handler's
 task (asyncio tasks and the threads of sync handlers copy it), and `MessageFilter`, installed on
 the worker's log handler, adds the fields to each record that does not have them already.
@@ -24,8 +25,10 @@ class Handling(NamedTuple):
     message, and a frozen dataclass costs several times as much to build)."""
 
     message_id: int
-    correlation_id: str | None
+    lease_batch_id: str | None
     tracking_id: uuid.UUID
+    correlation_id: str | None
+    label: str | None
 
 
 handling: contextvars.ContextVar[Handling | None] = contextvars.ContextVar(
@@ -41,7 +44,11 @@ class MessageFilter(logging.Filter):
         fields = record.__dict__
         if current is not None:
             fields.setdefault("message_id", current.message_id)
-            fields.setdefault("correlation_id", current.correlation_id)
+            fields.setdefault("lease_batch_id", current.lease_batch_id)
+            if current.correlation_id is not None:
+                fields.setdefault("correlation_id", current.correlation_id)
+            if current.label is not None:
+                fields.setdefault("label", current.label)
             if "tracking_id" not in fields:
                 fields["tracking_id"] = str(current.tracking_id)
         trace = sys.modules.get("opentelemetry.trace")  # not imported: no trace context

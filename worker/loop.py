@@ -335,7 +335,7 @@ class Worker:
             self.metrics.lease_batches.inc()
             log.info(
                 "leased batch",
-                extra={"correlation_id": batch.correlation_id, "count": len(batch.messages)},
+                extra={"lease_batch_id": batch.correlation_id, "count": len(batch.messages)},
             )
         held.add(batch.messages)
         rollup.leased(batch.messages)

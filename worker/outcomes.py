@@ -22,7 +22,7 @@ def log_stopped(message: Message, reason: str) -> None:
     """The worker stopped the handler because the message's lease was lost."""
     log.info(
         "handler stopped: " + reason,
-        extra={"correlation_id": message.correlation_id, "message_id": message.id},
+        extra={"lease_batch_id": message.correlation_id, "message_id": message.id},
     )
 
 
@@ -30,7 +30,7 @@ def log_failed(message: Message, error: str) -> None:
     log.warning(
         "handler failed",
         extra={
-            "correlation_id": message.correlation_id,
+            "lease_batch_id": message.correlation_id,
             "message_id": message.id,
             "error": error[:500],
         },

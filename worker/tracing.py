@@ -54,7 +54,9 @@ class Tracing:
         if message.message_id is not None:
             attributes["tablequeue.message_id"] = message.message_id
         if message.correlation_id is not None:
-            attributes["tablequeue.correlation_id"] = message.correlation_id
+            attributes["tablequeue.lease_batch_id"] = message.correlation_id
+        if message.app_correlation_id is not None:
+            attributes["tablequeue.correlation_id"] = message.app_correlation_id
         return attributes
 
     def leased(self, messages: Sequence[Message], start_ns: int, end_ns: int) -> None:

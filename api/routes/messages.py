@@ -11,7 +11,7 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import Response
 
 from tablequeue import errors, trace_context
-from tablequeue.limits import MAX_ID, MAX_MESSAGE_ID_LENGTH
+from tablequeue.limits import MAX_CORRELATION_ID_LENGTH, MAX_ID, MAX_MESSAGE_ID_LENGTH
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
 from ..dependencies import ADMIN, READER, DatabaseArg, MessageIdArg, QueueArg
@@ -91,6 +91,14 @@ def list_messages(
     message_id: Annotated[
         str | None, Query(alias="messageId", max_length=MAX_MESSAGE_ID_LENGTH)
     ] = None,
+    correlation_id: Annotated[
+        str | None,
+        Query(
+            alias="correlationId",
+            max_length=MAX_CORRELATION_ID_LENGTH,
+            description="Only the messages the caller gave this correlation id",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     order: Literal["asc", "desc"] = "asc",
     cursor: Annotated[str | None, Query(max_length=200)] = None,
@@ -103,6 +111,7 @@ def list_messages(
         status=status,
         where=where,
         message_id=message_id,
+        correlation_id=correlation_id,
         after_id=after_id,
         limit=limit + 1,
         order=order,
@@ -185,6 +194,7 @@ def find_messages(
     database: DatabaseArg,
     key: Annotated[str, Query(min_length=1, max_length=MAX_MESSAGE_ID_LENGTH)],
 ) -> FoundMessages:
-    """Messages of every queue whose message id, or tracking id, is `key` (at most 50)."""
+    """Messages of every queue whose message id or tracking id is `key`, or that share it as
+    their correlation id (at most 50)."""
     found = database.find_messages(key)
     return FoundMessages(items=[FoundMessage.of(m, queue=name) for name, m in found])

@@ -37,6 +37,8 @@ def enqueue_statement(
             sa.column("b_expires_at", t.c.expires_at.type),
             sa.column("b_expires_after", sa.Float()),
             sa.column("b_tracking_id", t.c.tracking_id.type),
+            sa.column("b_correlation_id", t.c.app_correlation_id.type),
+            sa.column("b_label", t.c.label.type),
         ],
         arrays=True,  # the dialect's enqueue_round/enqueue_alone run it
         one_row=one_row,
@@ -58,6 +60,8 @@ def enqueue_statement(
         "process_after": sa.func.coalesce(b["b_at"], d.seconds_from_now(b["b_after"])),
         "expires_at": sa.func.coalesce(b["b_expires_at"], d.seconds_from_now(b["b_expires_after"])),
         "tracking_id": b["b_tracking_id"],
+        "app_correlation_id": b["b_correlation_id"],
+        "label": b["b_label"],
         "created_at": now,
         "updated_at": now,
     }
@@ -89,6 +93,8 @@ def enqueue_statement(
         "priority": new.priority,
         "process_after": new.process_after,
         "expires_at": new.expires_at,
+        "app_correlation_id": new.app_correlation_id,
+        "label": new.label,
         "version": t.c.version + 1,
         "status": sa.case((keeps_lease, t.c.status), else_=new.status),
         # 0 also marks a Leased row whose new version was never tried (see sweep).

@@ -169,6 +169,8 @@ def _row(
         "b_at": new.at,
         "b_after": new.after or 0.0,
         "b_tracking_id": tracking_id,
+        "b_correlation_id": new.correlation_id,
+        "b_label": new.label,
     }
 
 

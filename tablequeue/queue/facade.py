@@ -316,16 +316,19 @@ class Queue:
         status: str | None = None,
         where: str | None = None,
         message_id: str | None = None,
+        correlation_id: str | None = None,
         after_id: int | None = None,
         limit: int = 100,
         order: Literal["asc", "desc"] = "asc",
     ) -> list[Message]:
-        """A page of messages in id order; pass the last id as `after_id` for the next page."""
+        """A page of messages in id order; pass the last id as `after_id` for the next page.
+        `correlation_id` chooses those the caller gave that correlation id."""
         return read.messages(
             self._queue,
             status=status,
             where=where,
             message_id=message_id,
+            correlation_id=correlation_id,
             after_id=after_id,
             limit=limit,
             order=order,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -38,7 +38,8 @@ class Attempt:
     """`failure` (the handler failed) or `lease-expired` (the sweep settled a lapsed lease)."""
     at: datetime
     owner: str | None
-    correlation_id: str | None
+    correlation_id: str | None = field(metadata={"json_key": "leaseBatchId"})
+    """The lease batch of the attempt (`leaseBatchId` in JSON, as a message shows it)."""
     error: str | None
 
     def to_json(self) -> dict[str, Any]:
@@ -47,7 +48,7 @@ class Attempt:
             "kind": self.kind,
             "at": self.at.isoformat(),
             "owner": self.owner,
-            "correlationId": self.correlation_id,
+            "leaseBatchId": self.correlation_id,
             "error": self.error,
         }
 

@@ -44,11 +44,14 @@ def messages(
     after_id: int | None,
     limit: int,
     order: Literal["asc", "desc"],
+    correlation_id: str | None = None,
 ) -> list[Message]:
     if not 1 <= limit <= 10_000:
         raise InvalidInput(f"limit {limit} out of range 1..10000")
     t = queue.table
-    condition = selection(queue, status=status, where=where, message_id=message_id)
+    condition = selection(
+        queue, status=status, where=where, message_id=message_id, correlation_id=correlation_id
+    )
     statement = sa.select(t)
     if condition is not None:
         statement = statement.where(condition)
@@ -77,8 +80,10 @@ def selection(
     status: str | None = None,
     where: str | None = None,
     message_id: str | None = None,
+    correlation_id: str | None = None,
 ) -> sa.ColumnElement[bool] | None:
-    """Messages chosen by ids, status, messageId and/or predicate; None when not chosen."""
+    """Messages chosen by ids, status, messageId, the caller's correlation id and/or
+    predicate; None when not chosen."""
     t = queue.table
     parts: list[sa.ColumnElement[bool]] = []
     if ids is not None:
@@ -87,6 +92,8 @@ def selection(
         parts.append(t.c.status == names.status(status))
     if message_id is not None:
         parts.append(t.c.message_id == check_text(message_id))
+    if correlation_id is not None:
+        parts.append(t.c.app_correlation_id == check_text(correlation_id))
     if where is not None:
         indexed = indexes.lookup(queue.storage.engine, queue.dialect, t, queue.spec.indexes)
         parts.append(predicate.to_sql(predicate.parse(where), t.c.message, queue.dialect, indexed))

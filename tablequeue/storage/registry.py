@@ -19,6 +19,7 @@ from .history import ensure_history
 from .rollup import ensure_rollup
 from .schema import (
     ADDED_COLUMNS,
+    CORRELATION_COLUMNS,
     READABLE_JSON_VERSION,
     REGISTRY_READ_COLUMNS,
     SCHEMA_VERSION,
@@ -82,7 +83,7 @@ def _check_queue_table(connection: Connection, table_name: str) -> None:
     missing = [
         column
         for column, _ in message_columns()
-        if column not in present and column not in ADDED_COLUMNS
+        if column not in present and column not in (*ADDED_COLUMNS, *CORRELATION_COLUMNS)
     ]
     if missing:
         raise NotAQueueTable(

@@ -20,18 +20,23 @@ from ..limits import MAX_MESSAGE_ID_LENGTH
 from ..models import message_columns
 from ..sqltypes import UtcDateTime
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """1: first release. 2: the message_id index covers only messages with an identity; no index
 on lease expiry (the status index finds Leased rows). A lease then updates three indexes, not
 five, and an enqueue without identity four instead of five. 3: the registry records the owner
 (`namespace/name`) of an operator-managed queue (`migrate_registry`); queue tables unchanged.
 4: queue tables record `started_at`, when the lease of the latest attempt began (nullable, no
 index). 5: JSON is stored as written (UTF-8), not with non-ASCII characters escaped, on engines
-that store JSON as text (`readable_json.rewrite_table`, before the registry records 5)."""
+that store JSON as text (`readable_json.rewrite_table`, before the registry records 5).
+6: queue tables record the caller's correlation id (`app_correlation_id`, indexed with `id`:
+many messages share one, and a page of them is read across queues) and a `label`, both nullable; the
+lease batch keeps its column, `correlation_id`, so workers of version 5 run on unchanged."""
 READABLE_JSON_VERSION = 5
 REGISTRY_TABLE = "tablequeue_queues"
 ADDED_COLUMNS = ("started_at",)
 """Queue table columns `migrate` adds (version 4): a table made before lacks them until then."""
+CORRELATION_COLUMNS = ("app_correlation_id", "label")
+"""Queue table columns `migrate` adds (version 6), with the index on the first."""
 
 
 def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.Table:
@@ -54,7 +59,17 @@ def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.
     )
     sa.Index(names.index_name(table_name, "tracking_id"), table.c.tracking_id, unique=True)
     sa.Index(names.index_name(table_name, "status"), table.c.status, table.c.id)
+    sa.Index(
+        correlation_index_name(table_name),
+        table.c.app_correlation_id,
+        table.c.id,  # a page of one correlation id in id order, without a sort or a scan
+        **dialect.partial_index_options(table.c.app_correlation_id.is_not(None)),
+    )
     return table
+
+
+def correlation_index_name(table_name: str) -> str:
+    return names.index_name(table_name, "correlation")
 
 
 def migrate(connection: sa.Connection, table: sa.Table, from_version: int) -> None:
@@ -70,6 +85,12 @@ def migrate(connection: sa.Connection, table: sa.Table, from_version: int) -> No
         next(index for index in table.indexes if index.name == message_id).create(connection)
     if from_version < 4:
         add_missing_columns(connection, table, ADDED_COLUMNS)
+    if from_version < 6:
+        add_missing_columns(connection, table, CORRELATION_COLUMNS)
+        name = correlation_index_name(table.name)
+        next(index for index in table.indexes if index.name == name).create(
+            connection, checkfirst=True
+        )
 
 
 def add_missing_columns(connection: sa.Connection, table: sa.Table, columns: Sequence[str]) -> None:

@@ -55,7 +55,7 @@ def test_attempts_of_a_message(client: httpx.Client, database: Database) -> None
         [m] = queue.lease(owner, 1, correlation_id=f"batch-{n}").messages
         queue.fail(owner, [Failure(m, f"timeout {n}")])
     items = client.get(url).json()["items"]
-    assert [(i["attempt"], i["kind"], i["owner"], i["correlationId"]) for i in items] == [
+    assert [(i["attempt"], i["kind"], i["owner"], i["leaseBatchId"]) for i in items] == [
         (1, "failure", "w1", "batch-0"),
         (2, "failure", "w2", "batch-1"),
     ]

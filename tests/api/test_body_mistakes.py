@@ -43,8 +43,8 @@ ENVELOPE = 'expected {"message": ...}'
         (
             "/queues/orders",
             {"message": 1, "zzz": 1},
-            "unknown field 'zzz' (accepted: after, at, expiresAfter, expiresAt, headers, message, "
-            "messageId, priority, status, trackingId)",
+            "unknown field 'zzz' (accepted: after, at, correlationId, expiresAfter, expiresAt, "
+            "headers, label, message, messageId, priority, status, trackingId)",
         ),
         (
             "/queues/orders",

@@ -177,6 +177,7 @@ def test_fix_failed_messages_through_the_ui(
         3,
         "Pending",
     )
+    assert (new.label, new.app_correlation_id) == ("Made in the UI", None)  # empty: not sent
     assert database.default_status_of("orders") == "Paused"
     assert queue.enqueue({"after": "pause"}).status == "Paused"
     assert database.default_status_of("audit-log") == "Pending"
@@ -239,6 +240,7 @@ def _enqueue_the_example(page: Any, url: str) -> int:
     assert json.loads(textarea.input_value()) == EXAMPLE
     page.fill("#enqueue input[name=messageId]", "from-the-ui")
     page.fill("#enqueue input[name=priority]", "3")
+    page.fill("#enqueue input[name=label]", "Made in the UI")
     page.click("#enqueue button.primary")
     outcome = page.locator("#enqueue .outcome")
     expect(outcome).to_contain_text("inserted, status Pending")

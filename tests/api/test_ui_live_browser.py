@@ -201,6 +201,25 @@ def test_find_a_message_from_the_header(
         page.press("#find input[name=key]", "Enter")
         expect(page.locator("#found-none")).to_contain_text("No message in any queue")
 
+        # By the caller's correlation id: every message sharing it, labelled, in any queue.
+        shipped = orders.enqueue({"n": 3}, correlation_id="checkout-9", label="Order A-9")
+        invoices.enqueue({"n": 4}, correlation_id="checkout-9", label="Invoice A-9")
+        orders.enqueue({"n": 5}, correlation_id="checkout-10")
+        page.fill("#find input[name=key]", "checkout-9")
+        page.press("#find input[name=key]", "Enter")
+        expect(page.locator("#found tbody tr")).to_have_count(2)
+        by_queue_name = ["Invoice A-9", "Order A-9"]
+        expect(page.locator("#found .label")).to_have_text(by_queue_name)
+        expect(page.locator("#found .correlation")).to_have_text(["checkout-9"] * 2)
+        page.click(f"#found tr[data-queue=orders] a[href$='/messages/{shipped.id}']")
+        expect(page.locator("h1 #label")).to_have_text("Order A-9")
+        expect(page.locator("#correlation-id")).to_have_text("checkout-9")
+        page.goto(url + "/ui/queues/orders")  # the list names the row by its label
+        row = page.locator(f"#messages tr[data-id='{shipped.id}'] .name")
+        expect(row.locator(".label")).to_have_text("Order A-9")
+        row.locator(".correlation").click()  # lists every message sharing it
+        expect(page.locator("#found tbody tr")).to_have_count(2)
+
 
 @needs_browser
 def test_dark_theme_and_the_queue_list_in_a_narrow_window(

@@ -38,7 +38,7 @@ def test_show_prints_the_attempts(database: Database, db_url: str) -> None:
     assert shown.exit_code == 0, shown.output
     assert tsv.pairs(shown.output)["attempts"] == "2"
     first, second = tsv.section(shown.output, "attemptHistory")
-    assert (first["attempt"], first["kind"], first["owner"], first["correlationId"]) == (
+    assert (first["attempt"], first["kind"], first["owner"], first["leaseBatchId"]) == (
         "1",
         "failure",
         "worker-a",
@@ -50,7 +50,7 @@ def test_show_prints_the_attempts(database: Database, db_url: str) -> None:
 
     as_json = _run(db_url, "show", "orders", str(m.id), "--json")
     attempt, _ = json.loads(as_json.output)["attemptHistory"]
-    assert attempt["owner"] == "worker-a" and attempt["correlationId"] == "cid-1"
+    assert attempt["owner"] == "worker-a" and attempt["leaseBatchId"] == "cid-1"
     assert attempt["error"] == "SMTP timeout\nTraceback ..." and attempt["kind"] == "failure"
     assert attempt["exception"] == "SMTP timeout"
 

@@ -141,16 +141,18 @@ def test_cli_enqueue_from_csv_with_schedule_priority_and_body_columns(
     spark: SparkSession, sqlite_url: str, tmp_path: Path
 ) -> None:
     """The click command end to end: CSV source, chosen body columns, a schedule column, a
-    priority column; a row whose schedule is not a time is rejected."""
+    priority column, correlation id and label columns; a row whose schedule is not a time is
+    rejected, and so is one whose label is too long."""
     with connect(sqlite_url) as database:
         database.apply(QueueResource.from_name("mail"))
     later = (datetime.now(UTC) + timedelta(hours=2)).isoformat()
     csv = tmp_path / "mail.csv"
     csv.write_text(
-        "OrderId,Email,SendAt,Urgency,Note\n"
-        f"A-1,a@example.com,{later},5,x\n"
-        "A-2,b@example.com,,0,y\n"
-        "A-3,c@example.com,not a time,1,z\n"
+        "OrderId,Email,SendAt,Urgency,Note,Checkout,Title\n"
+        f"A-1,a@example.com,{later},5,x,checkout-1,Confirmation A-1\n"
+        "A-2,b@example.com,,0,y,,\n"
+        "A-3,c@example.com,not a time,1,z,checkout-3,\n"
+        f"A-4,d@example.com,,1,z,checkout-4,{'x' * 201}\n"
     )
     result = CliRunner().invoke(
         pipeline,
@@ -168,6 +170,10 @@ def test_cli_enqueue_from_csv_with_schedule_priority_and_body_columns(
             "SendAt",
             "--priority-column",
             "Urgency",
+            "--correlation-column",
+            "Checkout",
+            "--label-column",
+            "Title",
             "--rejects",
             str(tmp_path / "rejects"),
             "--json",
@@ -175,15 +181,23 @@ def test_cli_enqueue_from_csv_with_schedule_priority_and_body_columns(
     )
     assert result.exit_code == 0, result.output
     counts = json.loads(result.output.strip().splitlines()[-1])
-    assert (counts["inserted"], counts["rejected"]) == (2, 1)
+    assert (counts["inserted"], counts["rejected"]) == (2, 2)
     with connect(sqlite_url) as database:
         messages = {m.message_id: m for m in database.queue("mail").messages(limit=10)}
     assert messages["A-1"].message == {"OrderId": "A-1", "Email": "a@example.com"}
+    assert (messages["A-1"].app_correlation_id, messages["A-1"].label) == (
+        "checkout-1",
+        "Confirmation A-1",
+    )
+    assert (messages["A-2"].app_correlation_id, messages["A-2"].label) == (None, None)
     assert (messages["A-1"].status, messages["A-1"].priority) == ("Sleeping", 5)
     assert (messages["A-2"].status, messages["A-2"].priority) == ("Pending", 0)
-    assert "A-3" not in messages
+    assert "A-3" not in messages and "A-4" not in messages
     rejects = "".join(p.read_text() for p in (tmp_path / "rejects").glob("part-*.json"))
     assert "schedule (column 'SendAt') is not a time" in rejects
+    [too_long] = [json.loads(line) for line in rejects.splitlines() if "A-4" in line]
+    assert too_long["reason"] == "label: String should have at most 200 characters"
+    assert too_long["correlationId"] == "checkout-4"
 
 
 def test_cli_enqueue_json_lines_with_and_without_status(

@@ -226,3 +226,17 @@ def read_traces(folder: Path) -> dict[int, dict[str, Any]]:
     if not path.exists():
         return {}
     return {row["id"]: row for row in map(json.loads, path.read_text().splitlines())}
+
+
+def context_seen(message: Message, context: HandlerContext) -> None:
+    """Records the caller's correlation id, label and the lease batch id its context gives
+    (`context.jsonl`), and logs a line with the app's own logger while it runs."""
+    seen = {
+        "id": message.id,
+        "correlation_id": context.correlation_id,
+        "label": context.label,
+        "lease_batch_id": context.lease_batch_id,
+    }
+    with open(_records() / "context.jsonl", "a") as out:
+        out.write(json.dumps(seen) + "\n")
+    app_log.info("app saw its context", extra={"n": _body(message).get("n")})

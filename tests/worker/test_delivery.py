@@ -50,11 +50,11 @@ def test_four_workers_process_every_message_exactly_once(
     # leave a worker without a single lease): more than one worker taking part is what shows.
     assert len({path.stem for path in records.glob("*.log")}) >= 2, "workers shared the work"
 
-    # The correlation id of each "leased batch" log line is the one stored on the rows it leased.
+    # The lease batch id of each "leased batch" log line is the one stored on the rows it leased.
     rows = all_messages(queue).values()
     by_batch = Counter((m.correlation_id, m.lease_owner) for m in rows)
     logged = [
-        (line["correlation_id"], worker.name, line["count"])
+        (line["lease_batch_id"], worker.name, line["count"])
         for worker in workers
         for line in worker.logs()
         if line["message"] == "leased batch"

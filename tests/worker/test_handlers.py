@@ -28,7 +28,12 @@ def test_http_handler_outcomes(
         queue, [{"status": 422, "json": {"retry": False, "error": "no such customer"}}]
     )
     [garbled] = enqueue(queue, [{"status": 503, "hex": "ff fe 20 62 75 73 79"}])  # not UTF-8
-    [again] = enqueue(queue, [{"status": 200, "json": {"processAgainAt": again_at.isoformat()}}])
+    [again] = enqueue(
+        queue,
+        [{"status": 200, "json": {"processAgainAt": again_at.isoformat()}}],
+        correlation_id="checkout-1",
+        label="Bestellung Müller 100%",
+    )
     [result] = enqueue(
         queue,
         [{"status": 200, "json": {"result": {"total": 3}, "progress": {"done": 100}}}],
@@ -51,6 +56,15 @@ def test_http_handler_outcomes(
     assert messages[result].status == "Processed"
     assert (messages[result].result, messages[result].progress) == ({"total": 3}, {"done": 100})
 
+    [labelled] = [p for p in app.payloads() if p["id"] == again]
+    assert (labelled["correlationId"], labelled["label"]) == (
+        "checkout-1",
+        "Bestellung Müller 100%",
+    )
+    assert labelled["leaseBatchId"] == messages[again].correlation_id is not None
+    assert app.headers[again]["tablequeue-correlation-id"] == "checkout-1"
+    assert app.headers[again]["tablequeue-label"] == "Bestellung M%C3%BCller 100%25"
+    assert "tablequeue-label" not in app.headers[result]
     [sent] = [p for p in app.payloads() if p["id"] == result]
     stored = messages[result]
     assert sent == {
@@ -60,7 +74,9 @@ def test_http_handler_outcomes(
         "previousMessage": None,
         "attempts": 1,
         "headers": {"traceparent": "00-abc-def-01"},
-        "correlationId": stored.correlation_id,
+        "correlationId": None,
+        "label": None,
+        "leaseBatchId": stored.correlation_id,
         "trackingId": str(stored.tracking_id),
     }
     assert worker.process.poll() is None

@@ -3,6 +3,7 @@ wrote it, with several handlers running at once (asyncio tasks, and threads for 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def test_lines_of_concurrent_handlers_carry_their_own_message(
     wait_until(lambda: sorted(events(records, "done")) == sorted(ids), timeout=60)
     wait_until(lambda: queue.count(status="Processed") == TOGETHER, timeout=30)
     stored = {m.message["n"]: m for m in all_messages(queue).values()}
-    # Two lease batches of two: messages of one batch share a correlation id, never a tracking id.
+    # Two lease batches of two: messages of one batch share a lease batch id, never a tracking id.
     assert len({m.correlation_id for m in stored.values()}) == 2
 
     lines = [line for line in worker.logs() if line.get("logger") == "app.orders"]
@@ -37,9 +38,44 @@ def test_lines_of_concurrent_handlers_carry_their_own_message(
     for line in lines:
         message = stored[line["n"]]
         assert line["message_id"] == message.id
-        assert line["correlation_id"] == message.correlation_id
+        assert line["lease_batch_id"] == message.correlation_id
+        assert "correlation_id" not in line and "label" not in line  # none given
         assert line["tracking_id"] == str(message.tracking_id)
         assert line["queue"] == "orders" and "trace_id" not in line  # no trace context given
     # The worker's own lines outside handlers name no message.
     [started] = [line for line in worker.logs() if line["message"] == "worker started"]
     assert "tracking_id" not in started
+
+
+def test_the_handler_and_its_lines_see_the_caller_s_correlation_id_and_label(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    queue = make_queue("orders", keep_processed_for="1h")
+    [given] = enqueue(queue, [{"n": 1}], correlation_id="checkout-77", label="Order A-77")
+    [plain] = enqueue(queue, [{"n": 2}])
+    handler = "python:tests.support.worker_handlers:context_seen"
+    worker = start_worker("orders", db_url, handler, *FAST_POLL)
+    wait_until(lambda: queue.count(status="Processed") == 2, timeout=60)
+    stored = all_messages(queue)
+    seen = {
+        line["id"]: line
+        for line in map(json.loads, (records / "context.jsonl").read_text().splitlines())
+    }
+    assert seen[given] == {
+        "id": given,
+        "correlation_id": "checkout-77",
+        "label": "Order A-77",
+        "lease_batch_id": stored[given].correlation_id,
+    }
+    assert stored[given].correlation_id is not None  # the lease batch's, a different id
+    assert (seen[plain]["correlation_id"], seen[plain]["label"]) == (None, None)
+
+    lines = {
+        line["message_id"]: line
+        for line in worker.logs()
+        if line.get("message") == "app saw its context"
+    }
+    assert lines[given]["correlation_id"] == "checkout-77"
+    assert lines[given]["label"] == "Order A-77"
+    assert lines[given]["lease_batch_id"] == stored[given].correlation_id
+    assert "correlation_id" not in lines[plain] and "label" not in lines[plain]

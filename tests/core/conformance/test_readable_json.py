@@ -20,6 +20,7 @@ from tablequeue.dialects import Capabilities
 from tablequeue.models import escaped_json
 from tablequeue.spec import QueueResource
 from tablequeue.storage import readable_json
+from tablequeue.storage.schema import SCHEMA_VERSION
 
 from .helpers import MakeQueue
 
@@ -142,7 +143,7 @@ def test_apply_rewrites_escaped_rows_once(
         "updated",
         "unchanged",
     )
-    assert database.queues()[0]["schema_version"] == 5
+    assert database.queues()[0]["schema_version"] == SCHEMA_VERSION
     with database.transaction() as connection:
         texts = [
             row[0]

@@ -21,5 +21,7 @@ CREATE TABLE orders (
 	updated_at DATETIME(6) NOT NULL,
 	processed_at DATETIME(6),
 	started_at DATETIME(6),
+	app_correlation_id VARCHAR(128),
+	label VARCHAR(200),
 	PRIMARY KEY (id)
 )ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_nopad_bin;

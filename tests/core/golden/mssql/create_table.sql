@@ -21,5 +21,7 @@ CREATE TABLE orders (
 	updated_at DATETIME2(6) NOT NULL,
 	processed_at DATETIME2(6) NULL,
 	started_at DATETIME2(6) NULL,
+	app_correlation_id NVARCHAR(128) COLLATE Latin1_General_100_BIN2_UTF8 NULL,
+	label NVARCHAR(200) COLLATE Latin1_General_100_BIN2_UTF8 NULL,
 	PRIMARY KEY (id)
 );

@@ -21,5 +21,7 @@ CREATE TABLE orders (
 	updated_at TIMESTAMP WITH TIME ZONE NOT NULL,
 	processed_at TIMESTAMP WITH TIME ZONE,
 	started_at TIMESTAMP WITH TIME ZONE,
+	app_correlation_id VARCHAR(128),
+	label VARCHAR(200),
 	PRIMARY KEY (id)
 );

@@ -20,5 +20,7 @@ CREATE TABLE orders (
 	created_at DATETIME NOT NULL,
 	updated_at DATETIME NOT NULL,
 	processed_at DATETIME,
-	started_at DATETIME
+	started_at DATETIME,
+	app_correlation_id VARCHAR(128),
+	label VARCHAR(200)
 );

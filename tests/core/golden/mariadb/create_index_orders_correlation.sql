@@ -1,0 +1,1 @@
+CREATE INDEX orders_correlation ON orders (app_correlation_id, id);
