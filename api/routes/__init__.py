@@ -1,9 +1,10 @@
 """The JSON API's routers, one per resource, and the probes."""
 
-from . import charts, jobs, messages, probes, queues, schedules, topics, workers
+from . import charts, databases, jobs, messages, probes, queues, schedules, topics, workers
 
 ROUTERS = [
     probes.router,
+    databases.router,
     queues.router,
     schedules.router,
     messages.router,
