@@ -71,7 +71,7 @@ def queues_page(render: RenderArg, databases: DatabasesArg) -> Response:
 
 def database_section(name: str, database: Database) -> dict[str, Any]:
     """One database of the queue list: its queues by category, or why it cannot be read."""
-    section: dict[str, Any] = {"name": name, "engine": database.dialect.name}
+    section: dict[str, Any] = {"name": name, "engine": database.dialect.name, "categories": []}
     try:
         section["categories"] = queues_by_category(database)
     except errors.DatabaseUnavailable as error:
