@@ -4,13 +4,14 @@ test's own as `pg`), a queue named `orders` in both; then the PostgreSQL server 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from tablequeue import Database, connect
 from tablequeue.spec import QueueResource
-from tests.support.api_server import api_client
+from tests.support.api_server import api_client, api_process
 from tests.support.postgres_server import PostgresServer, postgres_server
 
 pytestmark = pytest.mark.slow
@@ -125,3 +126,24 @@ def test_one_database_stops_the_other_still_works(
     found = client.get("/messages", params={"key": "A-1"}).json()
     assert [m["database"] for m in found["items"]] == ["default"]
     assert [u["database"] for u in found["unreachable"]] == ["pg"]
+
+
+def test_tablequeue_api_serves_the_databases_its_flags_name(tmp_path: Path) -> None:
+    """`tablequeue api --db URL --database NAME=URL`, as docs/guides/api.md shows it."""
+    urls = {name: f"sqlite:///{tmp_path / name}.db" for name in ("main", "archive")}
+    for name, url in urls.items():
+        with connect(url) as database:
+            database.apply(QueueResource.from_name("orders", category=name))
+            database.queue("orders").enqueue({"in": name})
+    flags = ("--database", f"archive={urls['archive']}")
+    with api_process(urls["main"], tmp_path, arguments=flags) as api:
+        databases = httpx.get(f"{api.base}/databases").json()
+        assert [(d["name"], d["engine"]) for d in databases] == [
+            ("default", "sqlite"),
+            ("archive", "sqlite"),
+        ]
+        for name, query in (("main", ""), ("archive", "?database=archive")):
+            page = httpx.get(f"{api.base}/queues/orders/messages{query}").json()
+            assert [m["message"] for m in page["items"]] == [{"in": name}]
+        listed = httpx.get(f"{api.base}/charts/queues?queue=orders&queue=archive/orders&window=1h")
+        assert [q["database"] for q in listed.json()["queues"]] == ["default", "archive"]

@@ -59,16 +59,23 @@ class ApiProcess:
     """`tablequeue api` as users run it: its own process, so a request it hangs on does not hold
     the test's interpreter."""
 
-    def __init__(self, url: str, tmp_path: Path, environment: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        tmp_path: Path,
+        environment: dict[str, str] | None = None,
+        arguments: tuple[str, ...] = (),
+    ) -> None:
         self.url, self.log = url, tmp_path / "api.log"
         self.environment = environment or {}
+        self.arguments = arguments
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tablequeue", "api", "--port", str(self.port)],
+                [sys.executable, "-m", "tablequeue", "api", "--port", str(self.port), *self.arguments],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=self.log.parent,
@@ -94,10 +101,14 @@ class ApiProcess:
 
 @contextlib.contextmanager
 def api_process(
-    url: str, tmp_path: Path, environment: dict[str, str] | None = None
+    url: str,
+    tmp_path: Path,
+    environment: dict[str, str] | None = None,
+    arguments: tuple[str, ...] = (),
 ) -> Iterator[ApiProcess]:
-    """A started `tablequeue api` on `url` (`environment`: e.g. its tokens), killed at the end."""
-    running = ApiProcess(url, tmp_path, environment)
+    """A started `tablequeue api` on `url` (`environment`: e.g. its tokens; `arguments`: more
+    flags), killed at the end."""
+    running = ApiProcess(url, tmp_path, environment, arguments)
     running.start()
     try:
         yield running
