@@ -84,7 +84,8 @@ def test_same_queue_name_in_two_databases(client: httpx.Client, two: dict[str, D
 
 def test_chart_list_gives_one_series_per_queue_from_any_database(client: httpx.Client) -> None:
     listed = client.get(
-        "/charts/queues", params=[("queue", "pg/invoices"), ("queue", "orders"), ("queue", "pg/orders")]
+        "/charts/queues",
+        params=[("queue", "pg/invoices"), ("queue", "orders"), ("queue", "pg/orders")],
     )
     assert listed.status_code == 200, listed.text
     charts = listed.json()
@@ -108,10 +109,10 @@ def test_chart_list_gives_one_series_per_queue_from_any_database(client: httpx.C
 def test_one_database_stops_the_other_still_works(
     client: httpx.Client, own_postgres: PostgresServer
 ) -> None:
-    page = client.get("/ui").text
-    assert 'data-database="pg"' in page and "postgresql" in page and "Billing" in page
-    assert 'href="/ui/queues/orders?database=pg"' in page
-    assert 'href="/ui/queues/orders"' in page
+    listed = client.get("/ui").text
+    assert 'data-database="pg"' in listed and "postgresql" in listed and "Billing" in listed
+    assert 'href="/ui/queues/orders?database=pg"' in listed
+    assert 'href="/ui/queues/orders"' in listed
 
     own_postgres.stop()
 

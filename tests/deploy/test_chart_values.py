@@ -214,7 +214,8 @@ def test_chart_api_serves_several_databases(deploy_tools: DeployTools, tmp_path:
         {"name": "billing", "secretRef": {"name": "billing-db"}},
         {"name": "eu-archive", "secretRef": {"name": "archive", "key": "dsn"}},
     ]
-    objects = rendered(deploy_tools, tmp_path, "--set-json", f"api.databases={json.dumps(databases)}")
+    listed = f"api.databases={json.dumps(databases)}"
+    objects = rendered(deploy_tools, tmp_path, "--set-json", listed)
     env = pod(objects, "api")["containers"][0]["env"]
     names = [variable["name"] for variable in env]
     assert names[:4] == [
@@ -247,11 +248,17 @@ def test_chart_api_serves_several_databases(deploy_tools: DeployTools, tmp_path:
 def test_chart_refuses_bad_api_databases(
     deploy_tools: DeployTools, tmp_path: Path, databases: list[Any], problem: str
 ) -> None:
+    listed = f"api.databases={json.dumps(databases)}"
     result = subprocess.run(
         [
-            str(deploy_tools.helm), "template", "tq", str(CHART), *REQUIRED_VALUES,
-            "--set-json", f"api.databases={json.dumps(databases)}",
-        ],  # fmt: skip
+            str(deploy_tools.helm),
+            "template",
+            "tq",
+            str(CHART),
+            *REQUIRED_VALUES,
+            "--set-json",
+            listed,
+        ],
         capture_output=True,
         text=True,
         env=tool_env(deploy_tools, tmp_path),

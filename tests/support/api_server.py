@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,9 @@ from tests.support.waiting import wait_until
 
 
 @contextlib.contextmanager
-def serve_api(database: Database, auth: Auth | None = None, **options: Any) -> Iterator[str]:
+def serve_api(
+    database: Database | Mapping[str, Database], auth: Auth | None = None, **options: Any
+) -> Iterator[str]:
     port = free_port()
     config = uvicorn.Config(
         create_app(database, auth, **options),
@@ -46,7 +48,7 @@ def serve_api(database: Database, auth: Auth | None = None, **options: Any) -> I
 
 @contextlib.contextmanager
 def api_client(
-    database: Database, auth: Auth | None = None, **options: Any
+    database: Database | Mapping[str, Database], auth: Auth | None = None, **options: Any
 ) -> Iterator[httpx.Client]:
     with (
         serve_api(database, auth, **options) as url,
@@ -75,7 +77,7 @@ class ApiProcess:
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tablequeue", "api", "--port", str(self.port), *self.arguments],
+                [sys.executable, "-m", "tablequeue", "api", f"--port={self.port}", *self.arguments],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=self.log.parent,
