@@ -113,6 +113,9 @@ def test_one_database_stops_the_other_still_works(
     assert 'data-database="pg"' in listed and "postgresql" in listed and "Billing" in listed
     assert 'href="/ui/queues/orders?database=pg"' in listed
     assert 'href="/ui/queues/orders"' in listed
+    both = client.get("/ui/find", params={"key": "A-1"}).text
+    assert 'href="/ui/queues/orders/messages/1?database=pg"' in both
+    assert 'href="/ui/queues/orders/messages/1"' in both
 
     own_postgres.stop()
 
@@ -127,6 +130,9 @@ def test_one_database_stops_the_other_still_works(
     found = client.get("/messages", params={"key": "A-1"}).json()
     assert [m["database"] for m in found["items"]] == ["default"]
     assert [u["database"] for u in found["unreachable"]] == ["pg"]
+    one_left = client.get("/ui/find", params={"key": "A-1"}).text  # listed, not opened
+    assert "Not searched: database pg is unreachable: database unavailable" in one_left
+    assert 'href="/ui/queues/orders/messages/1"' in one_left
 
 
 def test_tablequeue_api_serves_the_databases_its_flags_name(tmp_path: Path) -> None:
