@@ -23,7 +23,6 @@ from tablequeue.durations import age
 from tablequeue.error_text import exception_line
 from tablequeue.progress import progress_bar
 
-from ..databases import DatabaseNotFound
 from ..dependencies import AuthArg, DatabaseNameArg, DatabasesArg, get_auth, get_databases
 from ..http_errors import public_message, status_of
 
@@ -134,10 +133,8 @@ def error_page(request: Request, error: errors.TableQueueError) -> Response:
 
 def status_page(request: Request, status: int, message: str) -> Response:
     """The error page with `message` and the HTTP `status` (e.g. 404 for an unknown page)."""
-    databases, name = get_databases(request), request.query_params.get("database")
-    try:
-        databases.get(name)
-    except DatabaseNotFound:
-        name = None
+    databases = get_databases(request)
+    known = databases.find(request) is not None  # an unknown name is the error shown
+    name = request.query_params.get("database") if known else None
     render = renderer(request, databases, name, get_auth(request))
     return render("error.html", status, title="Error", error=message)
