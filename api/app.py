@@ -10,6 +10,7 @@ synchronous core belongs. Every user mistake maps to a 4xx JSON body
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import sqlalchemy as sa
 from fastapi import FastAPI, Request
@@ -24,6 +25,7 @@ from tablequeue import Database, errors
 from . import docs_page, ui
 from .auth import Auth
 from .csrf import CrossOriginGuard, is_loopback
+from .databases import Databases
 from .dependencies import auth_refusal
 from .http_errors import (
     ERROR_RESPONSES,
@@ -39,13 +41,14 @@ log = logging.getLogger("tablequeue.api")
 
 
 def create_app(
-    database: Database,
+    database: Database | Mapping[str, Database],
     auth: Auth | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     listen_host: str | None = None,
 ) -> FastAPI:
-    """`listen_host`: the address uvicorn binds; without tokens on a loopback address, requests
-    naming another Host are refused (DNS rebinding, see csrf.py)."""
+    """`database`: one, or several by name (one of them `default`, what routes without
+    `?database=` read). `listen_host`: the address uvicorn binds; without tokens on a loopback
+    address, requests naming another Host are refused (DNS rebinding, see csrf.py)."""
     app = FastAPI(
         title="tablequeue",
         summary="Message queues that live in SQL tables",
@@ -54,7 +57,7 @@ def create_app(
         docs_url=None,  # docs_page.py serves /docs from vendored files
         redoc_url=None,  # ReDoc would load from a CDN
     )
-    app.state.database = database
+    app.state.databases = Databases.of(database)
     app.state.auth = auth = auth or Auth()
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
     loopback_only = not auth.enabled and listen_host is not None and is_loopback(listen_host)
@@ -83,8 +86,8 @@ async def statement_error(request: Request, error: sa.exc.DBAPIError) -> Respons
     """A statement the database refused: when the queue named in the path has lost its table
     (dropped outside tablequeue), a 409 that says so; anything else is a 500, logged."""
     name = request.path_params.get("name")
-    if isinstance(name, str):
-        database: Database = request.app.state.database
+    databases: Databases = request.app.state.databases
+    if isinstance(name, str) and (database := databases.find(request)) is not None:
         missing = await run_in_threadpool(lost_table, database, name)
         if missing is not None:
             return await core_error(request, missing)

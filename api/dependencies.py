@@ -1,25 +1,46 @@
 """What routes ask FastAPI for: the database, a queue named in the path, and an auth level.
 
-`create_app` keeps the database and the token rules in `app.state`; these are the only readers.
+`create_app` keeps the databases and the token rules in `app.state`; these are the only readers.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Path, Request
+from fastapi import Depends, HTTPException, Path, Query, Request
 from fastapi.params import Depends as DependsParam
 
 from tablequeue import Actor, Database, Queue, act_as
 from tablequeue.limits import MAX_ID
 
 from .auth import Auth
+from .databases import Databases
+
+DATABASE_QUERY = (
+    "The database to read (a name the API serves, see /databases); without it, the default one"
+)
 
 
-def get_database(request: Request) -> Database:
-    """The database `create_app` was given."""
-    database: Database = request.app.state.database
+def get_databases(request: Request) -> Databases:
+    """Every database `create_app` was given."""
+    databases: Databases = request.app.state.databases
+    return databases
+
+
+def database_name(
+    database: Annotated[str | None, Query(max_length=63, description=DATABASE_QUERY)] = None,
+) -> str | None:
+    """The `database` query parameter: the name of a database the API serves."""
     return database
+
+
+DatabaseNameArg = Annotated[str | None, Depends(database_name)]
+DatabasesArg = Annotated[Databases, Depends(get_databases)]
+
+
+def get_database(databases: DatabasesArg, name: DatabaseNameArg) -> Database:
+    """The database the `database` query parameter names, the default one without it."""
+    return databases.get(name)
 
 
 def get_auth(request: Request) -> Auth:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from tablequeue import Database, errors
 
 from . import unknown_fields
+from .databases import DatabaseNotFound
 
 
 class ErrorBody(BaseModel):
@@ -29,6 +30,7 @@ STATUS_BY_ERROR: list[tuple[type[errors.TableQueueError], int]] = [
     (errors.MessageNotFound, 404),
     (errors.ScheduleNotFound, 404),
     (errors.SubscriptionNotFound, 404),
+    (DatabaseNotFound, 404),
     (errors.Conflict, 409),
     (errors.SchemaTooNew, 409),
     (errors.DatabaseUnavailable, 503),

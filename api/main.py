@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import uvicorn
 
 from tablequeue import json_logs
@@ -16,8 +18,12 @@ from .limits import MAX_REQUEST_HEAD_BYTES
 def run(settings: ApiSettings) -> None:
     json_logs.setup()
     auth = Auth(admin_token=settings.admin_token, read_token=settings.read_token)
-    with connect(settings.db) as database:
-        app = create_app(database, auth, listen_host=settings.host)
+    with contextlib.ExitStack() as stack:
+        databases = {
+            name: stack.enter_context(connect(url))
+            for name, url in settings.database_urls().items()
+        }
+        app = create_app(databases, auth, listen_host=settings.host)
         uvicorn.run(
             app,
             host=settings.host,

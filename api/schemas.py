@@ -72,7 +72,7 @@ else:
     EnqueueResult = _from_core("EnqueueResult", Enqueued)
     AttemptOut = _from_core("AttemptOut", history.Attempt)
     Delivery = _from_core("Delivery", CoreDelivery)
-    FoundMessage = _from_core("FoundMessage", Message, queue=(str, ...))
+    FoundMessage = _from_core("FoundMessage", Message, queue=(str, ...), database=(str, ...))
 
 
 class AttemptList(Out):
@@ -98,8 +98,22 @@ class MessagePage(Out):
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page")
 
 
+class UnreachableDatabase(Out):
+    database: str
+    error: str = Field(description="Why it could not be read")
+
+
 class FoundMessages(Out):
-    items: list[FoundMessage] = Field(description="Each with the name of its queue")
+    items: list[FoundMessage] = Field(description="Each with the names of its queue and database")
+    unreachable: list[UnreachableDatabase] = Field(
+        default_factory=list, description="Databases that could not be searched"
+    )
+
+
+class DatabaseOut(Out):
+    name: str = Field(description="What the `database` query parameter of the routes names")
+    engine: str = Field(description="postgresql, mariadb, sqlite or mssql")
+    default: bool = Field(description="Read by routes without `database`")
 
 
 NEW_STATUS_FIELD_HINT = '"newStatus": true'

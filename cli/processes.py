@@ -122,14 +122,23 @@ def worker(queue: str | None, queue_option: str | None, **options: Any) -> None:
     sys.exit(run(settings(WorkerSettings, env_name, "worker", options)))
 
 
+API_FLAGS = {"databases": "--database"}
+"""One database a flag: `--database billing=URL --database archive=URL`."""
+
+
 @click.command(cls=ProcessCommand, extras=("api",))
-@model_options(ApiSettings, api_settings.env_names, metavars={"db": "URL"})
+@model_options(
+    ApiSettings,
+    api_settings.env_names,
+    metavars={"db": "URL", "databases": "NAME=URL"},
+    flags=API_FLAGS,
+)
 @friendly_errors
 def api(**options: Any) -> None:
     """Serve the HTTP API and the admin UI (OpenAPI at /docs; options also from TABLEQUEUE_*)."""
     from tablequeue.api.main import run
 
-    run(settings(ApiSettings, api_settings.env_names, "api", options))
+    run(settings(ApiSettings, api_settings.env_names, "api", options, API_FLAGS))
 
 
 @click.command(cls=ProcessCommand, extras=("api", "worker"))

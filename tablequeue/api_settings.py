@@ -8,9 +8,17 @@ flags without the api extra installed.
 
 from __future__ import annotations
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
+import re
+from typing import Annotated
+
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from .settings_env import env_field, env_names_of
+
+DEFAULT_DATABASE = "default"
+"""The name of the database `db` gives: what a route without `?database=` reads."""
+DATABASE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 class ApiSettings(BaseSettings):
@@ -24,6 +32,13 @@ class ApiSettings(BaseSettings):
         ...,
         "TABLEQUEUE_DB",
         description="Database URL, e.g. postgresql://user:pw@host/db or sqlite:///queues.db.",
+    )
+    databases: Annotated[tuple[str, ...], NoDecode] = env_field(
+        (),
+        "TABLEQUEUE_API_DATABASES",
+        description="More databases the API serves, each NAME=URL (NAME: lower-case letters, "
+        "digits and -, as a DNS label); repeat the flag, or separate them by spaces in the "
+        f"variable. `db` is the one named {DEFAULT_DATABASE}.",
     )
     host: str = env_field(
         "127.0.0.1",
@@ -51,6 +66,41 @@ class ApiSettings(BaseSettings):
         min_length=1,
         description="Bearer token that may only read (unset: none).",
     )
+
+    @field_validator("databases", mode="before")
+    @classmethod
+    def _split_variable(cls, value: object) -> object:
+        return tuple(value.split()) if isinstance(value, str) else value
+
+    @field_validator("databases")
+    @classmethod
+    def _check_databases(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        named_urls(entries, "unused")  # raises ValueError naming the entry
+        return entries
+
+    def database_urls(self) -> dict[str, str]:
+        """Every database by name, `db` first as `default`."""
+        return named_urls(self.databases, self.db)
+
+
+def named_urls(entries: tuple[str, ...], default_url: str) -> dict[str, str]:
+    """`{"default": default_url}` and each `NAME=URL` entry; ValueError for an entry without
+    `=`, a name that is not a DNS label, or a name given twice."""
+    urls = {DEFAULT_DATABASE: default_url}
+    for entry in entries:
+        name, equals, url = entry.partition("=")
+        if not equals or not url:
+            raise ValueError("each database is NAME=URL: one has no NAME= before its URL")
+        if not DATABASE_NAME.match(name):
+            raise ValueError(
+                f"database name {name!r}: lower-case letters, digits and - (a DNS label), "
+                "starting with a letter, at most 63"
+            )
+        if name in urls:
+            twice = "is --db's" if name == DEFAULT_DATABASE else "is given twice"
+            raise ValueError(f"database name {name!r} {twice}")
+        urls[name] = url
+    return urls
 
 
 def env_names(field: str) -> tuple[str, ...]:

@@ -1,9 +1,21 @@
 """The JSON API's routers, one per resource, and the probes."""
 
-from . import audit, charts, jobs, messages, probes, queues, schedules, topics, workers
+from . import (
+    audit,
+    charts,
+    databases,
+    jobs,
+    messages,
+    probes,
+    queues,
+    schedules,
+    topics,
+    workers,
+)
 
 ROUTERS = [
     probes.router,
+    databases.router,
     queues.router,
     schedules.router,
     messages.router,

@@ -16,7 +16,8 @@ from pydantic import BaseModel, Field
 
 from tablequeue.rollup import chart_series
 
-from ..dependencies import READER, DatabaseArg, QueueArg
+from ..databases import QueueRef
+from ..dependencies import READER, DatabaseArg, DatabasesArg, QueueArg
 
 router = APIRouter(tags=["charts"])
 Window = Annotated[
@@ -50,6 +51,10 @@ class QueueSeries(Series):
     queue: str
 
 
+class ListedSeries(QueueSeries):
+    database: str
+
+
 class Charts(BaseModel):
     window: str
     stepSeconds: int
@@ -68,11 +73,72 @@ class QueueCharts(Charts, Series):
     queue: str
 
 
+class ListedCharts(Charts):
+    queues: list[ListedSeries] = Field(
+        description="One per queue asked for, in that order, on the steps of `time` (those of "
+        "the first one's database: a step another database's clock does not share is null)."
+    )
+
+
+QueueList = Annotated[
+    list[str],
+    Query(
+        alias="queue",
+        min_length=1,
+        max_length=100,
+        description="A queue: its name in the default database, or DATABASE/NAME; repeat it.",
+    ),
+]
+
+
 @router.get("/charts", dependencies=READER, response_model=AllCharts, response_model_by_alias=True)
 def all_charts(database: DatabaseArg, window: Window = "1h") -> dict[str, Any]:
     """Enqueued, processed, failed, latency percentiles and backlog of every queue, and all."""
     names = [row["name"] for row in database.queues()]
     return chart_series(database, window, names)
+
+
+@router.get(
+    "/charts/queues",
+    dependencies=READER,
+    response_model=ListedCharts,
+    response_model_by_alias=True,
+)
+def listed_charts(
+    databases: DatabasesArg, queues: QueueList, window: Window = "1h"
+) -> dict[str, Any]:
+    """The series of each queue listed, from any database the API serves: one a queue."""
+    refs = [QueueRef.parse(text) for text in queues]
+    by_database: dict[str, list[str]] = {}
+    for ref in refs:
+        databases.get(ref.database).queue(ref.name)  # 404 for a queue that does not exist
+        by_database.setdefault(ref.database, []).append(ref.name)
+    charts = {
+        name: chart_series(databases.get(name), window, names)
+        for name, names in by_database.items()
+    }
+    first = charts[refs[0].database]
+    found = {
+        (name, series["queue"]): aligned(series, shown["time"], first["time"])
+        for name, shown in charts.items()
+        for series in shown["queues"]
+    }
+    listed = [found[ref.database, ref.name] | {"database": ref.database} for ref in refs]
+    first.pop("total")
+    return first | {"queues": listed}
+
+
+def aligned(series: dict[str, Any], times: list[int], onto: list[int]) -> dict[str, Any]:
+    """`series` (on the steps `times`) on the steps `onto`: null where it has no such step."""
+    if times == onto:
+        return series
+    index = {t: i for i, t in enumerate(times)}
+    return {
+        key: [values[index[t]] if t in index else None for t in onto]
+        if isinstance(values, list)
+        else values
+        for key, values in series.items()
+    }
 
 
 @router.get(

@@ -14,7 +14,14 @@ from tablequeue import errors, trace_context
 from tablequeue.limits import MAX_CORRELATION_ID_LENGTH, MAX_ID, MAX_MESSAGE_ID_LENGTH
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
-from ..dependencies import ADMIN, READER, DatabaseArg, MessageIdArg, QueueArg
+from ..dependencies import (
+    ADMIN,
+    READER,
+    DatabaseNameArg,
+    DatabasesArg,
+    MessageIdArg,
+    QueueArg,
+)
 from ..limits import MAX_BATCH, MAX_PAGE
 from ..schemas import (
     NEW_STATUS_FIELD_HINT,
@@ -33,6 +40,7 @@ from ..schemas import (
     SelectedMessages,
     SetStatusRequest,
     SetStatusResponse,
+    UnreachableDatabase,
 )
 
 router = APIRouter(tags=["messages"])
@@ -191,10 +199,15 @@ def cancel_messages(queue: QueueArg, request: SelectedMessages) -> CancelledResp
 
 @router.get("/messages", dependencies=READER)
 def find_messages(
-    database: DatabaseArg,
+    databases: DatabasesArg,
+    database: DatabaseNameArg,
     key: Annotated[str, Query(min_length=1, max_length=MAX_MESSAGE_ID_LENGTH)],
 ) -> FoundMessages:
     """Messages of every queue whose message id or tracking id is `key`, or that share it as
-    their correlation id (at most 50)."""
-    found = database.find_messages(key)
-    return FoundMessages(items=[FoundMessage.of(m, queue=name) for name, m in found])
+    their correlation id (at most 50 a database), in every database the API serves unless
+    `database` names one."""
+    found, unreachable = databases.find_messages(key, database)
+    return FoundMessages(
+        items=[FoundMessage.of(m, queue=queue, database=db) for db, queue, m in found],
+        unreachable=[UnreachableDatabase(database=db, error=error) for db, error in unreachable],
+    )

@@ -129,34 +129,46 @@
     draw("backlog", document.getElementById("chart-backlog"), charts.time, [
       { label: "backlog", values: s.backlog, color: 4, fill: true },
     ], { format: count });
-    if (!single) {
+    if (!single && charts.listed) {
+      // One series per queue of every database, from /charts/queues.
+      var listed = charts.listed;
       var title = document.getElementById("by-queue-title");
       if (title) title.textContent = "Processed by queue " + per;
-      var processed = charts.queues.map(function (q) { return { label: q.queue, values: q.processed }; });
-      var backlog = charts.queues.map(function (q) { return { label: q.queue, values: q.backlog }; });
-      draw("byQueue", document.getElementById("chart-by-queue"), charts.time, processed, { format: count });
-      draw("backlogByQueue", document.getElementById("chart-backlog-by-queue"), charts.time, backlog,
+      var label = function (q) { return q.database === "default" ? q.queue : q.database + "/" + q.queue; };
+      var processed = listed.queues.map(function (q) { return { label: label(q), values: q.processed }; });
+      var backlog = listed.queues.map(function (q) { return { label: label(q), values: q.backlog }; });
+      draw("byQueue", document.getElementById("chart-by-queue"), listed.time, processed, { format: count });
+      draw("backlogByQueue", document.getElementById("chart-backlog-by-queue"), listed.time, backlog,
            { format: count });
     }
+  }
+
+  function getJson(path) {
+    return fetch(path, { headers: { accept: "application/json" } }).then(function (response) {
+      return response.json().then(function (body) {
+        if (!response.ok) throw new Error(body.error || response.statusText);
+        return body;
+      });
+    });
   }
 
   function load(root) {
     var queue = root.dataset.queue;
     var path = (queue !== undefined ? "/queues/" + encodeURIComponent(queue) : "") + "/charts";
     var status = document.getElementById("charts-status");
-    fetch(path + "?window=" + encodeURIComponent(root.dataset.window), {
-      headers: { accept: "application/json" },
-    })
-      .then(function (response) {
-        return response.json().then(function (body) {
-          if (!response.ok) throw new Error(body.error || response.statusText);
-          return body;
-        });
+    var query = "?window=" + encodeURIComponent(root.dataset.window);
+    if (root.dataset.database) query += "&database=" + encodeURIComponent(root.dataset.database);
+    var list = root.dataset.list && root.dataset.list.indexOf("queue=") >= 0 ? root.dataset.list : null;
+    Promise.all([getJson(path + query), list ? getJson(list) : null])
+      .then(function (both) {
+        var charts = both[0];
+        charts.listed = both[1] || { time: charts.time, queues: [] };
+        return charts;
       })
       .then(function (charts) {
         shown = { root: root, charts: charts };
         render(root, charts);
-        var measured = (queue !== undefined ? [charts] : charts.queues).some(function (s) {
+        var measured = (queue !== undefined ? [charts] : charts.queues.concat(charts.listed.queues)).some(function (s) {
           return s.processed.some(Boolean) || s.failed.some(Boolean) ||
             s.backlog.some(function (v) { return v !== null; });
         });

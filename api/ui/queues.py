@@ -13,10 +13,10 @@ from urllib.parse import urlencode
 from fastapi import APIRouter
 from fastapi.responses import RedirectResponse, Response
 
-from tablequeue import errors, names
+from tablequeue import Database, errors, names
 from tablequeue.durations import age
 
-from ..dependencies import DatabaseArg
+from ..dependencies import DatabaseArg, DatabasesArg
 from .paging import Page, example_body, page_of, page_position
 from .rendering import RenderArg, pretty_json
 from .signin import VIEWER
@@ -58,7 +58,28 @@ def root() -> RedirectResponse:
 
 
 @router.get("/ui", dependencies=VIEWER)
-def queues_page(render: RenderArg, database: DatabaseArg) -> Response:
+def queues_page(render: RenderArg, databases: DatabasesArg) -> Response:
+    return render(
+        "queues.html",
+        title="Queues",
+        databases=[database_section(name, database) for name, database in databases],
+        several=databases.several,
+        columns=COUNT_COLUMNS,
+        minor=MINOR_COLUMNS,
+    )
+
+
+def database_section(name: str, database: Database) -> dict[str, Any]:
+    """One database of the queue list: its queues by category, or why it cannot be read."""
+    section: dict[str, Any] = {"name": name, "engine": database.dialect.name, "categories": []}
+    try:
+        section["categories"] = queues_by_category(database)
+    except errors.DatabaseUnavailable as error:
+        section["problem"] = error.public
+    return section
+
+
+def queues_by_category(database: Database) -> list[tuple[str, list[dict[str, Any]]]]:
     categories: dict[str, list[dict[str, Any]]] = {}
     flows = database.flow_states()
     for row in database.queues():
@@ -76,13 +97,7 @@ def queues_page(render: RenderArg, database: DatabaseArg) -> Response:
             entry["stats"] = stats
             entry["others"] = {s: n for s, n in stats.counts.items() if s not in COUNT_COLUMNS}
         categories.setdefault(row["category"], []).append(entry)
-    return render(
-        "queues.html",
-        title="Queues",
-        categories=sorted(categories.items()),
-        columns=COUNT_COLUMNS,
-        minor=MINOR_COLUMNS,
-    )
+    return sorted(categories.items())
 
 
 @router.get("/ui/queues/{name}", dependencies=VIEWER)
@@ -120,8 +135,11 @@ def queue_page(
     filters = _filters(status, where)
     if direction == "asc":
         filters["order"] = direction
-    newer = queue_link(name, **filters, before=page.newer) if page.newer is not None else None
-    older = queue_link(name, **filters, after=page.older) if page.older is not None else None
+    newer = older = None
+    if page.newer is not None:
+        newer = render.in_database(queue_link(name, **filters, before=page.newer))
+    if page.older is not None:
+        older = render.in_database(queue_link(name, **filters, after=page.older))
     return render(
         "queue.html",
         title=name,
@@ -173,6 +191,6 @@ def bulk_page(
         where=where,
         count=count,
         problem=problem,
-        back=queue_link(name, **_filters(status, where)),
-        view_changed=queue_link(name, **({"status": to} if to else {})),
+        back=render.in_database(queue_link(name, **_filters(status, where))),
+        view_changed=render.in_database(queue_link(name, **({"status": to} if to else {}))),
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import jinja2
 from fastapi import Depends, Request
@@ -17,11 +18,12 @@ from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
 from tablequeue import errors, names
+from tablequeue.api_settings import DEFAULT_DATABASE
 from tablequeue.durations import age
 from tablequeue.error_text import exception_line
 from tablequeue.progress import progress_bar
 
-from ..dependencies import AuthArg, DatabaseArg, get_auth, get_database
+from ..dependencies import AuthArg, DatabaseNameArg, DatabasesArg, get_auth, get_databases
 from ..http_errors import public_message, status_of
 
 API_FOLDER = Path(__file__).resolve().parent.parent
@@ -84,13 +86,23 @@ class Renderer:
     write controls only when the request may change things (`can_write`: the server refuses the
     changes anyway, the page need not offer them); the search box and live refresh for whoever
     may read (`viewer`); the database URL, password masked, for
-    admins only: a reader need not learn where the database lives."""
+    admins only: a reader need not learn where the database lives. `database_name`: the
+    database the page shows (None: the default one), which its links and forms keep."""
 
     request: Request
     viewer: bool
     signed_in: bool
     can_write: bool
     database_url: str
+    database_name: str | None = None
+
+    def in_database(self, path: str, name: str | None = None) -> str:
+        """`path` (a page or an API route) in the database `name`, by default the page's: with
+        `database=` added to its query unless it is the default database."""
+        name = name if name is not None else self.database_name
+        if name is None or name == DEFAULT_DATABASE:
+            return path
+        return path + ("&" if "?" in path else "?") + urlencode({"database": name})
 
     def __call__(self, template: str, status_code: int = 200, **context: Any) -> Response:
         context.setdefault("title", "tablequeue")
@@ -98,13 +110,17 @@ class Renderer:
         context["signed_in"] = self.signed_in
         context["can_write"] = self.can_write
         context["database_url"] = self.database_url
+        context["database_name"] = self.database_name
+        context["in_db"] = self.in_database
         return templates.TemplateResponse(self.request, template, context, status_code=status_code)
 
 
-def renderer(request: Request, database: DatabaseArg, auth: AuthArg) -> Renderer:
+def renderer(
+    request: Request, databases: DatabasesArg, name: DatabaseNameArg, auth: AuthArg
+) -> Renderer:
     admin, signed_in = auth.is_admin(request), auth.signed_in(request)
-    url = database.shown_url if admin else ""
-    return Renderer(request, signed_in or not auth.enabled, signed_in, admin, url)
+    url = databases.get(name).shown_url if admin else ""
+    return Renderer(request, signed_in or not auth.enabled, signed_in, admin, url, name)
 
 
 RenderArg = Annotated[Renderer, Depends(renderer)]
@@ -117,5 +133,8 @@ def error_page(request: Request, error: errors.TableQueueError) -> Response:
 
 def status_page(request: Request, status: int, message: str) -> Response:
     """The error page with `message` and the HTTP `status` (e.g. 404 for an unknown page)."""
-    render = renderer(request, get_database(request), get_auth(request))
+    databases = get_databases(request)
+    known = databases.find(request) is not None  # an unknown name is the error shown
+    name = request.query_params.get("database") if known else None
+    render = renderer(request, databases, name, get_auth(request))
     return render("error.html", status, title="Error", error=message)

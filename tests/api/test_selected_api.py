@@ -61,8 +61,9 @@ def test_find_across_queues(database: Database, orders: Queue) -> None:
             ("orders", "A-7"),
         ]
         [one] = client.get("/messages", params={"key": str(mine.tracking_id)}).json()["items"]
-        assert (one["queue"], one["id"]) == ("orders", mine.id)
-        assert client.get("/messages", params={"key": "nothing"}).json() == {"items": []}
+        assert (one["database"], one["queue"], one["id"]) == ("default", "orders", mine.id)
+        nothing = client.get("/messages", params={"key": "nothing"}).json()
+        assert nothing == {"items": [], "unreachable": []}
         assert client.get("/messages", params={"key": ""}).status_code == 422
         page = client.get("/ui/find", params={"key": str(mine.tracking_id)})
         assert page.status_code == 303

@@ -437,3 +437,48 @@ def test_pause_and_resume_a_queue_from_its_page(
         expect(page.locator("#pause-button")).to_be_visible()
     assert not database.flow_state("orders").paused
     assert len(queue.lease("w1", 10).messages) == 3
+
+
+@needs_browser
+def test_queue_list_grouped_by_database_and_pages_stay_in_theirs(
+    sqlite_url: str, tmp_path: Path, page: Any
+) -> None:
+    """Two SQLite databases with a queue `orders` each, and one that cannot be opened: the list
+    shows each database with its engine, the broken one with its error; a queue page of the
+    second database changes that database only; the overview's chart by queue names both."""
+    from playwright.sync_api import expect
+
+    with (
+        connect(sqlite_url) as main,
+        connect(f"sqlite:///{tmp_path / 'archive.db'}") as archive,
+        connect(f"sqlite:///{tmp_path / 'no-such-folder' / 'gone.db'}") as gone,
+    ):
+        main.apply(QueueResource.from_name("orders", category="Shop"))
+        archive.apply(QueueResource.from_name("orders", category="Old orders"))
+        archive.queue("orders").enqueue({"kept": True})
+        with serve_api({"default": main, "archive": archive, "gone": gone}) as url:
+            page.goto(f"{url}/ui")
+            titles = page.locator(".database-title")
+            expect(titles).to_have_text(["default sqlite", "archive sqlite", "gone sqlite"])
+            in_archive = page.locator(".database[data-database=archive]")
+            expect(in_archive.locator("section h2")).to_have_text(["Old orders"])
+            expect(page.locator(".database[data-database=default] section h2")).to_have_text(
+                ["Shop"]
+            )
+            expect(page.locator(".database[data-database=gone] .unreachable")).to_have_text(
+                "Unreachable: database unavailable"
+            )
+
+            in_archive.locator("tr[data-queue=orders] a", has_text="orders").click()
+            expect(page).to_have_url(re.compile(r"/ui/queues/orders\?database=archive$"))
+            expect(page.locator("td.body")).to_have_count(1)
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.click("#pause-button")
+            expect(page.locator("#flow-state")).to_have_text("Paused")
+            assert archive.flow_state("orders").paused
+            assert not main.flow_state("orders").paused
+
+            page.goto(f"{url}/ui/charts")
+            legend = page.locator("#chart-by-queue .u-legend")
+            expect(legend).to_contain_text("orders")
+            expect(legend).to_contain_text("archive/orders")

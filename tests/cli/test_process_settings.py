@@ -90,16 +90,62 @@ def test_api_defaults(api_started: list[ApiSettings]) -> None:
     [settings] = api_started
     assert settings.model_dump() == {
         "db": "sqlite:///q.db",
+        "databases": (),
         "host": "127.0.0.1",
         "port": 8000,
         "admin_token": None,
         "read_token": None,
     }
+    assert settings.database_urls() == {"default": "sqlite:///q.db"}
+
+
+def test_api_serves_named_databases_from_flags_or_the_variable(
+    api_started: list[ApiSettings],
+) -> None:
+    flags = ["--database", "billing=sqlite:///b.db", "--database", "eu-2=postgresql://h/q?x=1"]
+    variable = {"TABLEQUEUE_API_DATABASES": "billing=sqlite:///b.db  eu-2=postgresql://h/q?x=1"}
+    assert invoke(["api", "--db", "sqlite:///q.db", *flags]).exit_code == 0
+    assert invoke(["api", "--db", "sqlite:///q.db"], variable).exit_code == 0
+    expected = {
+        "default": "sqlite:///q.db",
+        "billing": "sqlite:///b.db",
+        "eu-2": "postgresql://h/q?x=1",
+    }
+    assert [s.database_urls() for s in api_started] == [expected, expected]
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("Billing=sqlite://", "database name 'Billing': lower-case letters, digits and -"),
+        ("9b=sqlite://", "database name '9b': lower-case letters"),
+        ("sqlite:///b.db", "each database is NAME=URL: one has no NAME= before its URL"),
+        ("billing=", "each database is NAME=URL"),
+        ("default=sqlite://", "database name 'default' is --db's"),
+    ],
+)
+def test_api_refuses_a_bad_database_entry(
+    api_started: list[ApiSettings], entry: str, problem: str
+) -> None:
+    result = invoke(["api", "--db", "sqlite://", "--database", entry])
+    assert result.exit_code != 0
+    assert problem in result.output
+    assert "--database" in result.output
+    assert api_started == []
+
+
+def test_api_refuses_a_database_name_given_twice(api_started: list[ApiSettings]) -> None:
+    twice = {"TABLEQUEUE_API_DATABASES": "b=sqlite:///1.db b=sqlite:///2.db"}
+    result = invoke(["api", "--db", "sqlite://"], twice)
+    assert result.exit_code != 0
+    assert "database name 'b' is given twice" in result.output
+    assert api_started == []
 
 
 def test_api_reads_every_option_from_the_environment(api_started: list[ApiSettings]) -> None:
     env = {
         "TABLEQUEUE_DB": "sqlite:///env.db",
+        "TABLEQUEUE_API_DATABASES": "b=sqlite:///b.db",
         "TABLEQUEUE_HOST": "0.0.0.0",
         "TABLEQUEUE_PORT": "9191",  # ignored before ApiSettings
         "TABLEQUEUE_API_ADMIN_TOKEN": "admin-secret",
@@ -109,6 +155,7 @@ def test_api_reads_every_option_from_the_environment(api_started: list[ApiSettin
     assert result.exit_code == 0, result.output
     assert api_started[0].model_dump() == {
         "db": "sqlite:///env.db",
+        "databases": ("b=sqlite:///b.db",),
         "host": "0.0.0.0",
         "port": 9191,
         "admin_token": "admin-secret",

@@ -205,3 +205,64 @@ def test_chart_values_schema_refuses_typos_and_wrong_types(
     )
     assert result.returncode != 0, wrong
     assert name in result.stderr, result.stderr
+
+
+def test_chart_api_serves_several_databases(deploy_tools: DeployTools, tmp_path: Path) -> None:
+    """Each of api.databases: a variable from its Secret, and its NAME=$(variable) in
+    TABLEQUEUE_API_DATABASES, which Kubernetes expands from the variables before it."""
+    databases = [
+        {"name": "billing", "secretRef": {"name": "billing-db"}},
+        {"name": "eu-archive", "secretRef": {"name": "archive", "key": "dsn"}},
+    ]
+    listed = f"api.databases={json.dumps(databases)}"
+    objects = rendered(deploy_tools, tmp_path, "--set-json", listed)
+    env = pod(objects, "api")["containers"][0]["env"]
+    names = [variable["name"] for variable in env]
+    assert names[:4] == [
+        "TABLEQUEUE_DB",
+        "TABLEQUEUE_DB_BILLING",
+        "TABLEQUEUE_DB_EU_ARCHIVE",
+        "TABLEQUEUE_API_DATABASES",
+    ]
+    assert env[1]["valueFrom"] == {"secretKeyRef": {"name": "billing-db", "key": "url"}}
+    assert env[2]["valueFrom"] == {"secretKeyRef": {"name": "archive", "key": "dsn"}}
+    assert env[3]["value"] == (
+        "billing=$(TABLEQUEUE_DB_BILLING) eu-archive=$(TABLEQUEUE_DB_EU_ARCHIVE)"
+    )
+    single = pod(rendered(deploy_tools, tmp_path), "api")["containers"][0]["env"]
+    assert "TABLEQUEUE_API_DATABASES" not in {variable["name"] for variable in single}
+
+
+@pytest.mark.parametrize(
+    ("databases", "problem"),
+    [
+        ([{"name": "Billing", "secretRef": {"name": "s"}}], "does not match pattern"),
+        ([{"name": "billing"}], "missing property 'secretRef'"),
+        ([{"name": "default", "secretRef": {"name": "s"}}], "the name default is api.database's"),
+        (
+            [{"name": "b", "secretRef": {"name": "s"}}, {"name": "b", "secretRef": {"name": "t"}}],
+            "the name b is given twice",
+        ),
+    ],
+)
+def test_chart_refuses_bad_api_databases(
+    deploy_tools: DeployTools, tmp_path: Path, databases: list[Any], problem: str
+) -> None:
+    listed = f"api.databases={json.dumps(databases)}"
+    result = subprocess.run(
+        [
+            str(deploy_tools.helm),
+            "template",
+            "tq",
+            str(CHART),
+            *REQUIRED_VALUES,
+            "--set-json",
+            listed,
+        ],
+        capture_output=True,
+        text=True,
+        env=tool_env(deploy_tools, tmp_path),
+        check=False,
+    )
+    assert result.returncode != 0
+    assert problem in result.stderr

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,9 @@ from tests.support.waiting import wait_until
 
 
 @contextlib.contextmanager
-def serve_api(database: Database, auth: Auth | None = None, **options: Any) -> Iterator[str]:
+def serve_api(
+    database: Database | Mapping[str, Database], auth: Auth | None = None, **options: Any
+) -> Iterator[str]:
     port = free_port()
     config = uvicorn.Config(
         create_app(database, auth, **options),
@@ -46,7 +48,7 @@ def serve_api(database: Database, auth: Auth | None = None, **options: Any) -> I
 
 @contextlib.contextmanager
 def api_client(
-    database: Database, auth: Auth | None = None, **options: Any
+    database: Database | Mapping[str, Database], auth: Auth | None = None, **options: Any
 ) -> Iterator[httpx.Client]:
     with (
         serve_api(database, auth, **options) as url,
@@ -59,16 +61,23 @@ class ApiProcess:
     """`tablequeue api` as users run it: its own process, so a request it hangs on does not hold
     the test's interpreter."""
 
-    def __init__(self, url: str, tmp_path: Path, environment: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        tmp_path: Path,
+        environment: dict[str, str] | None = None,
+        arguments: tuple[str, ...] = (),
+    ) -> None:
         self.url, self.log = url, tmp_path / "api.log"
         self.environment = environment or {}
+        self.arguments = arguments
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tablequeue", "api", "--port", str(self.port)],
+                [sys.executable, "-m", "tablequeue", "api", f"--port={self.port}", *self.arguments],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=self.log.parent,
@@ -94,10 +103,14 @@ class ApiProcess:
 
 @contextlib.contextmanager
 def api_process(
-    url: str, tmp_path: Path, environment: dict[str, str] | None = None
+    url: str,
+    tmp_path: Path,
+    environment: dict[str, str] | None = None,
+    arguments: tuple[str, ...] = (),
 ) -> Iterator[ApiProcess]:
-    """A started `tablequeue api` on `url` (`environment`: e.g. its tokens), killed at the end."""
-    running = ApiProcess(url, tmp_path, environment)
+    """A started `tablequeue api` on `url` (`environment`: e.g. its tokens; `arguments`: more
+    flags), killed at the end."""
+    running = ApiProcess(url, tmp_path, environment, arguments)
     running.start()
     try:
         yield running

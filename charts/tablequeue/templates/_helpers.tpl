@@ -121,3 +121,17 @@ spec:
     matchLabels:
       {{- include "tablequeue.selectorLabels" . | nindent 6 }}
 {{- end -}}
+
+{{/* The variable holding the URL of the API's database named by the argument. */}}
+{{- define "tablequeue.databaseVariable" -}}
+TABLEQUEUE_DB_{{ . | upper | replace "-" "_" }}
+{{- end }}
+
+{{/* TABLEQUEUE_API_DATABASES of api.databases: NAME=$(its variable), separated by spaces. */}}
+{{- define "tablequeue.databaseList" -}}
+{{- $entries := list }}
+{{- range . }}
+{{- $entries = append $entries (printf "%s=$(%s)" .name (include "tablequeue.databaseVariable" .name)) }}
+{{- end }}
+{{- join " " $entries }}
+{{- end }}
