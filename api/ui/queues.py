@@ -59,10 +59,14 @@ def root() -> RedirectResponse:
 
 @router.get("/ui", dependencies=VIEWER)
 def queues_page(render: RenderArg, databases: DatabasesArg) -> Response:
+    sections = [database_section(name, database) for name, database in databases]
+    down = [section["error"] for section in sections if "error" in section]
+    if len(down) == len(sections):  # nothing to show: the page is unavailable, as the API is
+        raise down[0]
     return render(
         "queues.html",
         title="Queues",
-        databases=[database_section(name, database) for name, database in databases],
+        databases=sections,
         several=databases.several,
         columns=COUNT_COLUMNS,
         minor=MINOR_COLUMNS,
@@ -75,7 +79,7 @@ def database_section(name: str, database: Database) -> dict[str, Any]:
     try:
         section["categories"] = queues_by_category(database)
     except errors.DatabaseUnavailable as error:
-        section["problem"] = error.public
+        section["problem"], section["error"] = error.public, error
     return section
 
 

@@ -91,8 +91,11 @@ def purge_retained(
 def _purge_expired_subscriptions(
     queue: QueueContext, batch: int, guard: Callable[[Connection], bool]
 ) -> int:
-    """The queue's runtime subscriptions past their expiry (none before the table exists or
-    has expiries: apply makes and migrates it)."""
+    """The queue's runtime subscriptions past their expiry (none when the queue allows none,
+    so that its workers need no rights on the table; none before the table exists or has
+    expiries: apply makes and migrates it)."""
+    if not queue.spec.allows_runtime_subscriptions:
+        return 0
     storage = queue.storage
     with storage.transaction() as connection:
         if "expires_at" not in storage.subscription_columns(connection):

@@ -1,4 +1,4 @@
-(SELECT orders.id, orders.message_id, orders.status, orders.priority, orders.message, orders.previous_message, orders.headers, orders.version, orders.attempts, orders.process_after, orders.expires_at, orders.lease_expires_at, orders.lease_owner, orders.correlation_id, orders.tracking_id, orders.result, orders.progress, orders.last_error, orders.created_at, orders.updated_at, orders.processed_at, orders.started_at, utc_timestamp(6) AS b_now
+(SELECT orders.id, orders.message_id, orders.status, orders.priority, orders.message, orders.previous_message, orders.headers, orders.version, orders.attempts, orders.process_after, orders.expires_at, orders.lease_expires_at, orders.lease_owner, orders.correlation_id, orders.tracking_id, orders.result, orders.progress, orders.last_error, orders.created_at, orders.updated_at, orders.processed_at, orders.started_at, orders.app_correlation_id, orders.label, utc_timestamp(6) AS b_now
     FROM orders FORCE INDEX (`orders_lease`)
     WHERE orders.status = 'Pending'
       AND orders.process_after <= utc_timestamp(6)
@@ -10,7 +10,7 @@
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s
     FOR UPDATE SKIP LOCKED)
-UNION ALL (SELECT orders.id, orders.message_id, orders.status, orders.priority, orders.message, orders.previous_message, orders.headers, orders.version, orders.attempts, orders.process_after, orders.expires_at, orders.lease_expires_at, orders.lease_owner, orders.correlation_id, orders.tracking_id, orders.result, orders.progress, orders.last_error, orders.created_at, orders.updated_at, orders.processed_at, orders.started_at, utc_timestamp(6) AS b_now
+UNION ALL (SELECT orders.id, orders.message_id, orders.status, orders.priority, orders.message, orders.previous_message, orders.headers, orders.version, orders.attempts, orders.process_after, orders.expires_at, orders.lease_expires_at, orders.lease_owner, orders.correlation_id, orders.tracking_id, orders.result, orders.progress, orders.last_error, orders.created_at, orders.updated_at, orders.processed_at, orders.started_at, orders.app_correlation_id, orders.label, utc_timestamp(6) AS b_now
     FROM orders FORCE INDEX (`orders_lease`)
     WHERE orders.status = 'Sleeping'
       AND orders.process_after <= utc_timestamp(6)

@@ -21,4 +21,4 @@ WHERE orders.id IN (SELECT orders.id
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT ?
     OFFSET ?)
-RETURNING id, message_id, status, priority, message, previous_message, headers, version, attempts, process_after, expires_at, lease_expires_at, lease_owner, correlation_id, tracking_id, result, progress, last_error, created_at, updated_at, processed_at, started_at;
+RETURNING id, message_id, status, priority, message, previous_message, headers, version, attempts, process_after, expires_at, lease_expires_at, lease_owner, correlation_id, tracking_id, result, progress, last_error, created_at, updated_at, processed_at, started_at, app_correlation_id, label;
