@@ -262,16 +262,7 @@ def purge(
         condition = sa.and_(
             condition, age < d.seconds_from_now(sa.literal(-older_than.total_seconds()))
         )
-    statement = d.delete_some(t, condition, PURGE_BATCH)
-    total = 0
-    while True:
-        with queue.storage.transaction() as connection:
-            if guard is not None and not guard(connection):
-                return total
-            deleted = int(connection.execute(statement).rowcount)
-        total += deleted
-        if deleted < PURGE_BATCH:
-            break
+    total = queue.storage.delete_in_batches(t, condition, PURGE_BATCH, guard)
     older = None if older_than is None else format_duration(older_than)
     target = {"statuses": list(statuses), "olderThan": older}
     audit.record_alone(queue.storage, "purge", queue.name, target, total)

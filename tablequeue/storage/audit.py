@@ -136,13 +136,4 @@ def purge_older(storage: Storage, keep: timedelta | None, batch: int = PURGE_BAT
         return 0
     table, dialect = storage.audit, storage.dialect
     old = table.c.at < dialect.seconds_from_now(sa.literal(-keep.total_seconds()))
-    statement = dialect.delete_some(table, old, batch)
-    total = 0
-    while True:
-        with storage.transaction() as connection:
-            if not storage.has_audit_table(connection):
-                return total
-            deleted = int(connection.execute(statement).rowcount)
-        total += deleted
-        if deleted < batch:
-            return total
+    return storage.delete_in_batches(table, old, batch, guard=storage.has_audit_table)

@@ -202,6 +202,26 @@ class Storage:
             self._has_audit = sa.inspect(connection).has_table(AUDIT_TABLE)
         return self._has_audit
 
+    def delete_in_batches(
+        self,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        batch: int,
+        guard: Callable[[Connection], bool] | None = None,
+    ) -> int:
+        """Delete the rows `where` chooses, `batch` a statement, each in its own transaction;
+        `guard` runs first in each and stops the deleting when it says False. How many went."""
+        statement = self.dialect.delete_some(table, where, batch)
+        total = 0
+        while True:
+            with self.transaction() as connection:
+                if guard is not None and not guard(connection):
+                    return total
+                deleted = int(connection.execute(statement).rowcount)
+            total += deleted
+            if deleted < batch:
+                return total
+
     def identity(self, fresh: bool = False) -> tuple[Any, ...]:
         """What identifies the database this engine's connections work in (server, database,
         schema), remembered: a caller's connection must show the same to enqueue with it.
