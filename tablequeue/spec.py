@@ -7,7 +7,6 @@ operator generates the CRD's openAPIV3Schema from these models: keep constraints
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -31,11 +30,22 @@ from .errors import SpecError
 from .limits import MAX_SECONDS
 from .spec_base import FREE_FORM, SpecModel
 from .spec_base import RateLimit as RateLimit
+from .spec_indexes import INDEX_PATH_PATTERN as INDEX_PATH_PATTERN
+from .spec_indexes import IndexSpec as IndexSpec
+from .spec_indexes import index_path_segments as index_path_segments
 from .spec_retention import DEFAULT_KEEP_FINAL, DEFAULT_KEEP_RESULTS, KEEP_FIELDS, is_keep
 from .spec_schedule import SCHEDULE_NAME_PATTERN as SCHEDULE_NAME_PATTERN
 from .spec_schedule import Schedule as Schedule
 from .spec_subscriptions import RuntimeSubscriptions as RuntimeSubscriptions
 from .spec_subscriptions import Subscription as Subscription
+from .spec_workers import MAX_REPLICAS as MAX_REPLICAS
+from .spec_workers import OPERATOR_MAX_REPLICAS as OPERATOR_MAX_REPLICAS
+from .spec_workers import POLL_GUIDANCE_SECONDS as POLL_GUIDANCE_SECONDS
+from .spec_workers import Autoscaling as Autoscaling
+from .spec_workers import HandlerSpec as HandlerSpec
+from .spec_workers import HttpHandler as HttpHandler
+from .spec_workers import PollInterval as PollInterval
+from .spec_workers import WorkerSpec as WorkerSpec
 
 API_VERSION: Final = "tablequeue.dev/v1"
 KIND: Final = "Queue"
@@ -46,19 +56,6 @@ LeaseExpiredPolicy = Literal["Abandon", "Retry"]
 Backoff = Literal["fixed", "exponential"]
 HealthLevel = Literal["Healthy", "Degraded", "Unhealthy"]
 DeletionPolicy = Literal["Retain", "Delete"]
-AutoscalingMode = Literal["Operator", "HPA", "KEDA", "None"]
-
-PYTHON_HANDLER_PATTERN = (
-    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
-)
-_PYTHON_HANDLER = re.compile(PYTHON_HANDLER_PATTERN)
-
-
-def _python_handler(value: str) -> str:
-    if not _PYTHON_HANDLER.fullmatch(value):
-        raise ValueError(f"invalid python handler {value!r}: use 'package.module:function'")
-    return value
-
 
 QueueName = Annotated[
     str,
@@ -74,11 +71,6 @@ Status = Annotated[
     str,
     AfterValidator(names.settable_status),
     Field(json_schema_extra={"pattern": names.STATUS.pattern}),
-]
-PythonFunction = Annotated[
-    str,
-    AfterValidator(_python_handler),
-    Field(json_schema_extra={"pattern": PYTHON_HANDLER_PATTERN}),
 ]
 
 
@@ -121,173 +113,6 @@ class HealthRules(SpecModel):
     )
     no_workers_after_seconds: float = Field(
         120.0, ge=0, description="How long due messages may wait for a first worker (scale-up)"
-    )
-
-
-class HttpHandler(SpecModel):
-    port: int = Field(8080, ge=1, le=65535, description="Port of the app container")
-    path: str = Field("/process", pattern="^/", description="Path messages are POSTed to")
-    timeout_seconds: float = Field(30.0, gt=0, description="Request timeout")
-
-
-class HandlerSpec(SpecModel):
-    """Exactly one of `http` or `python`."""
-
-    http: HttpHandler | None = Field(None, description="POST each message to the app")
-    python: PythonFunction | None = Field(
-        None, description="Call pkg.module:function in the worker"
-    )
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> HandlerSpec:
-        if (self.http is None) == (self.python is None):
-            raise ValueError("set exactly one of http or python")
-        return self
-
-
-class PollInterval(SpecModel):
-    min_seconds: float = Field(
-        0.1, gt=0, description="Delay after a non-empty batch (apply warns below 0.1)"
-    )
-    max_seconds: float = Field(
-        5.0, gt=0, description="Longest delay when idle (apply warns above 10)"
-    )
-
-    @model_validator(mode="after")
-    def _ordered(self) -> PollInterval:
-        if self.min_seconds > self.max_seconds:
-            raise ValueError(
-                f"minSeconds ({self.min_seconds:g}) must not exceed maxSeconds "
-                f"({self.max_seconds:g})"
-            )
-        return self
-
-    def warnings(self) -> list[str]:
-        """Intervals that work but are likely mistakes (NServiceBus's guidance: 100 ms to
-        10 s): shorter ones poll the database for little gain, longer ones delay messages."""
-        low, high = POLL_GUIDANCE_SECONDS
-        found = []
-        if self.min_seconds < low:
-            found.append(
-                f"workers.pollInterval.minSeconds {self.min_seconds:g} is below {low:g} s: "
-                "workers would poll the database more often than useful"
-            )
-        if self.max_seconds > high:
-            found.append(
-                f"workers.pollInterval.maxSeconds {self.max_seconds:g} is above {high:g} s: "
-                "a new message may wait that long for an idle worker (on PostgreSQL, "
-                "notifications wake workers sooner)"
-            )
-        return found
-
-
-POLL_GUIDANCE_SECONDS = (0.1, 10.0)
-"""The poll intervals `apply` accepts without a warning."""
-
-
-MAX_REPLICAS = 1000
-"""The CRD's bound on a Queue's worker replicas; the operator's own maximum (`--max-replicas`,
-`OPERATOR_MAX_REPLICAS` unless set) may be lower."""
-OPERATOR_MAX_REPLICAS = 100
-
-
-class Autoscaling(SpecModel):
-    mode: AutoscalingMode = Field(
-        "Operator",
-        description="Who scales the workers: the operator, an HPA, KEDA (PostgreSQL), or no one",
-    )
-    min_replicas: int = Field(
-        0,
-        ge=0,
-        le=MAX_REPLICAS,
-        description="Fewest workers; 0 scales to zero (an HPA keeps at least 1)",
-    )
-    max_replicas: int = Field(10, ge=1, le=MAX_REPLICAS, description="Most workers")
-    messages_per_replica: int = Field(100, ge=1, description="Backlog per worker")
-    cooldown_seconds: float = Field(60.0, ge=0, description="Wait before scaling down")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Autoscaling:
-        if self.min_replicas > self.max_replicas:
-            raise ValueError(
-                f"minReplicas ({self.min_replicas}) must not exceed maxReplicas "
-                f"({self.max_replicas})"
-            )
-        return self
-
-
-class WorkerSpec(SpecModel):
-    handler: HandlerSpec = Field(
-        default_factory=lambda: HandlerSpec(http=HttpHandler()),
-        description="How a message is processed",
-    )
-    template: dict[str, Any] | None = Field(
-        None, json_schema_extra=FREE_FORM, description="PodTemplateSpec of the app"
-    )
-    image: str | None = Field(None, min_length=1, description="Worker image")
-    batch_size: int = Field(10, ge=1, le=1000, description="Messages leased at a time")
-    concurrency: int = Field(4, ge=1, le=1000, description="Handlers running at once")
-    execution_timeout_seconds: float = Field(0.0, ge=0, description="Per message; 0 = no limit")
-    grace_period_seconds: float = Field(30.0, ge=0, description="Time to finish on SIGTERM")
-    app_readiness_path: str | None = Field(
-        "/",
-        pattern="^/",
-        max_length=2000,
-        # null is kept, not replaced by the default (a CRD field without `nullable` would be).
-        json_schema_extra={"nullable": True},
-        description="HTTP handler: the worker leases only while GET on this path of the app's "
-        "port answers (any HTTP status below 500): first when the pod starts, again after a "
-        "request could not reach the app (the message is given back, no attempt counted); "
-        "null: no check (a client-side kubectl apply drops nulls: use --server-side)",
-    )
-    poll_interval: PollInterval = Field(default_factory=PollInterval, description="Polling")
-    autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Scaling")
-
-
-_PATH_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_PATH_KEY = r'\["[A-Za-z0-9_ .:@/$+][A-Za-z0-9_ .:@/$+-]{0,63}"\]'
-INDEX_PATH_PATTERN = rf"^({_PATH_NAME}|{_PATH_KEY})(\.{_PATH_NAME}|\[[0-9]{{1,9}}\]|{_PATH_KEY})*$"
-"""Paths of the predicate language (`Product.Sku`, `Items[0]["unit price"]`) whose quoted keys
-hold letters, digits, space and `_ . : @ / $ + -` (not first): an index writes them into DDL."""
-_INDEX_PATH = re.compile(INDEX_PATH_PATTERN)
-_PATH_SEGMENT = re.compile(rf'\.?({_PATH_NAME})|\[([0-9]+)\]|\["([^"]*)"\]')
-_KEYWORDS = frozenset({"and", "or", "not", "true", "false", "null"})
-
-
-def index_path_segments(value: str) -> tuple[str | int, ...]:
-    """The segments of a valid index path: `a.b` and `a["b"]` are the same path."""
-    return tuple(
-        int(m.group(2)) if m.group(2) is not None else (m.group(1) or m.group(3))
-        for m in _PATH_SEGMENT.finditer(value)
-    )
-
-
-def _index_path(value: str) -> str:
-    if not _INDEX_PATH.fullmatch(value):
-        raise ValueError(
-            f"invalid index path {value[:80]!r}: write it as predicates do (Product.Sku,"
-            ' Items[0]["unit price"]); quoted keys may hold letters, digits, space and'
-            " _ . : @ / $ + - (not first)"
-        )
-    first = re.match(_PATH_NAME, value)
-    if first and first.group().lower() in _KEYWORDS:
-        raise ValueError(
-            f"invalid index path {value[:80]!r}: {first.group()!r} is a keyword;"
-            f' write ["{first.group()}"]'
-        )
-    return value
-
-
-class IndexSpec(SpecModel):
-    path: Annotated[
-        str,
-        AfterValidator(_index_path),
-        Field(json_schema_extra={"pattern": INDEX_PATH_PATTERN}),
-    ] = Field(
-        min_length=1, max_length=200, description="Body path, as predicates write it: Product.Sku"
-    )
-    type: Literal["text", "number", "boolean"] = Field(
-        "text", description="JSON type of the values compared: text, number or boolean"
     )
 
 
