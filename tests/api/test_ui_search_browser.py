@@ -44,7 +44,7 @@ def test_search_by_error_text_and_time_from_the_filter_bar(sqlite_url: str, page
             expect(page.locator("#error-contains")).to_be_focused()
             page.keyboard.type("100% BUSY")
             page.keyboard.press("Tab")
-            expect(page.locator("#createdAfter")).to_be_focused()
+            expect(page.locator("#created-after")).to_be_focused()
             page.keyboard.type("-1h")
             page.keyboard.press("Enter")
 
@@ -61,18 +61,18 @@ def test_search_by_error_text_and_time_from_the_filter_bar(sqlite_url: str, page
             expect(rows).to_have_count(13)
             assert _ids(rows) == timeouts[50:]
             expect(page.locator("#error-contains")).to_have_value("100% BUSY")
-            expect(page.locator("#createdAfter")).to_have_value("-1h")
+            expect(page.locator("#created-after")).to_have_value("-1h")
 
             page.goto(f"{url}/ui/queues/orders?errorContains=keyerror&createdBefore=-1h")
             expect(page.locator("#messages tbody td.empty")).to_have_text(
                 "No messages match this filter."
             )
-            page.fill("#createdBefore", "2026-01-31 12:00")
+            page.fill("#created-before", "2026-01-31 12:00")
             page.keyboard.press("Enter")
             expect(page.locator("#filter-error")).to_contain_text("createdBefore: ")
             expect(page.locator("#filter-error")).to_contain_text("needs an offset")
 
-            page.fill("#createdBefore", "")
+            page.fill("#created-before", "")
             page.keyboard.press("Enter")
             expect(rows).to_have_count(7)
             page.click("#clear-filter")
