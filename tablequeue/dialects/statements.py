@@ -108,21 +108,27 @@ class Queries:
 
     def group_gate(self, group: GroupLease) -> sa.ColumnElement[bool]:
         """True for a message without a group key, or one whose key has fewer than the limit
-        (:b_k, or one) of messages Leased or ahead of it and holding the group (read on the
-        group index: `storage/schema.py`)."""
+        (:b_k, or one) of messages ahead of it (lower id) that hold the group, or Leased after
+        it (an enqueue that committed late). Each part is a range of the group index
+        (`storage/schema.py`: key, status, id)."""
         t = self.table
         ahead = t.alias("ahead")
         holding = names.GROUP_HOLDING + (names.GROUP_HOLDING_ON_FAILURE if group.hold else ())
-        holds = sa.and_(
-            ahead.c.group_key == t.c.group_key,
+        same_key = ahead.c.group_key == t.c.group_key
+        before = sa.and_(
+            same_key,
             ahead.c.status.in_([literal_status(status) for status in holding]),
-            sa.or_(ahead.c.id < t.c.id, ahead.c.status == literal_status(names.LEASED)),
+            ahead.c.id < t.c.id,
+        )
+        leased_after = sa.and_(
+            same_key, ahead.c.status == literal_status(names.LEASED), ahead.c.id > t.c.id
         )
         if group.limit == 1:
-            free = ~sa.exists().where(holds)
+            free = sa.and_(~sa.exists().where(before), ~sa.exists().where(leased_after))
         else:
-            holders = sa.select(sa.func.count()).where(holds).scalar_subquery()
-            free = holders < _bind("b_k", sa.Integer())
+            count = sa.select(sa.func.count()).where(before).scalar_subquery()
+            late = sa.select(sa.func.count()).where(leased_after).scalar_subquery()
+            free = count + late < _bind("b_k", sa.Integer())
         return sa.or_(t.c.group_key.is_(None), free)
 
     def _lease(self, limited: bool, capped: bool, group: GroupLease | None) -> sa.Update:

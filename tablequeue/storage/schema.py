@@ -31,8 +31,8 @@ that store JSON as text (`readable_json.rewrite_table`, before the registry reco
 6: queue tables record the caller's correlation id (`app_correlation_id`, indexed with `id`:
 many messages share one, and a page of them is read across queues) and a `label`, both nullable; the
 lease batch keeps its column, `correlation_id`, so workers of version 5 run on unchanged.
-7: queue tables record the message's `group_key` (nullable; `spec.groups`), indexed with `id`
-over the messages that can hold a group (partial where the engine can)."""
+7: queue tables record the message's `group_key` (nullable; `spec.groups`), indexed with status
+and `id` over the messages that can hold a group (partial where the engine can)."""
 READABLE_JSON_VERSION = 5
 REGISTRY_TABLE = "tablequeue_queues"
 ADDED_COLUMNS = ("started_at",)
@@ -73,7 +73,8 @@ def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.
     sa.Index(
         group_index_name(table_name),
         table.c.group_key,
-        table.c.id,  # what holds a message's group: the messages of its key before it
+        table.c.status,  # what holds a message's group: the messages of its key before it,
+        table.c.id,  # and those Leased after it
         **dialect.partial_index_options(
             sa.and_(table.c.group_key.is_not(None), table.c.status.in_(holding))
         ),

@@ -14,7 +14,11 @@
           FROM orders AS ahead
           WHERE ahead.group_key = orders.group_key
             AND ahead.status IN ('Pending', 'Sleeping', 'Leased')
-            AND (ahead.id < orders.id OR ahead.status = 'Leased'))))
+            AND ahead.id < orders.id)) AND NOT (EXISTS (SELECT *
+          FROM orders AS ahead
+          WHERE ahead.group_key = orders.group_key
+            AND ahead.status = 'Leased'
+            AND ahead.id > orders.id)))
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s
     FOR UPDATE SKIP LOCKED)
@@ -34,7 +38,11 @@ UNION ALL (SELECT orders.id, orders.message_id, orders.status, orders.priority, 
           FROM orders AS ahead
           WHERE ahead.group_key = orders.group_key
             AND ahead.status IN ('Pending', 'Sleeping', 'Leased')
-            AND (ahead.id < orders.id OR ahead.status = 'Leased'))))
+            AND ahead.id < orders.id)) AND NOT (EXISTS (SELECT *
+          FROM orders AS ahead
+          WHERE ahead.group_key = orders.group_key
+            AND ahead.status = 'Leased'
+            AND ahead.id > orders.id)))
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s
     FOR UPDATE SKIP LOCKED);

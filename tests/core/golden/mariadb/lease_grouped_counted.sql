@@ -14,7 +14,11 @@
           FROM orders AS ahead
           WHERE ahead.group_key = orders.group_key
             AND ahead.status IN ('Pending', 'Sleeping', 'Leased')
-            AND (ahead.id < orders.id OR ahead.status = 'Leased')) < %(b_k)s)
+            AND ahead.id < orders.id) + (SELECT count(*) AS count_2
+          FROM orders AS ahead
+          WHERE ahead.group_key = orders.group_key
+            AND ahead.status = 'Leased'
+            AND ahead.id > orders.id) < %(b_k)s)
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s
     FOR UPDATE SKIP LOCKED)
@@ -30,11 +34,15 @@ UNION ALL (SELECT orders.id, orders.message_id, orders.status, orders.priority, 
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_rate_limits
           WHERE tablequeue_rate_limits.queue = %(b_queue)s))
-      AND (orders.group_key IS NULL OR (SELECT count(*) AS count_2
+      AND (orders.group_key IS NULL OR (SELECT count(*) AS count_3
           FROM orders AS ahead
           WHERE ahead.group_key = orders.group_key
             AND ahead.status IN ('Pending', 'Sleeping', 'Leased')
-            AND (ahead.id < orders.id OR ahead.status = 'Leased')) < %(b_k)s)
+            AND ahead.id < orders.id) + (SELECT count(*) AS count_4
+          FROM orders AS ahead
+          WHERE ahead.group_key = orders.group_key
+            AND ahead.status = 'Leased'
+            AND ahead.id > orders.id) < %(b_k)s)
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s
     FOR UPDATE SKIP LOCKED);

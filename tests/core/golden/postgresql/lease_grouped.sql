@@ -22,7 +22,11 @@ WHERE orders.id IN (SELECT orders.id
           FROM orders AS ahead
           WHERE ahead.group_key = orders.group_key
             AND ahead.status IN ('Pending', 'Sleeping', 'Leased')
-            AND (ahead.id < orders.id OR ahead.status = 'Leased'))))
+            AND ahead.id < orders.id)) AND NOT (EXISTS (SELECT *
+          FROM orders AS ahead
+          WHERE ahead.group_key = orders.group_key
+            AND ahead.status = 'Leased'
+            AND ahead.id > orders.id)))
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s::INTEGER
     FOR UPDATE SKIP LOCKED)

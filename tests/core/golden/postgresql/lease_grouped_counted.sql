@@ -22,7 +22,11 @@ WHERE orders.id IN (SELECT orders.id
           FROM orders AS ahead
           WHERE ahead.group_key = orders.group_key
             AND ahead.status IN ('Pending', 'Sleeping', 'Leased')
-            AND (ahead.id < orders.id OR ahead.status = 'Leased')) < %(b_k)s::INTEGER)
+            AND ahead.id < orders.id) + (SELECT count(*) AS count_2
+          FROM orders AS ahead
+          WHERE ahead.group_key = orders.group_key
+            AND ahead.status = 'Leased'
+            AND ahead.id > orders.id) < %(b_k)s::INTEGER)
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s::INTEGER
     FOR UPDATE SKIP LOCKED)
