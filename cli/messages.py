@@ -163,6 +163,10 @@ def delivery_options(command: F) -> F:
 @delivery_options
 @click.option("--status", help="Status instead of the queue's default.")
 @statuses.new_status_option
+@click.option(
+    "--group-key",
+    help="The message's ordered group (spec.groups): one key's messages run in id order.",
+)
 @db_options
 def enqueue(
     db_url: str,
@@ -182,9 +186,11 @@ def enqueue(
     expires_after: str | None,
     headers: tuple[str, ...],
     new_status: bool,
+    group_key: str | None,
 ) -> None:
     """Enqueue one JSON message, or one per line of a JSON Lines file."""
     options: dict[str, Any] = {
+        "group_key": group_key,
         "tracking_id": tracking_id,
         "correlation_id": correlation_id,
         "label": label,

@@ -9,6 +9,8 @@ MAX_LABEL_LENGTH = 200
 """A message's human label: one line, as a list row shows it."""
 MAX_ERROR_SEARCH_LENGTH = 200
 """The longest text a search looks for in messages' last errors."""
+MAX_GROUP_KEY_LENGTH = 200
+"""A message's group key (`spec.groups`): one line, indexed with the id."""
 MAX_SECONDS = 100 * 366 * 86400
 """Longest delay, expiry or lease: far enough, and inside every engine's date range."""
 MAX_ID = 2**63 - 1

@@ -19,6 +19,7 @@ from . import names
 from .errors import InvalidInput
 from .limits import (
     MAX_CORRELATION_ID_LENGTH,
+    MAX_GROUP_KEY_LENGTH,
     MAX_JSON_DEPTH,
     MAX_LABEL_LENGTH,
     MAX_MESSAGE_ID_LENGTH,
@@ -162,6 +163,15 @@ class NewMessage(BaseModel):
         description="A short human name for the message, shown in the UI's lists",
     )
 
+    group_key: str | None = Field(
+        None,
+        alias="groupKey",
+        min_length=1,
+        max_length=MAX_GROUP_KEY_LENGTH,
+        description="Ordered group (spec.groups): messages of one key run in id order, at most "
+        "the queue's groups.concurrency at once",
+    )
+
     @field_validator("status")
     @classmethod
     def _status(cls, value: str | None) -> str | None:
@@ -191,7 +201,7 @@ class NewMessage(BaseModel):
     def _message_id(cls, value: str | None) -> str | None:
         return None if value is None else check_text(value)
 
-    @field_validator("correlation_id", "label")
+    @field_validator("correlation_id", "label", "group_key")
     @classmethod
     def _one_line(cls, value: str | None) -> str | None:
         return None if value is None else check_one_line(value)
@@ -298,6 +308,9 @@ class Message:
     the worker's lease batch, `leaseBatchId` in JSON)."""
     label: str | None = field(default=None, metadata=_stored(sa.String(MAX_LABEL_LENGTH)))
     """A short human name the caller gave the message."""
+    group_key: str | None = field(default=None, metadata=_stored(sa.String(MAX_GROUP_KEY_LENGTH)))
+    """The ordered group the message belongs to (`spec.groups`): given at enqueue or found
+    at the spec's `keyPath` in the body."""
 
     @classmethod
     def from_row(cls, row: Any) -> Message:

@@ -29,6 +29,10 @@ CANCELLED = "Cancelled"
 EXPIRED = "Expired"
 
 LEASABLE = (PENDING, SLEEPING)
+GROUP_HOLDING = (PENDING, SLEEPING, LEASED)
+"""Statuses of a message that hold the messages behind it in its group (`spec.groups`)."""
+GROUP_HOLDING_ON_FAILURE = (ERROR, ABANDONED)
+"""Statuses that hold a group too when its queue says `onFailure: hold`."""
 BUILT_IN = (PENDING, SLEEPING, LEASED, PROCESSED, ERROR, ABANDONED, CANCELLED, EXPIRED)
 FINAL = (PROCESSED, ERROR, ABANDONED, CANCELLED, EXPIRED)
 

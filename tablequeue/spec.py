@@ -30,6 +30,7 @@ from .errors import SpecError
 from .limits import MAX_SECONDS
 from .spec_base import FREE_FORM, SpecModel
 from .spec_base import RateLimit as RateLimit
+from .spec_groups import GroupsSpec as GroupsSpec
 from .spec_indexes import INDEX_PATH_PATTERN as INDEX_PATH_PATTERN
 from .spec_indexes import IndexSpec as IndexSpec
 from .spec_indexes import index_path_segments as index_path_segments
@@ -172,6 +173,11 @@ class QueueSpec(SpecModel):
         ge=1,
         le=1_000_000,
         description="Most messages Leased at once, all workers and replicas together",
+    )
+    groups: GroupsSpec | None = Field(
+        None,
+        description="Ordered groups: messages that share a group key run in id order, at most "
+        "groups.concurrency at once",
     )
     subscriptions: list[Subscription] = Field(
         default_factory=list,

@@ -28,7 +28,7 @@ def index_path_segments(value: str) -> tuple[str | int, ...]:
     )
 
 
-def _index_path(value: str) -> str:
+def valid_index_path(value: str) -> str:
     if not _INDEX_PATH.fullmatch(value):
         raise ValueError(
             f"invalid index path {value[:80]!r}: write it as predicates do (Product.Sku,"
@@ -47,7 +47,7 @@ def _index_path(value: str) -> str:
 class IndexSpec(SpecModel):
     path: Annotated[
         str,
-        AfterValidator(_index_path),
+        AfterValidator(valid_index_path),
         Field(json_schema_extra={"pattern": INDEX_PATH_PATTERN}),
     ] = Field(
         min_length=1, max_length=200, description="Body path, as predicates write it: Product.Sku"

@@ -1,7 +1,7 @@
 """Handlers: POST to the app on localhost, or call a Python function.
 
 HTTP contract (docs/guides/workers.md): the body is `{id, messageId, message, previousMessage,
-attempts, headers, correlationId, label, leaseBatchId, trackingId}` (`correlationId`: the
+attempts, headers, correlationId, label, leaseBatchId, trackingId, groupKey}` (`correlationId`: the
 caller's, given at enqueue; `leaseBatchId`: the worker's lease batch); 2xx is success with an
 optional JSON body `{processAgainAt, result, progress}`; anything else or a timeout is a failure
 with the response text as the error, and a JSON error body with `"retry": false` sends the
@@ -88,6 +88,11 @@ class HandlerContext:
         return self.message.label
 
     @property
+    def group_key(self) -> str | None:
+        """The message's group key (`spec.groups`; None if it has none)."""
+        return self.message.group_key
+
+    @property
     def lease_batch_id(self) -> str | None:
         """The id of the worker's lease batch that handed over the message."""
         return self.message.correlation_id
@@ -140,6 +145,7 @@ HTTP_PAYLOAD_FIELDS = (
     "label",
     "leaseBatchId",
     "trackingId",
+    "groupKey",
 )
 """What an HTTP handler gets of a message, in this order, as the API shows it (`to_json`)."""
 

@@ -36,6 +36,7 @@ from .types import (
     Rows,
     Settlement,
     SweptLease,
+    group_parameters,
 )
 
 
@@ -148,7 +149,8 @@ class Dialect(SqlParts):
             "b_owner": request.owner,
             "b_cid": request.correlation_id,
         }
-        return connection.execute(queries.lease(request.limited, request.capped), parameters).all()
+        statement = queries.lease(request.limited, request.capped, request.group)
+        return connection.execute(statement, parameters | group_parameters(request)).all()
 
     def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Rows:
         """Insert (or upsert by messageId) messages with distinct identities, waking listeners;

@@ -39,6 +39,7 @@ def enqueue_statement(
             sa.column("b_tracking_id", t.c.tracking_id.type),
             sa.column("b_correlation_id", t.c.app_correlation_id.type),
             sa.column("b_label", t.c.label.type),
+            sa.column("b_group_key", t.c.group_key.type),
         ],
         arrays=True,  # the dialect's enqueue_round/enqueue_alone run it
         one_row=one_row,
@@ -62,6 +63,7 @@ def enqueue_statement(
         "tracking_id": b["b_tracking_id"],
         "app_correlation_id": b["b_correlation_id"],
         "label": b["b_label"],
+        "group_key": b["b_group_key"],
         "created_at": now,
         "updated_at": now,
     }
@@ -95,6 +97,7 @@ def enqueue_statement(
         "expires_at": new.expires_at,
         "app_correlation_id": new.app_correlation_id,
         "label": new.label,
+        "group_key": new.group_key,
         "version": t.c.version + 1,
         "status": sa.case((keeps_lease, t.c.status), else_=new.status),
         # 0 also marks a Leased row whose new version was never tried (see sweep).

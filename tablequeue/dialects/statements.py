@@ -24,7 +24,7 @@ from .enqueue_statement import enqueue_statement
 from .parts import SqlParts
 from .per_row import PerRow
 from .statuses import literal_status
-from .types import LeaseExpiredPolicy
+from .types import GroupLease, LeaseExpiredPolicy
 
 S = TypeVar("S")
 
@@ -75,38 +75,75 @@ class Queries:
 
     # --- lease ------------------------------------------------------------------------------
 
-    def lease(self, limited: bool = False, capped: bool = False) -> sa.Update:
+    def lease(
+        self, limited: bool = False, capped: bool = False, group: GroupLease | None = None
+    ) -> sa.Update:
         """Take up to :b_n due messages, highest priority then oldest, skipping locked rows,
         unless queue :b_queue is paused (or, not `limited`, has a rate limit; not `capped`, a
-        global concurrency)."""
-        return self._once(("lease", limited, capped), lambda: self._lease(limited, capped))
+        global concurrency; without `group`, ordered groups)."""
+        shape = group.shape if group is not None else None
+        return self._once(
+            ("lease", limited, capped, shape), lambda: self._lease(limited, capped, group)
+        )
 
-    def flow_gate(self, limited: bool, capped: bool = False) -> sa.ColumnElement[bool]:
+    def flow_gate(
+        self, limited: bool, capped: bool = False, group: GroupLease | None = None
+    ) -> sa.ColumnElement[bool]:
         """True while queue :b_queue may lease: not paused and, unless the caller took tokens
         from its bucket (`limited`), without a rate limit; unless the caller counted its leased
-        messages under the registry row's lock (`capped`), without a global concurrency. Two
-        primary-key probes in the lease statement itself: a queue without limits costs no
-        round trip."""
+        messages under the registry row's lock (`capped`), without a global concurrency; unless
+        it leases by groups (`group`), without ordered groups. Two primary-key probes in the
+        lease statement itself: a queue without limits costs no round trip."""
         g, r = self.registry, self.rate_limits
         queue = _bind("b_queue", sa.String())
         shut: sa.ColumnElement[bool] = g.c.paused_at.is_not(None)
         if not capped:
             shut = sa.or_(shut, g.c.max_leased.is_not(None))
+        if group is None:
+            shut = sa.or_(shut, g.c.group_limit.is_not(None))
         running = ~sa.exists().where(g.c.name == queue, shut)
         if limited:
             return running
         return sa.and_(running, ~sa.exists().where(r.c.queue == queue))
 
-    def _lease(self, limited: bool, capped: bool) -> sa.Update:
+    def group_gate(self, group: GroupLease) -> sa.ColumnElement[bool]:
+        """True for a message without a group key, or one whose key has fewer than the limit
+        (:b_k, or one) of messages ahead of it (lower id) that hold the group, or Leased after
+        it (an enqueue that committed late). Each part is a range of the group index
+        (`storage/schema.py`: key, status, id)."""
+        t = self.table
+        ahead = t.alias("ahead")
+        holding = names.GROUP_HOLDING + (names.GROUP_HOLDING_ON_FAILURE if group.hold else ())
+        same_key = ahead.c.group_key == t.c.group_key
+        before = sa.and_(
+            same_key,
+            ahead.c.status.in_([literal_status(status) for status in holding]),
+            ahead.c.id < t.c.id,
+        )
+        leased_after = sa.and_(
+            same_key, ahead.c.status == literal_status(names.LEASED), ahead.c.id > t.c.id
+        )
+        if group.limit == 1:
+            free = sa.and_(~sa.exists().where(before), ~sa.exists().where(leased_after))
+        else:
+            count = sa.select(sa.func.count()).where(before).scalar_subquery()
+            late = sa.select(sa.func.count()).where(leased_after).scalar_subquery()
+            free = count + late < _bind("b_k", sa.Integer())
+        return sa.or_(t.c.group_key.is_(None), free)
+
+    def _lease(self, limited: bool, capped: bool, group: GroupLease | None) -> sa.Update:
         t, d = self.table, self.dialect
         now = d.now()
+        gates = [self.flow_gate(limited, capped, group)]
+        if group is not None:
+            gates.append(self.group_gate(group))
         candidates = (
             sa.select(t.c.id)
             .where(
                 self.leasable,
                 t.c.process_after <= now,
                 sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
-                self.flow_gate(limited, capped),
+                *gates,
             )
             .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)
             .limit(_bind("b_n", sa.Integer()))
@@ -147,14 +184,15 @@ class Queries:
         )
 
     def lock_concurrency(self) -> Select[Any]:
-        """Queue :b_queue's pause and global concurrency from its registry row, locked until the
-        transaction ends (leases of a queue with a global concurrency take turns here)."""
+        """Queue :b_queue's pause, global concurrency and groups from its registry row, locked
+        until the transaction ends (leases of a queue with a global concurrency or ordered
+        groups take turns here)."""
         return self._once(("lock_concurrency",), self._lock_concurrency)
 
     def _lock_concurrency(self) -> Select[Any]:
         g = self.registry
         return (
-            sa.select(g.c.paused_at, g.c.max_leased)
+            sa.select(g.c.paused_at, g.c.max_leased, g.c.group_limit, g.c.group_hold)
             .where(g.c.name == _bind("b_queue", sa.String()))
             .with_for_update()
             .with_hint(g, "WITH (UPDLOCK, ROWLOCK)", "mssql")

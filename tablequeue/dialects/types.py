@@ -53,6 +53,22 @@ class Capabilities:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupLease:
+    """How a queue with ordered groups leases (`spec.groups`, read from its registry row under
+    the row's lock): at most `limit` messages of one group key Leased at once, each only when
+    fewer than `limit` of its key are Leased or ahead of it (a lower id) and still waiting:
+    Pending, Sleeping, or, with `hold`, Error or Abandoned."""
+
+    limit: int
+    hold: bool
+
+    @property
+    def shape(self) -> tuple[bool, bool]:
+        """What the statement's text depends on: one at a time (NOT EXISTS), and `hold`."""
+        return (self.limit == 1, self.hold)
+
+
+@dataclass(frozen=True, slots=True)
 class LeaseRequest:
     """What `Dialect.lease` takes: up to `batch_size` due messages of `queue` for `owner`."""
 
@@ -68,6 +84,15 @@ class LeaseRequest:
     capped: bool = False
     """The caller holds the queue's registry row locked and asks for no more than its global
     concurrency leaves; else a queue with a global concurrency leases nothing."""
+    group: GroupLease | None = None
+    """The caller holds the queue's registry row locked and leases by its ordered groups; else
+    a queue with groups leases nothing."""
+
+
+def group_parameters(request: LeaseRequest) -> dict[str, Any]:
+    """The lease statement's :b_k, when its group gate counts (`Queries.group_gate`)."""
+    group = request.group
+    return {"b_k": group.limit} if group is not None and group.limit > 1 else {}
 
 
 @dataclass(frozen=True, slots=True)

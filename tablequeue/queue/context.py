@@ -29,11 +29,13 @@ def spec_of(storage: Storage, name: str, settings: Any) -> QueueSpec:
 @dataclass
 class FlowMemory:
     """What this handle last saw of the queue's limits: whether its leases go through the
-    rate limit's bucket (`limited`) and count against a global concurrency (`capped`,
-    `queue/flow.py`). A stale belief costs an empty lease, never a lease too many."""
+    rate limit's bucket (`limited`), count against a global concurrency (`capped`) and keep to
+    ordered groups (`grouped`, `queue/flow.py`). A stale belief costs an empty lease, never a
+    lease too many."""
 
     limited: bool = False
     capped: bool = False
+    grouped: bool = False
 
 
 @dataclass(frozen=True)

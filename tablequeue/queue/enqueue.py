@@ -14,7 +14,10 @@ from sqlalchemy.engine import Connection
 
 from .. import trace_context
 from ..dialects import EnqueueBatch
-from ..models import Enqueued, NewMessage
+from ..errors import InvalidInput
+from ..limits import MAX_GROUP_KEY_LENGTH
+from ..models import Enqueued, NewMessage, check_one_line
+from ..spec import GroupsSpec
 from ..storage import readable_json, registry
 from . import tracking
 from .context import QueueContext
@@ -111,6 +114,7 @@ def _round_rows(
     return [
         _row(messages[i], now, messages[i].tracking_id or tracking_id, trace_headers)
         | _expiry(messages[i], now, default_expiry)
+        | {"b_group_key": group_key(queue.spec.groups, messages[i])}
         for i, tracking_id in zip(round_indexes, tracking_ids, strict=True)
     ]
 
@@ -183,6 +187,23 @@ def _expiry(new: NewMessage, now: datetime, default_seconds: float | None) -> di
         expires_at = new.at + timedelta(seconds=default_seconds)
         return {"b_expires_at": expires_at, "b_expires_after": None}
     return {"b_expires_at": None, "b_expires_after": (new.after or 0.0) + default_seconds}
+
+
+def group_key(groups: GroupsSpec | None, new: NewMessage) -> str | None:
+    """The message's own group key, else the one at the spec's `keyPath` in its body (refused,
+    naming the path, when it is no group key)."""
+    if new.group_key is not None or groups is None:
+        return new.group_key
+    key = groups.key_of(new.message)
+    if key is None:
+        return None
+    field = f"group key at body path {groups.key_path}"
+    if len(key) > MAX_GROUP_KEY_LENGTH or not key:
+        raise InvalidInput(f"{field}: {len(key)} characters; 1 to {MAX_GROUP_KEY_LENGTH} allowed")
+    try:
+        return check_one_line(key)
+    except InvalidInput as error:
+        raise InvalidInput(f"{field}: {error}") from None
 
 
 def _random_uuids(count: int) -> list[uuid.UUID]:

@@ -11,6 +11,14 @@ Leased messages (a new statement, so it sees every lease committed before the lo
 lease at most the difference. At no instant are more messages Leased than the limit: a lease
 that lapsed stays Leased, and counted, until the sweep settles it.
 
+A queue with ordered groups (`spec.groups`, copied to its registry row) leases in the same
+row's turn, through a statement that takes a message of a group key only while fewer than the
+group's concurrency of its key are Leased or ahead of it (lower id) and waiting
+(`Queries.group_gate`). Leases of the queue take turns, and each statement sees every lease
+committed before it: the count per key can never exceed the limit. An enqueue that commits
+after a message of its key with a higher id was leased (ids are taken before commit) runs
+after that message, never beside more than the limit.
+
 A rate-limited queue leases in its bucket's turn: lock the bucket (database clock), lease at most
 the whole tokens it holds, record what was taken. Over any interval of the database clock, the
 leases of all workers together (timed by `started_at`) number at most
@@ -27,7 +35,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from ..dialects import LeasedRows, LeaseRequest
+from ..dialects import GroupLease, LeasedRows, LeaseRequest
 from ..storage.flow_control import flow_state
 from .context import QueueContext
 
@@ -57,20 +65,20 @@ def lease_rows(
     limit allow."""
     memory = queue.flow
     request = LeaseRequest(queue.name, owner, batch_size, lease_seconds, correlation_id)
-    if not (memory.limited or memory.capped):
+    if not (memory.limited or memory.capped or memory.grouped):
         rows = queue.dialect.lease(connection, queue.queries, request)
         if rows:
             return Leased(rows)
         state = flow_state(queue.storage, connection, queue.name)
-        if state is None or not (state.limited or state.capped):
+        if state is None or not (state.limited or state.capped or state.grouped):
             return Leased(rows, paused=state is not None and state.paused)
-        memory.limited, memory.capped = state.limited, state.capped
-    if memory.capped:
+        memory.limited, memory.capped, memory.grouped = state.limited, state.capped, state.grouped
+    if memory.capped or memory.grouped:
         gate = connection.execute(queue.queries.lock_concurrency(), {"b_queue": queue.name}).first()
         if gate is None or gate.paused_at is not None:
             return Leased([], paused=gate is not None)
-        if gate.max_leased is None:  # the limit was lifted
-            memory.capped = False
+        memory.capped, memory.grouped = gate.max_leased is not None, gate.group_limit is not None
+        if not (memory.capped or memory.grouped):  # the limit and the groups were lifted
             return lease_rows(
                 queue,
                 connection,
@@ -79,11 +87,14 @@ def lease_rows(
                 lease_seconds=lease_seconds,
                 correlation_id=correlation_id,
             )
-        leased = connection.execute(queue.queries.count_leased()).scalar_one()
-        room = gate.max_leased - leased
-        if room < 1:
-            return Leased([], at_limit=True)
-        request = replace(request, batch_size=min(batch_size, room), capped=True)
+        if memory.grouped:
+            request = replace(request, group=GroupLease(gate.group_limit, bool(gate.group_hold)))
+        if memory.capped:
+            leased = connection.execute(queue.queries.count_leased()).scalar_one()
+            room = gate.max_leased - leased
+            if room < 1:
+                return Leased([], at_limit=True)
+            request = replace(request, batch_size=min(batch_size, room), capped=True)
     if not memory.limited:
         rows = queue.dialect.lease(connection, queue.queries, request)
         return Leased(rows) if rows else _nothing_leased(queue, connection)
@@ -132,7 +143,8 @@ def _nothing_leased(queue: QueueContext, connection: Connection) -> Leased:
     state = flow_state(queue.storage, connection, queue.name)
     if state is None:
         return Leased([])
-    queue.flow.limited, queue.flow.capped = state.limited, state.capped
+    memory = queue.flow
+    memory.limited, memory.capped, memory.grouped = state.limited, state.capped, state.grouped
     return Leased([], paused=state.paused)
 
 

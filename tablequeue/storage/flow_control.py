@@ -35,6 +35,8 @@ class FlowState:
     messages_per_second: float | None
     burst: int | None
     max_leased: int | None = None
+    group_limit: int | None = None
+    """spec.groups' concurrency: the most messages of one group key Leased at once."""
 
     @property
     def paused(self) -> bool:
@@ -48,18 +50,22 @@ class FlowState:
     def capped(self) -> bool:
         return self.max_leased is not None
 
+    @property
+    def grouped(self) -> bool:
+        return self.group_limit is not None
+
 
 def flow_state(storage: Storage, connection: Connection, name: str) -> FlowState | None:
     """The pause and rate limit of a queue, or None when it does not exist (one statement)."""
     g, r = storage.registry, storage.rate_limits
     row = connection.execute(
-        sa.select(g.c.paused_at, r.c.messages_per_second, r.c.burst, g.c.max_leased)
+        sa.select(*_state_columns(storage))
         .select_from(g.outerjoin(r, r.c.queue == g.c.name))
         .where(g.c.name == name)
     ).first()
     if row is None:
         return None
-    return FlowState(row.paused_at, row.messages_per_second, row.burst, row.max_leased)
+    return _state(row)
 
 
 def flow_states(storage: Storage) -> dict[str, FlowState]:
@@ -68,14 +74,22 @@ def flow_states(storage: Storage) -> dict[str, FlowState]:
         if not sa.inspect(connection).has_table(g.name):
             return {}
         rows = connection.execute(
-            sa.select(
-                g.c.name, g.c.paused_at, r.c.messages_per_second, r.c.burst, g.c.max_leased
-            ).select_from(g.outerjoin(r, r.c.queue == g.c.name))
+            sa.select(g.c.name, *_state_columns(storage)).select_from(
+                g.outerjoin(r, r.c.queue == g.c.name)
+            )
         )
-        return {
-            row.name: FlowState(row.paused_at, row.messages_per_second, row.burst, row.max_leased)
-            for row in rows
-        }
+        return {row.name: _state(row) for row in rows}
+
+
+def _state_columns(storage: Storage) -> list[sa.ColumnElement[Any]]:
+    g, r = storage.registry, storage.rate_limits
+    return [g.c.paused_at, r.c.messages_per_second, r.c.burst, g.c.max_leased, g.c.group_limit]
+
+
+def _state(row: Any) -> FlowState:
+    return FlowState(
+        row.paused_at, row.messages_per_second, row.burst, row.max_leased, row.group_limit
+    )
 
 
 def flow_state_of(storage: Storage, name: str) -> FlowState:

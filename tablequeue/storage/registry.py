@@ -20,6 +20,7 @@ from .rollup import ensure_rollup
 from .schema import (
     ADDED_COLUMNS,
     CORRELATION_COLUMNS,
+    GROUP_COLUMNS,
     READABLE_JSON_VERSION,
     REGISTRY_READ_COLUMNS,
     SCHEMA_VERSION,
@@ -83,7 +84,8 @@ def _check_queue_table(connection: Connection, table_name: str) -> None:
     missing = [
         column
         for column, _ in message_columns()
-        if column not in present and column not in (*ADDED_COLUMNS, *CORRELATION_COLUMNS)
+        if column not in present
+        and column not in (*ADDED_COLUMNS, *CORRELATION_COLUMNS, *GROUP_COLUMNS)
     ]
     if missing:
         raise NotAQueueTable(
@@ -242,9 +244,18 @@ def _insert_registry_row(
             owner=owner,
             paused_at=declared_pause(storage, spec.paused),
             max_leased=spec.global_concurrency,
+            **group_rule(spec),
         )
     )
     sync_rate_limit(storage, connection, name, spec.rate_limit, now)
+
+
+def group_rule(spec: QueueSpec) -> dict[str, Any]:
+    """The registry's copy of spec.groups, which every lease reads (`queue/flow.py`)."""
+    groups = spec.groups
+    if groups is None:
+        return {"group_limit": None, "group_hold": None}
+    return {"group_limit": groups.concurrency, "group_hold": groups.on_failure == "hold"}
 
 
 def _update_registry_row(
@@ -267,6 +278,7 @@ def _update_registry_row(
         "schema_version": SCHEMA_VERSION,
         "updated_at": now,
         "max_leased": spec.global_concurrency,
+        **group_rule(spec),
     }
     if claims:  # a queue made by the CLI or before owners were recorded
         values["owner"] = owner

@@ -20,7 +20,7 @@ from ..limits import MAX_MESSAGE_ID_LENGTH
 from ..models import message_columns
 from ..sqltypes import UtcDateTime
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """1: first release. 2: the message_id index covers only messages with an identity; no index
 on lease expiry (the status index finds Leased rows). A lease then updates three indexes, not
 five, and an enqueue without identity four instead of five. 3: the registry records the owner
@@ -30,13 +30,17 @@ index). 5: JSON is stored as written (UTF-8), not with non-ASCII characters esca
 that store JSON as text (`readable_json.rewrite_table`, before the registry records 5).
 6: queue tables record the caller's correlation id (`app_correlation_id`, indexed with `id`:
 many messages share one, and a page of them is read across queues) and a `label`, both nullable; the
-lease batch keeps its column, `correlation_id`, so workers of version 5 run on unchanged."""
+lease batch keeps its column, `correlation_id`, so workers of version 5 run on unchanged.
+7: queue tables record the message's `group_key` (nullable; `spec.groups`), indexed with status
+and `id` over the messages that can hold a group (partial where the engine can)."""
 READABLE_JSON_VERSION = 5
 REGISTRY_TABLE = "tablequeue_queues"
 ADDED_COLUMNS = ("started_at",)
 """Queue table columns `migrate` adds (version 4): a table made before lacks them until then."""
 CORRELATION_COLUMNS = ("app_correlation_id", "label")
 """Queue table columns `migrate` adds (version 6), with the index on the first."""
+GROUP_COLUMNS = ("group_key",)
+"""Queue table columns `migrate` adds (version 7), with the group index."""
 
 
 def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.Table:
@@ -65,11 +69,25 @@ def queue_table(metadata: sa.MetaData, table_name: str, dialect: Dialect) -> sa.
         table.c.id,  # a page of one correlation id in id order, without a sort or a scan
         **dialect.partial_index_options(table.c.app_correlation_id.is_not(None)),
     )
+    holding = names.GROUP_HOLDING + names.GROUP_HOLDING_ON_FAILURE
+    sa.Index(
+        group_index_name(table_name),
+        table.c.group_key,
+        table.c.status,  # what holds a message's group: the messages of its key before it,
+        table.c.id,  # and those Leased after it
+        **dialect.partial_index_options(
+            sa.and_(table.c.group_key.is_not(None), table.c.status.in_(holding))
+        ),
+    )
     return table
 
 
 def correlation_index_name(table_name: str) -> str:
     return names.index_name(table_name, "correlation")
+
+
+def group_index_name(table_name: str) -> str:
+    return names.index_name(table_name, "group")
 
 
 def migrate(connection: sa.Connection, table: sa.Table, from_version: int) -> None:
@@ -87,10 +105,14 @@ def migrate(connection: sa.Connection, table: sa.Table, from_version: int) -> No
         add_missing_columns(connection, table, ADDED_COLUMNS)
     if from_version < 6:
         add_missing_columns(connection, table, CORRELATION_COLUMNS)
-        name = correlation_index_name(table.name)
-        next(index for index in table.indexes if index.name == name).create(
-            connection, checkfirst=True
-        )
+        _create_index(connection, table, correlation_index_name(table.name))
+    if from_version < 7:
+        add_missing_columns(connection, table, GROUP_COLUMNS)
+        _create_index(connection, table, group_index_name(table.name))
+
+
+def _create_index(connection: sa.Connection, table: sa.Table, name: str) -> None:
+    next(index for index in table.indexes if index.name == name).create(connection, checkfirst=True)
 
 
 def add_missing_columns(connection: sa.Connection, table: sa.Table, columns: Sequence[str]) -> None:
@@ -120,6 +142,8 @@ def registry_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("owner", sa.String(OWNER_LENGTH), nullable=True),
         sa.Column("paused_at", UtcDateTime(), nullable=True),
         sa.Column("max_leased", sa.Integer(), nullable=True),
+        sa.Column("group_limit", sa.Integer(), nullable=True),
+        sa.Column("group_hold", sa.Boolean(), nullable=True),
     )
 
 
@@ -144,9 +168,10 @@ def migrate_registry(connection: sa.Connection, registry: sa.Table) -> None:
     add_missing_columns(connection, registry, REGISTRY_ADDED_COLUMNS)
 
 
-REGISTRY_ADDED_COLUMNS = ("owner", "paused_at", "max_leased")
+REGISTRY_ADDED_COLUMNS = ("owner", "paused_at", "max_leased", "group_limit", "group_hold")
 """Registry columns added after schema 2: `owner` (3), `paused_at` (when the queue was paused;
-null while it runs), `max_leased` (spec.globalConcurrency; null without a limit)."""
+null while it runs), `max_leased` (spec.globalConcurrency; null without a limit), `group_limit`
+and `group_hold` (spec.groups' concurrency and `onFailure: hold`; null without groups)."""
 
 
 # --- the tables of each database, beside its queue tables ------------------------------------

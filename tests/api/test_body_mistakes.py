@@ -44,7 +44,7 @@ ENVELOPE = 'expected {"message": ...}'
             "/queues/orders",
             {"message": 1, "zzz": 1},
             "unknown field 'zzz' (accepted: after, at, correlationId, expiresAfter, expiresAt, "
-            "headers, label, message, messageId, priority, status, trackingId)",
+            "groupKey, headers, label, message, messageId, priority, status, trackingId)",
         ),
         (
             "/queues/orders",

@@ -29,7 +29,7 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue import indexes, predicate
-from tablequeue.dialects import DIALECTS
+from tablequeue.dialects import DIALECTS, GroupLease
 from tablequeue.dialects.history import HistoryQueries
 from tablequeue.dialects.statements import Queries
 from tablequeue.rollup import MinuteCounts, rollup_table
@@ -57,6 +57,9 @@ QUERIES: dict[str, Callable[[Queries], Any]] = {
     "lease_capped_limited": lambda q: q.lease(limited=True, capped=True),
     "lock_concurrency": lambda q: q.lock_concurrency(),
     "count_leased": lambda q: q.count_leased(),
+    "lease_grouped": lambda q: q.lease(group=GroupLease(1, hold=False)),
+    "lease_grouped_hold": lambda q: q.lease(group=GroupLease(1, hold=True)),
+    "lease_grouped_counted": lambda q: q.lease(capped=True, group=GroupLease(3, hold=False)),
     "insert_new": lambda q: q.insert_new()[0],
     "upsert_by_message_id": lambda q: q.upsert_by_message_id(idempotent=False)[0],
     "upsert_by_message_id_idempotent": lambda q: q.upsert_by_message_id(idempotent=True)[0],

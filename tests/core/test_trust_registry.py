@@ -100,7 +100,7 @@ def test_a_table_that_is_not_a_queue_table_is_never_adopted(
 def test_a_version_2_registry_is_migrated_and_serves_readers_before_that(
     database: Database, make_queue: Callable[..., object]
 ) -> None:
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
     resource = QueueResource.from_name("orders")
     database.apply(resource)
     with database.transaction() as connection:  # the registry as version 2 made it

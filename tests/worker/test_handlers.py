@@ -78,6 +78,7 @@ def test_http_handler_outcomes(
         "label": None,
         "leaseBatchId": stored.correlation_id,
         "trackingId": str(stored.tracking_id),
+        "groupKey": None,
     }
     assert worker.process.poll() is None
 

@@ -41,6 +41,7 @@ from ..types import (
     LeaseExpiredPolicy,
     LeaseRequest,
     SweptLease,
+    group_parameters,
 )
 from .compiling import (
     TypeCompiler,
@@ -334,8 +335,8 @@ class MariaDbDialect(Dialect):
         batch_size, lease_seconds = request.batch_size, request.lease_seconds
         owner, correlation_id = request.owner, request.correlation_id
         candidates = connection.execute(
-            queries.lease(request.limited, request.capped),
-            {"b_n": batch_size, "b_queue": request.queue},
+            queries.lease(request.limited, request.capped, request.group),
+            {"b_n": batch_size, "b_queue": request.queue} | group_parameters(request),
         ).all()
         if not candidates:
             return []

@@ -18,7 +18,7 @@ from ... import names
 from ...sqltypes import UtcDateTime
 from ..statements import Queries, swept_columns
 from ..statuses import literal_status
-from ..types import LeaseExpiredPolicy
+from ..types import GroupLease, LeaseExpiredPolicy
 
 NOW_LABEL = "b_now"
 """The database clock, selected with the lease candidates."""
@@ -26,17 +26,21 @@ NOW_LABEL = "b_now"
 
 class MariaDbQueries(Queries):
     def lease(  # type: ignore[override]
-        self, limited: bool = False, capped: bool = False
+        self, limited: bool = False, capped: bool = False, group: GroupLease | None = None
     ) -> CompoundSelect[Any]:
         """Differs because MariaDB has no UPDATE ... RETURNING and no partial indexes: due
         messages in lease order per leasable status, locked, with the clock (none while the
         queue's flow gate is shut, `flow_gate`); `MariaDbDialect.lease` marks them Leased by id
         (`mark_leased`)."""
+        shape = group.shape if group is not None else None
         return self._once(
-            ("lease", limited, capped), lambda: self._lease_candidates(limited, capped)
+            ("lease", limited, capped, shape),
+            lambda: self._lease_candidates(limited, capped, group),
         )
 
-    def _lease_candidates(self, limited: bool, capped: bool) -> CompoundSelect[Any]:
+    def _lease_candidates(
+        self, limited: bool, capped: bool, group: GroupLease | None
+    ) -> CompoundSelect[Any]:
         t, d = self.table, self.dialect
         # Without the hint the optimizer may scan the table and sort every due message (all
         # of them locked); the lease index gives them in lease order and stops after :b_n.
@@ -50,7 +54,8 @@ class MariaDbQueries(Queries):
                     t.c.status == literal_status(status),
                     t.c.process_after <= now,
                     sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
-                    self.flow_gate(limited, capped),
+                    self.flow_gate(limited, capped, group),
+                    *([self.group_gate(group)] if group is not None else []),
                 )
                 .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)
                 .limit(sa.bindparam("b_n", type_=sa.Integer()))

@@ -10,6 +10,8 @@ CREATE TABLE tablequeue_queues (
 	owner VARCHAR(127),
 	paused_at DATETIME(6),
 	max_leased INTEGER,
+	group_limit INTEGER,
+	group_hold BOOL,
 	PRIMARY KEY (name),
 	UNIQUE (table_name)
 );

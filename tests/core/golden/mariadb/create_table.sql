@@ -23,5 +23,6 @@ CREATE TABLE orders (
 	started_at DATETIME(6),
 	app_correlation_id VARCHAR(128),
 	label VARCHAR(200),
+	group_key VARCHAR(200),
 	PRIMARY KEY (id)
 )ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_nopad_bin;

@@ -10,6 +10,8 @@ CREATE TABLE tablequeue_queues (
 	owner NVARCHAR(127) COLLATE Latin1_General_100_BIN2_UTF8 NULL,
 	paused_at DATETIME2(6) NULL,
 	max_leased INTEGER NULL,
+	group_limit INTEGER NULL,
+	group_hold BIT NULL,
 	PRIMARY KEY (name),
 	UNIQUE (table_name)
 );

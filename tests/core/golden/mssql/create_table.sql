@@ -23,5 +23,6 @@ CREATE TABLE orders (
 	started_at DATETIME2(6) NULL,
 	app_correlation_id NVARCHAR(128) COLLATE Latin1_General_100_BIN2_UTF8 NULL,
 	label NVARCHAR(200) COLLATE Latin1_General_100_BIN2_UTF8 NULL,
+	group_key NVARCHAR(200) COLLATE Latin1_General_100_BIN2_UTF8 NULL,
 	PRIMARY KEY (id)
 );

@@ -6,7 +6,7 @@ SET status='Leased',
     correlation_id=?,
     updated_at=sysutcdatetime(),
     started_at=sysutcdatetime()
-OUTPUT inserted.id, inserted.message_id, inserted.status, inserted.priority, inserted.message, inserted.previous_message, inserted.headers, inserted.version, inserted.attempts, inserted.process_after, inserted.expires_at, inserted.lease_expires_at, inserted.lease_owner, inserted.correlation_id, inserted.tracking_id, inserted.result, inserted.progress, inserted.last_error, inserted.created_at, inserted.updated_at, inserted.processed_at, inserted.started_at, inserted.app_correlation_id, inserted.label
+OUTPUT inserted.id, inserted.message_id, inserted.status, inserted.priority, inserted.message, inserted.previous_message, inserted.headers, inserted.version, inserted.attempts, inserted.process_after, inserted.expires_at, inserted.lease_expires_at, inserted.lease_owner, inserted.correlation_id, inserted.tracking_id, inserted.result, inserted.progress, inserted.last_error, inserted.created_at, inserted.updated_at, inserted.processed_at, inserted.started_at, inserted.app_correlation_id, inserted.label, inserted.group_key
 WHERE orders.id IN (SELECT TOP (?) orders.id
     FROM orders WITH (UPDLOCK, ROWLOCK, READPAST)
     WHERE orders.status IN ('Pending', 'Sleeping')
@@ -15,5 +15,5 @@ WHERE orders.id IN (SELECT TOP (?) orders.id
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_queues
           WHERE tablequeue_queues.name = ?
-            AND tablequeue_queues.paused_at IS NOT NULL))
+            AND (tablequeue_queues.paused_at IS NOT NULL OR tablequeue_queues.group_limit IS NOT NULL)))
     ORDER BY orders.priority DESC, orders.process_after, orders.id);

@@ -10,6 +10,8 @@ CREATE TABLE tablequeue_queues (
 	owner VARCHAR(127),
 	paused_at TIMESTAMP WITH TIME ZONE,
 	max_leased INTEGER,
+	group_limit INTEGER,
+	group_hold BOOLEAN,
 	PRIMARY KEY (name),
 	UNIQUE (table_name)
 );

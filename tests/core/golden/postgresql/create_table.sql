@@ -23,5 +23,6 @@ CREATE TABLE orders (
 	started_at TIMESTAMP WITH TIME ZONE,
 	app_correlation_id VARCHAR(128),
 	label VARCHAR(200),
+	group_key VARCHAR(200),
 	PRIMARY KEY (id)
 );

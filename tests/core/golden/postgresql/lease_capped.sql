@@ -14,11 +14,11 @@ WHERE orders.id IN (SELECT orders.id
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_queues
           WHERE tablequeue_queues.name = %(b_queue)s::VARCHAR
-            AND tablequeue_queues.paused_at IS NOT NULL))
+            AND (tablequeue_queues.paused_at IS NOT NULL OR tablequeue_queues.group_limit IS NOT NULL)))
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_rate_limits
           WHERE tablequeue_rate_limits.queue = %(b_queue)s::VARCHAR))
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT %(b_n)s::INTEGER
     FOR UPDATE SKIP LOCKED)
-RETURNING orders.id, orders.message_id, orders.status, orders.priority, orders.message, orders.previous_message, orders.headers, orders.version, orders.attempts, orders.process_after, orders.expires_at, orders.lease_expires_at, orders.lease_owner, orders.correlation_id, orders.tracking_id, orders.result, orders.progress, orders.last_error, orders.created_at, orders.updated_at, orders.processed_at, orders.started_at, orders.app_correlation_id, orders.label;
+RETURNING orders.id, orders.message_id, orders.status, orders.priority, orders.message, orders.previous_message, orders.headers, orders.version, orders.attempts, orders.process_after, orders.expires_at, orders.lease_expires_at, orders.lease_owner, orders.correlation_id, orders.tracking_id, orders.result, orders.progress, orders.last_error, orders.created_at, orders.updated_at, orders.processed_at, orders.started_at, orders.app_correlation_id, orders.label, orders.group_key;

@@ -22,5 +22,6 @@ CREATE TABLE orders (
 	processed_at DATETIME,
 	started_at DATETIME,
 	app_correlation_id VARCHAR(128),
-	label VARCHAR(200)
+	label VARCHAR(200),
+	group_key VARCHAR(200)
 );

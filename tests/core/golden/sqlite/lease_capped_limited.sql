@@ -14,8 +14,8 @@ WHERE orders.id IN (SELECT orders.id
       AND NOT (EXISTS (SELECT *
           FROM tablequeue_queues
           WHERE tablequeue_queues.name = ?
-            AND tablequeue_queues.paused_at IS NOT NULL))
+            AND (tablequeue_queues.paused_at IS NOT NULL OR tablequeue_queues.group_limit IS NOT NULL)))
     ORDER BY orders.priority DESC, orders.process_after, orders.id
     LIMIT ?
     OFFSET ?)
-RETURNING id, message_id, status, priority, message, previous_message, headers, version, attempts, process_after, expires_at, lease_expires_at, lease_owner, correlation_id, tracking_id, result, progress, last_error, created_at, updated_at, processed_at, started_at, app_correlation_id, label;
+RETURNING id, message_id, status, priority, message, previous_message, headers, version, attempts, process_after, expires_at, lease_expires_at, lease_owner, correlation_id, tracking_id, result, progress, last_error, created_at, updated_at, processed_at, started_at, app_correlation_id, label, group_key;

@@ -1,7 +1,7 @@
-INSERT INTO orders (message_id, status, priority, message, headers, version, attempts, process_after, expires_at, tracking_id, created_at, updated_at, app_correlation_id, label)
+INSERT INTO orders (message_id, status, priority, message, headers, version, attempts, process_after, expires_at, tracking_id, created_at, updated_at, app_correlation_id, label, group_key)
 VALUES (?, (SELECT CASE WHEN (? = 1 AND coalesce(?, tablequeue_queues.default_status) = 'Pending') THEN 'Sleeping' ELSE coalesce(?, tablequeue_queues.default_status) END AS anon_1
     FROM tablequeue_queues
-    WHERE tablequeue_queues.name = ?), ?, coalesce(?, 'null'), ?, 1, 0, coalesce(?, strftime('%Y-%m-%d %H:%M:%f', 'now', CAST(round(?, 3) AS TEXT) || ' seconds') || '000'), coalesce(?, strftime('%Y-%m-%d %H:%M:%f', 'now', CAST(round(?, 3) AS TEXT) || ' seconds') || '000'), ?, (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), ?, ?)
+    WHERE tablequeue_queues.name = ?), ?, coalesce(?, 'null'), ?, 1, 0, coalesce(?, strftime('%Y-%m-%d %H:%M:%f', 'now', CAST(round(?, 3) AS TEXT) || ' seconds') || '000'), coalesce(?, strftime('%Y-%m-%d %H:%M:%f', 'now', CAST(round(?, 3) AS TEXT) || ' seconds') || '000'), ?, (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'), ?, ?, ?)
 ON CONFLICT (message_id)
 WHERE message_id IS NOT NULL
 DO UPDATE
@@ -15,6 +15,7 @@ SET status = CASE WHEN (orders.status = 'Leased' AND excluded.status IN ('Pendin
     expires_at = excluded.expires_at,
     updated_at = (strftime('%Y-%m-%d %H:%M:%f', 'now') || '000'),
     app_correlation_id = excluded.app_correlation_id,
-    label = excluded.label
+    label = excluded.label,
+    group_key = excluded.group_key
 WHERE CAST(orders.message AS TEXT) != CAST(excluded.message AS TEXT)
 RETURNING id, message_id, tracking_id, version, status;

@@ -1,0 +1,1 @@
+CREATE INDEX orders_group ON orders (group_key, status, id);
