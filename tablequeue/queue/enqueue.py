@@ -15,34 +15,41 @@ from sqlalchemy.engine import Connection
 from .. import trace_context
 from ..dialects import EnqueueBatch
 from ..models import Enqueued, NewMessage
+from ..spec_dedupe import Dedupe
 from ..storage import readable_json, registry
 from . import tracking
 from .context import QueueContext
+from .dedupe import report_left
 
 
 def enqueue_many(
-    queue: QueueContext, messages: Sequence[NewMessage], connection: Any = None
+    queue: QueueContext,
+    messages: Sequence[NewMessage],
+    connection: Any = None,
+    dedupe: Dedupe | None = None,
 ) -> list[Enqueued]:
     """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
 
     A messageId that appears several times in one batch is applied in order, as if the
     messages had been enqueued one after the other. With `connection` (the caller's SQLAlchemy
     Connection or DB-API connection), in the caller's transaction: committed or rolled back
-    with it, never by tablequeue.
+    with it, never by tablequeue. `dedupe`: the call's rule (`dedupe.rule`), else the queue's.
     """
     if not messages:
         return []
     storage = queue.storage
     wanted = tracking.chosen(messages)
+    dedupe = dedupe or queue.spec.dedupe
     try:
         if connection is None:
             rounds = _rounds_of_unique_ids(messages)
-            if len(rounds) == 1 and storage.enqueues_alone and not wanted:
+            alone = len(rounds) == 1 and storage.enqueues_alone and dedupe.mode == "replace"
+            if alone and not wanted:
                 return _enqueue_alone(queue, messages, rounds[0])
             with storage.transaction() as own:
-                return enqueue_in(queue, own, messages, rounds)
+                return enqueue_in(queue, own, messages, rounds, dedupe)
         with storage.borrowed(connection) as theirs:
-            return enqueue_in(queue, theirs, messages)
+            return enqueue_in(queue, theirs, messages, dedupe=dedupe)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
         with storage.reading() as reader:  # outside the caller's transaction, if any
             registry.default_status(storage, reader, queue.name)  # QueueNotFound if deleted
@@ -56,9 +63,11 @@ def enqueue_in(
     connection: Connection,
     messages: Sequence[NewMessage],
     rounds: list[list[int]] | None = None,
+    dedupe: Dedupe | None = None,
 ) -> list[Enqueued]:
     """Enqueue a batch with statements on `connection`, in whatever transaction it is in (the
-    caller's, a publish's, or the claim of a schedule's tick)."""
+    caller's, a publish's, or the claim of a schedule's tick); `dedupe` else the queue's."""
+    dedupe = dedupe or queue.spec.dedupe
     tracking.refuse_taken(queue, connection, tracking.chosen(messages))
     if queue.spec.idempotent:  # a row not yet rewritten by apply holds the same body escaped
         readable_json.adopt_same_bodies(connection, queue.dialect, queue.queries, messages)
@@ -67,11 +76,13 @@ def enqueue_in(
     results: list[Enqueued | None] = [None] * len(messages)
     for round_indexes in rounds or _rounds_of_unique_ids(messages):
         rows = _round_rows(queue, messages, round_indexes, now, trace_headers)
+        upserts, idempotent = _upserts(messages, round_indexes), queue.spec.idempotent
         batch = EnqueueBatch(
-            queue.name, rows, _upserts(messages, round_indexes), queue.spec.idempotent
+            queue.name, rows, upserts, idempotent, dedupe.mode, dedupe.window_seconds
         )
         returned = queue.dialect.enqueue_round(connection, queue.queries, batch)
         _round_results(messages, round_indexes, rows, returned, results)
+        report_left(queue, connection, dedupe, messages, round_indexes, results)
     return [result for result in results if result is not None]
 
 

@@ -284,11 +284,11 @@ class PostgresDialect(OnConflictDialect):
     ) -> tuple[str, dict[str, Any]]:
         """The driver's text of the enqueue statement (made once per table) and the
         parameters of one execution."""
-        upsert, idempotent = batch.upsert, batch.idempotent
+        upsert, idempotent, dedupe = batch.upsert, batch.idempotent, batch.dedupe
 
         def make() -> tuple[str, dict[str, Any], frozenset[str]]:
             statement, per_row = (
-                queries.upsert_by_message_id(idempotent) if upsert else queries.insert_new()
+                queries.upsert_by_message_id(idempotent, dedupe) if upsert else queries.insert_new()
             )
             sql, fixed = _for_driver(statement)
             names = [c.name for c in per_row.columns]
@@ -296,9 +296,9 @@ class PostgresDialect(OnConflictDialect):
             fixed = {k: v for k, v in fixed.items() if k not in names}
             return sql, fixed, arrays.json_columns(per_row.columns)
 
-        sql, fixed, json_names = queries.once(("driver", upsert, idempotent), make)
+        sql, fixed, json_names = queries.once(("driver", upsert, idempotent, dedupe), make)
         parameters = fixed | arrays.parameters(batch.rows, json_names, arrays.encode_json)
-        parameters["b_queue"] = batch.queue
+        parameters |= batch.shared_parameters()
         return sql, parameters
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:
