@@ -21,6 +21,7 @@ from tablequeue.error_text import exception_line
 from tablequeue.errors import InvalidInput
 from tablequeue.models import NewMessage
 from tablequeue.progress import progress_bar
+from tablequeue.spec_dedupe import MODES
 
 from . import progress, statuses
 from .completion import queue_names
@@ -158,6 +159,17 @@ def delivery_options(command: F) -> F:
 @delivery_options
 @click.option("--status", help="Status instead of the queue's default.")
 @statuses.new_status_option
+@click.option(
+    "--dedupe",
+    type=click.Choice(MODES),
+    help="What a messageId that exists gets, instead of the queue's spec.dedupe: replace "
+    "(a new version), keep (left as it is), window (left as it is within the window).",
+)
+@click.option(
+    "--dedupe-window",
+    metavar="DURATION",
+    help="With --dedupe window: this call's window (e.g. 10m); default the queue's.",
+)
 @db_options
 def enqueue(
     db_url: str,
@@ -177,8 +189,12 @@ def enqueue(
     expires_after: str | None,
     headers: tuple[str, ...],
     new_status: bool,
+    dedupe: str | None,
+    dedupe_window: str | None,
 ) -> None:
-    """Enqueue one JSON message, or one per line of a JSON Lines file."""
+    """Enqueue one JSON message, or one per line of a JSON Lines file. Each result's outcome:
+    inserted, updated, discarded (an idempotent queue's unchanged body) or kept (left as it
+    was by the dedupe mode)."""
     options: dict[str, Any] = {
         "tracking_id": tracking_id,
         "correlation_id": correlation_id,
@@ -217,7 +233,7 @@ def enqueue(
     ):
         queue = database.queue(queue_name)
         statuses.check(queue, {m.status for m in batch}, new_status)
-        results = queue.enqueue_many(batch)
+        results = queue.enqueue_many(batch, dedupe=dedupe, dedupe_window=dedupe_window)
     data = [
         {
             "id": r.id,
