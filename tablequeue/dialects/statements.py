@@ -290,11 +290,11 @@ class Queries:
         """`insert_new` for exactly one message, with scalar parameters (no per-row source)."""
         return self._once(("insert", "one"), lambda: self.enqueue_statement(False, False, True)[0])
 
-    def upsert_one(self, idempotent: bool) -> sa.Insert:
+    def upsert_one(self, idempotent: bool, dedupe: DedupeMode = "replace") -> sa.Insert:
         """`upsert_by_message_id` for exactly one message, with scalar parameters."""
         return self._once(
-            ("upsert", idempotent, "one"),
-            lambda: self.enqueue_statement(True, idempotent, True)[0],
+            ("upsert", idempotent, dedupe, "one"),
+            lambda: self.enqueue_statement(True, idempotent, True, dedupe)[0],
         )
 
     def adopt_escaped_bodies(self) -> tuple[sa.Update, PerRow]:

@@ -17,6 +17,7 @@ from ..dialects import EnqueueBatch
 from ..models import Enqueued, NewMessage
 from ..spec_dedupe import Dedupe
 from ..storage import readable_json, registry
+from ..storage.borrowed import bare
 from . import tracking
 from .context import QueueContext
 from .dedupe import report_left
@@ -43,9 +44,8 @@ def enqueue_many(
     try:
         if connection is None:
             rounds = _rounds_of_unique_ids(messages)
-            alone = len(rounds) == 1 and storage.enqueues_alone and dedupe.mode == "replace"
-            if alone and not wanted:
-                return _enqueue_alone(queue, messages, rounds[0])
+            if len(rounds) == 1 and storage.enqueues_alone and not wanted:
+                return _enqueue_alone(queue, messages, rounds[0], dedupe)
             with storage.transaction() as own:
                 return enqueue_in(queue, own, messages, rounds, dedupe)
         with storage.borrowed(connection) as theirs:
@@ -87,19 +87,24 @@ def enqueue_in(
 
 
 def _enqueue_alone(
-    queue: QueueContext, messages: Sequence[NewMessage], round_indexes: list[int]
+    queue: QueueContext, messages: Sequence[NewMessage], round_indexes: list[int], dedupe: Dedupe
 ) -> list[Enqueued]:
     """Messages with distinct identities in one statement that is its own transaction (engines
-    with `capabilities.enqueues_alone`): one round trip, no BEGIN or COMMIT."""
+    with `capabilities.enqueues_alone`): one round trip, no BEGIN or COMMIT; rows a dedupe mode
+    kept are read by one more statement (`dedupe.report_left`)."""
     now, trace_headers = datetime.now(UTC), trace_context.current_headers()
     rows = _round_rows(queue, messages, round_indexes, now, trace_headers)
+    results: list[Enqueued | None] = [None] * len(messages)
     with queue.storage.autocommit() as dbapi_connection:
+        upserts, idempotent = _upserts(messages, round_indexes), queue.spec.idempotent
         batch = EnqueueBatch(
-            queue.name, rows, _upserts(messages, round_indexes), queue.spec.idempotent
+            queue.name, rows, upserts, idempotent, dedupe.mode, dedupe.window_seconds
         )
         returned = queue.dialect.enqueue_alone(dbapi_connection, queue.queries, batch)
-    results: list[Enqueued | None] = [None] * len(messages)
-    _round_results(messages, round_indexes, rows, returned, results)
+        _round_results(messages, round_indexes, rows, returned, results)
+        if dedupe.mode != "replace" and len(returned) < len(rows):  # one more statement
+            reader = bare(queue.storage.engine, dbapi_connection)
+            report_left(queue, reader, dedupe, messages, round_indexes, results)
     return [result for result in results if result is not None]
 
 

@@ -201,6 +201,8 @@ def render(engine: str) -> dict[str, str]:
             statements["insert_one"] = queries.insert_one()
             statements["upsert_one"] = queries.upsert_one(idempotent=False)
             statements["upsert_one_idempotent"] = queries.upsert_one(idempotent=True)
+            statements["upsert_one_keep"] = queries.upsert_one(False, "keep")
+            statements["upsert_one_window"] = queries.upsert_one(False, "window")
         if storage.dialect.capabilities.stores_json_text:  # readable JSON (schema version 5)
             statements["adopt_escaped_bodies"] = queries.adopt_escaped_bodies()[0]
             statements["readable_json_escaped_rows"] = readable_json.escaped_rows(

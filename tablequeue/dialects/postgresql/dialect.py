@@ -261,15 +261,15 @@ class PostgresDialect(OnConflictDialect):
         `driver.DriverStatement` (compiled once per table, prepared on first use, rows as
         tuples); several take the golden `insert_new`/`upsert_*` with binary placeholders for
         the arrays, compiled once per table (psycopg prepares it after a few executions)."""
-        upsert, idempotent = batch.upsert, batch.idempotent
+        upsert, idempotent, dedupe = batch.upsert, batch.idempotent, batch.dedupe
         if len(batch.rows) == 1:
             one = queries.once(
-                ("alone", "one", upsert, idempotent),
+                ("alone", "one", upsert, idempotent, dedupe),
                 lambda: DriverStatement(
-                    queries.upsert_one(idempotent) if upsert else queries.insert_one()
+                    queries.upsert_one(idempotent, dedupe) if upsert else queries.insert_one()
                 ),
             )
-            written = one.run(dbapi_connection, batch.rows[0] | {"b_queue": batch.queue})
+            written = one.run(dbapi_connection, batch.rows[0] | batch.shared_parameters())
             return [EnqueuedRow(*row[:5]) for row in written]  # type: ignore[misc]
         sql, parameters = self._enqueue_statement(queries, batch)
         from psycopg.rows import namedtuple_row  # psycopg loads only where PostgreSQL is used
