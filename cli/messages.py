@@ -16,7 +16,7 @@ import click
 import pydantic
 
 from tablequeue import connect
-from tablequeue.durations import parse_duration
+from tablequeue.durations import parse_duration, point_in_time
 from tablequeue.error_text import exception_line
 from tablequeue.errors import InvalidInput
 from tablequeue.models import NewMessage
@@ -53,6 +53,10 @@ def _timestamp(value: str | None, option: str) -> datetime | None:
     if parsed.tzinfo is None:
         raise InvalidInput(f"{option}: time {value!r} needs a zone, e.g. 2026-01-31T12:00Z")
     return parsed
+
+
+def _time(value: str | None, option: str) -> datetime | None:
+    return None if value is None else point_in_time(value, option)
 
 
 def _parse_json(text: str, where: str) -> Any:
@@ -114,6 +118,7 @@ def _open(path: str) -> tuple[Any, int | None]:
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+_TIME_FORMS = "ISO 8601 with an offset, e.g. 2026-01-31T12:00Z, or a time ago: -1h, -7d"
 
 _DELIVERY_OPTIONS = [
     click.option("--at", help="Not before this time (ISO 8601 with zone)."),
@@ -272,6 +277,14 @@ def _headers(pairs: tuple[str, ...]) -> dict[str, str] | None:
 )
 @click.option("--after-id", type=int, help="Next page: the last id of the previous one.")
 @click.option("--desc", is_flag=True, help="Newest first.")
+@click.option(
+    "--error-contains",
+    help="Only messages whose last error contains this text (case-insensitive).",
+)
+@click.option("--created-after", help=f"Created at or after this time ({_TIME_FORMS}).")
+@click.option("--created-before", help=f"Created before this time ({_TIME_FORMS}).")
+@click.option("--updated-after", help=f"Last changed at or after this time ({_TIME_FORMS}).")
+@click.option("--updated-before", help=f"Last changed before this time ({_TIME_FORMS}).")
 @db_options
 def messages(
     db_url: str,
@@ -283,8 +296,14 @@ def messages(
     limit: int,
     after_id: int | None,
     desc: bool,
+    error_contains: str | None,
+    created_after: str | None,
+    created_before: str | None,
+    updated_after: str | None,
+    updated_before: str | None,
 ) -> None:
-    """List messages, filtered by status, predicate and correlation id, in id order."""
+    """List messages in id order, filtered by status, predicate, correlation id, error text and
+    when they were created or last changed (every filter given must hold)."""
     with connect(db_url) as database, progress.step(as_json, "searching"):
         found = database.queue(queue_name).messages(
             status=status,
@@ -293,6 +312,11 @@ def messages(
             limit=limit,
             after_id=after_id,
             order="desc" if desc else "asc",
+            error_contains=error_contains,
+            created_after=_time(created_after, "--created-after"),
+            created_before=_time(created_before, "--created-before"),
+            updated_after=_time(updated_after, "--updated-after"),
+            updated_before=_time(updated_before, "--updated-before"),
         )
     emit(as_json, [m.to_json() for m in found], empty="no messages")
 

@@ -1,14 +1,17 @@
 """Durations as Queue resources write them: `"90s"`, `"1h30m"`, `"2w"`, a number of seconds,
-or `"forever"`; parsed, formatted and described for the CRD's schema."""
+or `"forever"`; parsed, formatted and described for the CRD's schema. Points in time as a search
+names them: ISO 8601 with an offset, or a duration ago (`"-1h"`)."""
 
 from __future__ import annotations
 
 import math
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
+
+from .errors import InvalidInput
 
 FOREVER = "forever"
 
@@ -77,3 +80,35 @@ def age(seconds: float) -> str:
         if len(parts) == 2:
             break
     return " ".join(parts)
+
+
+def point_in_time(value: str, name: str, now: datetime | None = None) -> datetime:
+    """`value` as a time: ISO 8601 with an offset or `Z` (`2026-01-31T12:00Z`), or a duration
+    before `now` (`-90m`, `-1h`, `-7d`). InvalidInput names the parameter `name` otherwise."""
+    text = value.strip()
+    if text.startswith("-"):
+        try:
+            ago = parse_duration(text[1:])
+        except ValueError:
+            ago = None
+        if ago is not None:
+            try:
+                return (now or datetime.now(UTC)) - ago
+            except OverflowError:
+                pass
+    else:
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return parsed
+        if parsed is not None:
+            raise InvalidInput(f"{name}: time {value[:40]!r} needs an offset, e.g. {_EXAMPLE}")
+    raise InvalidInput(
+        f"{name}: invalid time {value[:40]!r}: use ISO 8601 with an offset, e.g. {_EXAMPLE}, "
+        "or a time ago such as -1h or -7d"
+    )
+
+
+_EXAMPLE = "2026-01-31T12:00Z"

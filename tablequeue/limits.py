@@ -7,6 +7,8 @@ MAX_CORRELATION_ID_LENGTH = 128
 """A caller's correlation id: indexed, so short enough for every engine's index key."""
 MAX_LABEL_LENGTH = 200
 """A message's human label: one line, as a list row shows it."""
+MAX_ERROR_SEARCH_LENGTH = 200
+"""The longest text a search looks for in messages' last errors."""
 MAX_SECONDS = 100 * 366 * 86400
 """Longest delay, expiry or lease: far enough, and inside every engine's date range."""
 MAX_ID = 2**63 - 1

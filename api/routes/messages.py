@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Annotated, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import Response
 
 from tablequeue import errors, trace_context
-from tablequeue.limits import MAX_CORRELATION_ID_LENGTH, MAX_ID, MAX_MESSAGE_ID_LENGTH
+from tablequeue.durations import point_in_time
+from tablequeue.limits import (
+    MAX_CORRELATION_ID_LENGTH,
+    MAX_ERROR_SEARCH_LENGTH,
+    MAX_ID,
+    MAX_MESSAGE_ID_LENGTH,
+)
 from tablequeue.names import DedupeMode
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
@@ -72,6 +79,19 @@ def decode_cursor(cursor: str) -> tuple[Literal["asc", "desc"], int]:
         raise errors.InvalidInput("invalid cursor: pass nextCursor of the previous page") from None
 
 
+def _time_query(alias: str, meaning: str) -> Any:
+    return Query(
+        alias=alias,
+        max_length=64,
+        description=f"Only the messages {meaning} this time: ISO 8601 with an offset "
+        "(`2026-01-31T12:00Z`) or a time ago (`-1h`, `-7d`)",
+    )
+
+
+def _time(value: str | None, parameter: str) -> datetime | None:
+    return None if value is None else point_in_time(value, parameter)
+
+
 @router.post("/queues/{name}", status_code=201, dependencies=ADMIN)
 def enqueue(
     queue: QueueArg,
@@ -121,8 +141,28 @@ def list_messages(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     order: Literal["asc", "desc"] = "asc",
     cursor: Annotated[str | None, Query(max_length=200)] = None,
+    error_contains: Annotated[
+        str | None,
+        Query(
+            alias="errorContains",
+            min_length=1,
+            max_length=MAX_ERROR_SEARCH_LENGTH,
+            description="Only the messages whose last error contains this text "
+            "(case-insensitive; `%` and `_` are plain characters)",
+        ),
+    ] = None,
+    created_after: Annotated[str | None, _time_query("createdAfter", "created at or after")] = None,
+    created_before: Annotated[str | None, _time_query("createdBefore", "created before")] = None,
+    updated_after: Annotated[
+        str | None, _time_query("updatedAfter", "last changed at or after")
+    ] = None,
+    updated_before: Annotated[
+        str | None, _time_query("updatedBefore", "last changed before")
+    ] = None,
 ) -> MessagePage:
-    """A page of messages in id order, filtered by status and a predicate on the body."""
+    """A page of messages in id order, filtered by status, a predicate on the body, the text
+    of the last error and when messages were created or last changed (every filter given must
+    hold)."""
     after_id = None
     if cursor is not None:
         order, after_id = decode_cursor(cursor)
@@ -134,6 +174,11 @@ def list_messages(
         after_id=after_id,
         limit=limit + 1,
         order=order,
+        error_contains=error_contains,
+        created_after=_time(created_after, "createdAfter"),
+        created_before=_time(created_before, "createdBefore"),
+        updated_after=_time(updated_after, "updatedAfter"),
+        updated_before=_time(updated_before, "updatedBefore"),
     )
     more = len(found) > limit
     found = found[:limit]

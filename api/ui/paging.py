@@ -26,12 +26,20 @@ def page_of(
     order: Literal["asc", "desc"],
     after: int | None,
     before: int | None,
+    search: dict[str, Any] | None = None,
 ) -> Page:
-    """One page in display order: `after` continues past an id, `before` goes back from one."""
+    """One page in display order: `after` continues past an id, `before` goes back from one.
+    `search`: the error text and time bounds of `Queue.messages`, by keyword."""
+    search = search or {}
     if before is not None:
         backwards: Literal["asc", "desc"] = "asc" if order == "desc" else "desc"
         found = queue.messages(
-            status=status, where=where, after_id=before, limit=PAGE_SIZE + 1, order=backwards
+            status=status,
+            where=where,
+            after_id=before,
+            limit=PAGE_SIZE + 1,
+            order=backwards,
+            **search,
         )
         more_before = len(found) > PAGE_SIZE
         shown = list(reversed(found[:PAGE_SIZE]))
@@ -41,7 +49,7 @@ def page_of(
             older=shown[-1].id if shown else None,
         )
     found = queue.messages(
-        status=status, where=where, after_id=after, limit=PAGE_SIZE + 1, order=order
+        status=status, where=where, after_id=after, limit=PAGE_SIZE + 1, order=order, **search
     )
     shown = found[:PAGE_SIZE]
     return Page(

@@ -7,16 +7,17 @@ error page (see `app.py`).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import RedirectResponse, Response
 
 from tablequeue import Database, errors, names
 from tablequeue.durations import age
 
 from ..dependencies import DatabaseArg, DatabasesArg
+from . import search
 from .paging import Page, example_body, page_of, page_position
 from .rendering import RenderArg, pretty_json
 from .signin import VIEWER
@@ -114,8 +115,20 @@ def queue_page(
     order: str = "desc",
     after: str | None = None,
     before: str | None = None,
+    error_contains: Annotated[str, Query(alias="errorContains")] = "",
+    created_after: Annotated[str, Query(alias="createdAfter")] = "",
+    created_before: Annotated[str, Query(alias="createdBefore")] = "",
+    updated_after: Annotated[str, Query(alias="updatedAfter")] = "",
+    updated_before: Annotated[str, Query(alias="updatedBefore")] = "",
 ) -> Response:
     direction: Literal["asc", "desc"] = "asc" if order == "asc" else "desc"
+    searched = search.given(
+        errorContains=error_contains,
+        createdAfter=created_after,
+        createdBefore=created_before,
+        updatedAfter=updated_after,
+        updatedBefore=updated_before,
+    )
     queue = database.queue(name)
     stats = queue.stats()
     workers = database.workers(name)
@@ -133,10 +146,11 @@ def queue_page(
             order=direction,
             after=page_position(after),
             before=page_position(before),
+            search=search.arguments(searched),
         )
     except errors.TableQueueError as error:
         filter_error = error.public
-    filters = _filters(status, where)
+    filters = _filters(status, where) | searched
     if direction == "asc":
         filters["order"] = direction
     newer = older = None
@@ -154,6 +168,7 @@ def queue_page(
         statuses=ordered_statuses(stats.counts, status),
         status=status,
         where=where,
+        searched=searched,
         order=direction,
         page=page,
         newer_link=newer,

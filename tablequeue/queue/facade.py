@@ -33,6 +33,7 @@ from . import schedules as recurring
 from .context import QueueContext
 from .dedupe import rule as dedupe_rule
 from .schedules import Fired, ScheduleView
+from .search import Search
 
 
 class Queue:
@@ -341,9 +342,17 @@ class Queue:
         after_id: int | None = None,
         limit: int = 100,
         order: Literal["asc", "desc"] = "asc",
+        error_contains: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        updated_before: datetime | None = None,
     ) -> list[Message]:
         """A page of messages in id order; pass the last id as `after_id` for the next page.
-        `correlation_id` chooses those the caller gave that correlation id."""
+        `correlation_id` chooses those the caller gave that correlation id; `error_contains`
+        those whose last error contains the text (case-insensitive; `%` and `_` are plain
+        characters); the time bounds (with a time zone) those created or last changed at or
+        after `*_after` and before `*_before`. Every filter given must hold."""
         return read.messages(
             self._queue,
             status=status,
@@ -353,6 +362,9 @@ class Queue:
             after_id=after_id,
             limit=limit,
             order=order,
+            search=Search(
+                error_contains, created_after, created_before, updated_after, updated_before
+            ),
         )
 
     def count(self, *, status: str | None = None, where: str | None = None) -> int:

@@ -17,6 +17,7 @@ from ..models import Message, QueueStats, check_text
 from ..sqltypes import UtcDateTime
 from ..storage import workers as worker_rows
 from .context import QueueContext
+from .search import Search, conditions
 
 
 def get(queue: QueueContext, connection: Connection, message_id: int) -> Message:
@@ -45,6 +46,7 @@ def messages(
     limit: int,
     order: Literal["asc", "desc"],
     correlation_id: str | None = None,
+    search: Search | None = None,
 ) -> list[Message]:
     if not 1 <= limit <= 10_000:
         raise InvalidInput(f"limit {limit} out of range 1..10000")
@@ -55,6 +57,8 @@ def messages(
     statement = sa.select(t)
     if condition is not None:
         statement = statement.where(condition)
+    if search is not None:
+        statement = statement.where(*conditions(t, search))
     if after_id is not None:
         if not 0 <= after_id <= MAX_ID:
             raise InvalidInput(f"after_id {after_id} out of range 0..{MAX_ID}")
