@@ -21,6 +21,7 @@ from tablequeue.error_text import exception_line
 from tablequeue.errors import InvalidInput
 from tablequeue.models import NewMessage
 from tablequeue.progress import progress_bar
+from tablequeue.spec_dedupe import MODES
 
 from . import progress, statuses
 from .completion import queue_names
@@ -167,6 +168,17 @@ def delivery_options(command: F) -> F:
     "--group-key",
     help="The message's ordered group (spec.groups): one key's messages run in id order.",
 )
+@click.option(
+    "--dedupe",
+    type=click.Choice(MODES),
+    help="What a messageId that exists gets, instead of the queue's spec.dedupe: replace "
+    "(a new version), keep (left as it is), window (left as it is within the window).",
+)
+@click.option(
+    "--dedupe-window",
+    metavar="DURATION",
+    help="With --dedupe window: this call's window (e.g. 10m); default the queue's.",
+)
 @db_options
 def enqueue(
     db_url: str,
@@ -187,8 +199,12 @@ def enqueue(
     headers: tuple[str, ...],
     new_status: bool,
     group_key: str | None,
+    dedupe: str | None,
+    dedupe_window: str | None,
 ) -> None:
-    """Enqueue one JSON message, or one per line of a JSON Lines file."""
+    """Enqueue one JSON message, or one per line of a JSON Lines file. Each result's outcome:
+    inserted, updated, discarded (an idempotent queue's unchanged body) or kept (left as it
+    was by the dedupe mode)."""
     options: dict[str, Any] = {
         "group_key": group_key,
         "tracking_id": tracking_id,
@@ -228,7 +244,7 @@ def enqueue(
     ):
         queue = database.queue(queue_name)
         statuses.check(queue, {m.status for m in batch}, new_status)
-        results = queue.enqueue_many(batch)
+        results = queue.enqueue_many(batch, dedupe=dedupe, dedupe_window=dedupe_window)
     data = [
         {
             "id": r.id,

@@ -26,8 +26,14 @@ from .messages import PREPARED, MessageColumns, RowRejected, new_message
 from .progress import Progress
 
 DEFAULT_BATCH_SIZE = 1000
-OUTCOMES = {"inserted": "inserted", "updated": "updated", "discarded": "unchanged"}
-"""Enqueued.outcome -> the counter it adds to."""
+OUTCOMES = {
+    "inserted": "inserted",
+    "updated": "updated",
+    "discarded": "unchanged",
+    "kept": "unchanged",
+}
+"""Enqueued.outcome -> the counter it adds to: `unchanged` counts the rows left as they were (an
+idempotent queue's equal body, or a row the queue's dedupe mode kept)."""
 COUNTERS = ("inserted", "updated", "unchanged", "rejected")
 REJECTS_SCHEMA = StructType(
     [

@@ -215,7 +215,9 @@ class NewMessage(BaseModel):
         return self
 
 
-EnqueueOutcome = Literal["inserted", "updated", "discarded"]
+EnqueueOutcome = Literal["inserted", "updated", "discarded", "kept"]
+"""`kept`: the dedupe mode left the existing row of the messageId as it was (its id, tracking
+id, status and version are reported)."""
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,7 @@ class Enqueued:
     version: int | None
 
 
-DeliveryOutcome = Literal["inserted", "updated", "discarded", "filtered"]
+DeliveryOutcome = Literal["inserted", "updated", "discarded", "kept", "filtered"]
 
 
 @dataclass(frozen=True)

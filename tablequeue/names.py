@@ -5,6 +5,7 @@ Identifiers are validated here and then always quoted by SQLAlchemy's dialect; v
 
 import re
 import zlib
+from typing import Literal
 
 from .errors import InvalidInput
 
@@ -35,6 +36,10 @@ GROUP_HOLDING_ON_FAILURE = (ERROR, ABANDONED)
 """Statuses that hold a group too when its queue says `onFailure: hold`."""
 BUILT_IN = (PENDING, SLEEPING, LEASED, PROCESSED, ERROR, ABANDONED, CANCELLED, EXPIRED)
 FINAL = (PROCESSED, ERROR, ABANDONED, CANCELLED, EXPIRED)
+
+DedupeMode = Literal["replace", "keep", "window"]
+"""What enqueueing a messageId that exists does (`spec_dedupe`): replace the row, keep it, or
+keep it while it is younger than a window."""
 
 
 def _shown(value: str) -> str:

@@ -30,6 +30,7 @@ from .errors import SpecError
 from .limits import MAX_SECONDS
 from .spec_base import FREE_FORM, SpecModel
 from .spec_base import RateLimit as RateLimit
+from .spec_dedupe import Dedupe as Dedupe
 from .spec_groups import GroupsSpec as GroupsSpec
 from .spec_indexes import INDEX_PATH_PATTERN as INDEX_PATH_PATTERN
 from .spec_indexes import IndexSpec as IndexSpec
@@ -129,8 +130,13 @@ class QueueSpec(SpecModel):
     max_attempts: int = Field(1, ge=1, le=1000, description="Attempts before Error")
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="Retry back-off")
     idempotent: bool = Field(False, description="Discard unchanged bodies, keep processed")
+    dedupe: Dedupe = Field(
+        default_factory=Dedupe, description="What enqueueing a messageId that exists does"
+    )
     keep_processed_for: Duration = Field(
-        None, description="Keep Processed rows; default 0s, or forever when idempotent"
+        None,
+        description="Keep Processed rows; default 0s, or forever when idempotent; "
+        "at least dedupe.window in dedupe mode window",
     )
     keep_results_for: Duration = Field(
         None,
@@ -279,10 +285,13 @@ class QueueSpec(SpecModel):
 
     @property
     def keep_processed(self) -> timedelta | None:
-        """How long Processed rows are kept: None = forever, 0 = deleted at once."""
+        """How long Processed rows are kept: None = forever, 0 = deleted at once; in dedupe
+        mode window at least the window."""
         if "keep_processed_for" in self.model_fields_set:
-            return self.keep_processed_for
-        return None if self.idempotent else timedelta(0)
+            keep = self.keep_processed_for
+        else:
+            keep = None if self.idempotent else timedelta(0)
+        return self.dedupe.keeps_processed(keep)
 
     def keep_final(self, status: str) -> timedelta | None:
         """How long rows of a final status other than Processed are kept (None = forever)."""

@@ -19,6 +19,7 @@ from tablequeue.limits import (
     MAX_ID,
     MAX_MESSAGE_ID_LENGTH,
 )
+from tablequeue.names import DedupeMode
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
 
 from ..dependencies import (
@@ -56,6 +57,11 @@ NEW_STATUS_QUERY = (
     "nor the queue's default, nor held by a message of the queue"
 )
 ONE = "/queues/{name}/messages/{message_id}"
+DEDUPE_QUERY = (
+    "What a messageId that exists gets, for this request instead of the queue's spec.dedupe: "
+    "replace (a new version), keep (left as it is), window (left as it is within the window)"
+)
+DEDUPE_WINDOW_QUERY = "With dedupe=window: this request's window (e.g. 10m); default the queue's"
 
 
 def encode_cursor(order: str, last_id: int) -> str:
@@ -92,10 +98,15 @@ def enqueue(
     body: Annotated[EnqueueBody, Body()],
     request: Request,
     new_status: Annotated[bool, Query(alias="newStatus", description=NEW_STATUS_QUERY)] = False,
+    dedupe: Annotated[DedupeMode | None, Query(description=DEDUPE_QUERY)] = None,
+    dedupe_window: Annotated[
+        str | None, Query(alias="dedupeWindow", description=DEDUPE_WINDOW_QUERY)
+    ] = None,
 ) -> EnqueueResponse:
     """Enqueue one message or a list of them (one transaction). A W3C `traceparent` (and
     `tracestate`) request header goes into the headers of messages that carry none: workers
-    continue that trace."""
+    continue that trace. Each result's `outcome`: inserted, updated, discarded (an idempotent
+    queue's unchanged body) or kept (left as it was by the dedupe mode, with its row)."""
     batch = body if isinstance(body, list) else [body]
     if len(batch) > MAX_BATCH:
         raise errors.InvalidInput(f"at most {MAX_BATCH} messages per request")
@@ -107,7 +118,7 @@ def enqueue(
             m.model_copy(update={"headers": trace_context.with_context(m.headers, context)})
             for m in batch
         ]
-    results = queue.enqueue_many(batch)
+    results = queue.enqueue_many(batch, dedupe=dedupe, dedupe_window=dedupe_window)
     return EnqueueResponse(results=[EnqueueResult.of(r) for r in results])
 
 

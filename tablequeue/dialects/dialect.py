@@ -153,15 +153,18 @@ class Dialect(SqlParts):
         return connection.execute(statement, parameters | group_parameters(request)).all()
 
     def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Rows:
-        """Insert (or upsert by messageId) messages with distinct identities, waking listeners;
-        (id, message_id, tracking_id, version, status) of each row written."""
+        """Insert (or upsert by messageId, as `batch.dedupe` says) messages with distinct
+        identities, waking listeners; (id, message_id, tracking_id, version, status) of each row
+        written (none for a row left as it was)."""
         statement, per_row = (
-            queries.upsert_by_message_id(batch.idempotent) if batch.upsert else queries.insert_new()
+            queries.upsert_by_message_id(batch.idempotent, batch.dedupe)
+            if batch.upsert
+            else queries.insert_new()
         )
         options: dict[str, Any] = {}
         if self.enqueue_page_rows is not None:
             options["insertmanyvalues_page_size"] = self.enqueue_page_rows
-        params = per_row.params(batch.rows, {"b_queue": batch.queue})
+        params = per_row.params(batch.rows, batch.shared_parameters())
         return connection.execute(statement, params, execution_options=options).all()
 
     def enqueue_alone(self, dbapi_connection: Any, queries: Queries, batch: EnqueueBatch) -> Rows:

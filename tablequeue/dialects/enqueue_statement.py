@@ -7,6 +7,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from .. import names
+from ..names import DedupeMode
+from . import dedupe_statement
 from .parts import SqlParts
 from .per_row import PerRow
 from .statuses import literal_status
@@ -19,9 +21,11 @@ def enqueue_statement(
     upsert: bool,
     idempotent: bool,
     one_row: bool = False,
+    dedupe: DedupeMode = "replace",
 ) -> tuple[sa.Insert, PerRow]:
     """The INSERT (or upsert by messageId) of new messages: per-row parameters, or scalar ones
-    for exactly one message (`one_row`); the status from the queue's registry row."""
+    for exactly one message (`one_row`); the status from the queue's registry row; an existing
+    row as `dedupe` says (`dedupe_statement`)."""
     now = d.now()
     per_row = PerRow(
         d,
@@ -104,10 +108,8 @@ def enqueue_statement(
         "attempts": 0,
         "updated_at": now,
     }
-    changed = None
-    if idempotent:
-        changed = sa.cast(t.c.message, sa.Text) != sa.cast(new.message, sa.Text)
-    statement = d.on_conflict_message_id(insert, set_, changed)
+    changed = d.bodies_differ(t.c.message, new.message) if idempotent else None
+    statement = dedupe_statement.on_conflict(d, insert, set_, changed, dedupe)
     return statement.returning(*returning), per_row
 
 

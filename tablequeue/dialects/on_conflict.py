@@ -34,6 +34,11 @@ class OnConflictDialect(Dialect):
             where=where,
         )
 
+    def keep_message_id(self, insert: Insert) -> Insert:
+        return _conflicting(insert).on_conflict_do_nothing(
+            index_elements=["message_id"], index_where=insert.table.c.message_id.is_not(None)
+        )
+
     def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         """Differs because ON CONFLICT (key) DO UPDATE makes the upsert one statement, with no
         delete first."""

@@ -71,6 +71,17 @@ class SqlParts(abc.ABC):
         """Turn the insert into an upsert on `message_id`; `set_` values may use `excluded`."""
 
     @abc.abstractmethod
+    def keep_message_id(self, insert: Insert) -> Insert:
+        """Turn the insert into one that inserts only new identities: a row with the same
+        `message_id` is left as it is (ON CONFLICT DO NOTHING)."""
+
+    def bodies_differ(
+        self, stored: sa.ColumnElement[Any], new: sa.ColumnElement[Any]
+    ) -> sa.ColumnElement[bool]:
+        """Two JSON bodies' texts differ (an idempotent upsert writes only a changed body)."""
+        return sa.cast(stored, sa.Text) != sa.cast(new, sa.Text)
+
+    @abc.abstractmethod
     def upsert(
         self, table: sa.Table, key: Sequence[str], values: dict[str, Any], update: Sequence[str]
     ) -> sa.Executable:

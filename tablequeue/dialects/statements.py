@@ -19,7 +19,9 @@ import sqlalchemy as sa
 from sqlalchemy.sql.selectable import Select
 
 from .. import names
+from ..names import DedupeMode
 from ..sqltypes import UtcDateTime
+from . import dedupe_statement
 from .enqueue_statement import enqueue_statement
 from .parts import SqlParts
 from .per_row import PerRow
@@ -293,11 +295,11 @@ class Queries:
     # --- enqueue ----------------------------------------------------------------------------
 
     def enqueue_statement(
-        self, upsert: bool, idempotent: bool, one_row: bool = False
+        self, upsert: bool, idempotent: bool, one_row: bool = False, dedupe: DedupeMode = "replace"
     ) -> tuple[sa.Insert, PerRow]:
         """`enqueue_statement` of this table (not kept: callers keep what they build)."""
         return enqueue_statement(
-            self.dialect, self.table, self.registry, upsert, idempotent, one_row
+            self.dialect, self.table, self.registry, upsert, idempotent, one_row, dedupe
         )
 
     def insert_new(self) -> tuple[sa.Insert, PerRow]:
@@ -306,20 +308,31 @@ class Queries:
             ("insert",), lambda: self.enqueue_statement(upsert=False, idempotent=False)
         )
 
-    def upsert_by_message_id(self, idempotent: bool) -> tuple[sa.Insert, PerRow]:
-        """Insert, or make a new version of the message with the same messageId; an idempotent
-        queue discards a message whose body did not change."""
-        return self._once(("upsert", idempotent), lambda: self.enqueue_statement(True, idempotent))
+    def upsert_by_message_id(
+        self, idempotent: bool, dedupe: DedupeMode = "replace"
+    ) -> tuple[sa.Insert, PerRow]:
+        """Insert, or make a new version of the message with the same messageId (as `dedupe`
+        says); an idempotent queue discards a message whose body did not change."""
+        return self._once(
+            ("upsert", idempotent, dedupe),
+            lambda: self.enqueue_statement(True, idempotent, dedupe=dedupe),
+        )
+
+    def left_rows(self, dedupe: DedupeMode) -> sa.Select[Any]:
+        """The rows of :b_message_ids an enqueue in mode `dedupe` left as they were."""
+        return self._once(
+            ("left", dedupe), lambda: dedupe_statement.left_rows(self.dialect, self.table, dedupe)
+        )
 
     def insert_one(self) -> sa.Insert:
         """`insert_new` for exactly one message, with scalar parameters (no per-row source)."""
         return self._once(("insert", "one"), lambda: self.enqueue_statement(False, False, True)[0])
 
-    def upsert_one(self, idempotent: bool) -> sa.Insert:
+    def upsert_one(self, idempotent: bool, dedupe: DedupeMode = "replace") -> sa.Insert:
         """`upsert_by_message_id` for exactly one message, with scalar parameters."""
         return self._once(
-            ("upsert", idempotent, "one"),
-            lambda: self.enqueue_statement(True, idempotent, True)[0],
+            ("upsert", idempotent, dedupe, "one"),
+            lambda: self.enqueue_statement(True, idempotent, True, dedupe)[0],
         )
 
     def adopt_escaped_bodies(self) -> tuple[sa.Update, PerRow]:

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 
+from ..names import DedupeMode
+
 JsonKind = Literal["string", "number", "boolean"]
 JsonPath = Sequence[str | int]
 LeaseExpiredPolicy = Literal["Abandon", "Retry"]
@@ -106,6 +108,16 @@ class EnqueueBatch:
     """Rows carry messageIds: an existing row with the same one is replaced."""
     idempotent: bool
     """The queue compares bodies: an unchanged message is left as it is."""
+    dedupe: DedupeMode = "replace"
+    """What an existing row with the same messageId gets: replaced, kept, or kept while it is
+    younger than `window_seconds` (`dedupe_statement`)."""
+    window_seconds: float | None = None
+
+    def shared_parameters(self) -> dict[str, Any]:
+        """The parameters every row of the statement shares."""
+        if self.dedupe == "window":
+            return {"b_queue": self.queue, "b_window": self.window_seconds}
+        return {"b_queue": self.queue}
 
 
 @dataclass(frozen=True, slots=True)

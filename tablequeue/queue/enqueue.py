@@ -18,34 +18,41 @@ from ..errors import InvalidInput
 from ..limits import MAX_GROUP_KEY_LENGTH
 from ..models import Enqueued, NewMessage, check_one_line
 from ..spec import GroupsSpec
+from ..spec_dedupe import Dedupe
 from ..storage import readable_json, registry
+from ..storage.borrowed import bare
 from . import tracking
 from .context import QueueContext
+from .dedupe import report_left
 
 
 def enqueue_many(
-    queue: QueueContext, messages: Sequence[NewMessage], connection: Any = None
+    queue: QueueContext,
+    messages: Sequence[NewMessage],
+    connection: Any = None,
+    dedupe: Dedupe | None = None,
 ) -> list[Enqueued]:
     """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
 
     A messageId that appears several times in one batch is applied in order, as if the
     messages had been enqueued one after the other. With `connection` (the caller's SQLAlchemy
     Connection or DB-API connection), in the caller's transaction: committed or rolled back
-    with it, never by tablequeue.
+    with it, never by tablequeue. `dedupe`: the call's rule (`dedupe.rule`), else the queue's.
     """
     if not messages:
         return []
     storage = queue.storage
     wanted = tracking.chosen(messages)
+    dedupe = dedupe or queue.spec.dedupe
     try:
         if connection is None:
             rounds = _rounds_of_unique_ids(messages)
             if len(rounds) == 1 and storage.enqueues_alone and not wanted:
-                return _enqueue_alone(queue, messages, rounds[0])
+                return _enqueue_alone(queue, messages, rounds[0], dedupe)
             with storage.transaction() as own:
-                return enqueue_in(queue, own, messages, rounds)
+                return enqueue_in(queue, own, messages, rounds, dedupe)
         with storage.borrowed(connection) as theirs:
-            return enqueue_in(queue, theirs, messages)
+            return enqueue_in(queue, theirs, messages, dedupe=dedupe)
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
         with storage.reading() as reader:  # outside the caller's transaction, if any
             registry.default_status(storage, reader, queue.name)  # QueueNotFound if deleted
@@ -59,9 +66,11 @@ def enqueue_in(
     connection: Connection,
     messages: Sequence[NewMessage],
     rounds: list[list[int]] | None = None,
+    dedupe: Dedupe | None = None,
 ) -> list[Enqueued]:
     """Enqueue a batch with statements on `connection`, in whatever transaction it is in (the
-    caller's, a publish's, or the claim of a schedule's tick)."""
+    caller's, a publish's, or the claim of a schedule's tick); `dedupe` else the queue's."""
+    dedupe = dedupe or queue.spec.dedupe
     tracking.refuse_taken(queue, connection, tracking.chosen(messages))
     if queue.spec.idempotent:  # a row not yet rewritten by apply holds the same body escaped
         readable_json.adopt_same_bodies(connection, queue.dialect, queue.queries, messages)
@@ -70,28 +79,35 @@ def enqueue_in(
     results: list[Enqueued | None] = [None] * len(messages)
     for round_indexes in rounds or _rounds_of_unique_ids(messages):
         rows = _round_rows(queue, messages, round_indexes, now, trace_headers)
+        upserts, idempotent = _upserts(messages, round_indexes), queue.spec.idempotent
         batch = EnqueueBatch(
-            queue.name, rows, _upserts(messages, round_indexes), queue.spec.idempotent
+            queue.name, rows, upserts, idempotent, dedupe.mode, dedupe.window_seconds
         )
         returned = queue.dialect.enqueue_round(connection, queue.queries, batch)
         _round_results(messages, round_indexes, rows, returned, results)
+        report_left(queue, connection, dedupe, messages, round_indexes, results)
     return [result for result in results if result is not None]
 
 
 def _enqueue_alone(
-    queue: QueueContext, messages: Sequence[NewMessage], round_indexes: list[int]
+    queue: QueueContext, messages: Sequence[NewMessage], round_indexes: list[int], dedupe: Dedupe
 ) -> list[Enqueued]:
     """Messages with distinct identities in one statement that is its own transaction (engines
-    with `capabilities.enqueues_alone`): one round trip, no BEGIN or COMMIT."""
+    with `capabilities.enqueues_alone`): one round trip, no BEGIN or COMMIT; rows a dedupe mode
+    kept are read by one more statement (`dedupe.report_left`)."""
     now, trace_headers = datetime.now(UTC), trace_context.current_headers()
     rows = _round_rows(queue, messages, round_indexes, now, trace_headers)
+    results: list[Enqueued | None] = [None] * len(messages)
     with queue.storage.autocommit() as dbapi_connection:
+        upserts, idempotent = _upserts(messages, round_indexes), queue.spec.idempotent
         batch = EnqueueBatch(
-            queue.name, rows, _upserts(messages, round_indexes), queue.spec.idempotent
+            queue.name, rows, upserts, idempotent, dedupe.mode, dedupe.window_seconds
         )
         returned = queue.dialect.enqueue_alone(dbapi_connection, queue.queries, batch)
-    results: list[Enqueued | None] = [None] * len(messages)
-    _round_results(messages, round_indexes, rows, returned, results)
+        _round_results(messages, round_indexes, rows, returned, results)
+        if dedupe.mode != "replace" and len(returned) < len(rows):  # one more statement
+            reader = bare(queue.storage.engine, dbapi_connection)
+            report_left(queue, reader, dedupe, messages, round_indexes, results)
     return [result for result in results if result is not None]
 
 

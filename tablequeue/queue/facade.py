@@ -31,6 +31,7 @@ from ..storage import Storage
 from . import admin, enqueue, history, housekeeping_lease, read, retention, settle, status_guard
 from . import schedules as recurring
 from .context import QueueContext
+from .dedupe import rule as dedupe_rule
 from .schedules import Fired, ScheduleView
 from .search import Search
 
@@ -52,25 +53,45 @@ class Queue:
 
     # --- enqueue ----------------------------------------------------------------------------
 
-    def enqueue(self, message: Any, *, connection: Any = None, **options: Any) -> Enqueued:
+    def enqueue(
+        self,
+        message: Any,
+        *,
+        connection: Any = None,
+        dedupe: str | None = None,
+        dedupe_window: timedelta | str | float | None = None,
+        **options: Any,
+    ) -> Enqueued:
         """Enqueue one message: `enqueue({"OrderId": 1}, message_id="1", after=30)`.
 
         With `connection` (a SQLAlchemy Connection, or a DB-API connection such as psycopg's,
         to this queue's database) the message is written in that connection's transaction:
         it exists once the caller commits, and never if the caller rolls back (the outbox
-        pattern); workers are woken only by the commit.
+        pattern); workers are woken only by the commit. `dedupe`: as for `enqueue_many`.
         """
-        return self.enqueue_many([NewMessage(message=message, **options)], connection=connection)[0]
+        new = [NewMessage(message=message, **options)]
+        return self.enqueue_many(
+            new, connection=connection, dedupe=dedupe, dedupe_window=dedupe_window
+        )[0]
 
     def enqueue_many(
-        self, messages: Sequence[NewMessage], *, connection: Any = None
+        self,
+        messages: Sequence[NewMessage],
+        *,
+        connection: Any = None,
+        dedupe: str | None = None,
+        dedupe_window: timedelta | str | float | None = None,
     ) -> list[Enqueued]:
         """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
 
         A messageId that appears several times in one batch is applied in order, as if the
         messages had been enqueued one after the other. `connection`: as for `enqueue`.
+        `dedupe` ("replace", "keep" or "window") decides, for this call, what a messageId that
+        exists gets instead of the queue's `spec.dedupe`; mode window uses the queue's window
+        unless `dedupe_window` (a timedelta, "10m", or seconds) gives the call's own.
         """
-        return enqueue.enqueue_many(self._queue, messages, connection)
+        rule = dedupe_rule(self._queue, dedupe, dedupe_window)
+        return enqueue.enqueue_many(self._queue, messages, connection, rule)
 
     # --- lease and outcomes -----------------------------------------------------------------
 

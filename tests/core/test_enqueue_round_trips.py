@@ -90,6 +90,22 @@ def test_a_single_enqueue_is_one_statement_without_begin_or_commit(
     assert queue.get_by_tracking_id(queue.enqueue({"n": 3}).tracking_id or "").version == 1
 
 
+def test_a_keep_enqueue_is_one_statement_and_one_read_of_a_kept_row(
+    database: Database, traced: Traced
+) -> None:
+    database.apply(QueueResource.from_name("orders", dedupe={"mode": "keep"}))
+    queue = database.queue("orders")
+    queue.enqueue({"n": 0}, message_id="warm")  # prepares the statements
+    queue.enqueue({"n": 0}, message_id="warm")
+    new = traced(database, lambda: queue.enqueue({"n": 1}, message_id="a"))
+    assert len(new) == 1 and any(_inserts(message) for message in new[0]), new
+    kept = traced(database, lambda: queue.enqueue({"n": 2}, message_id="a"))
+    texts = [" ".join(trip) for trip in kept]
+    assert len(kept) == 2 and not any("BEGIN" in text for text in texts), texts
+    assert queue.enqueue({"n": 3}, message_id="a").outcome == "kept"
+    assert [m.message for m in queue.messages(message_id="a")] == [{"n": 1}]
+
+
 def test_a_batch_repeating_a_message_id_is_one_transaction(
     database: Database, traced: Traced
 ) -> None:

@@ -63,6 +63,11 @@ QUERIES: dict[str, Callable[[Queries], Any]] = {
     "insert_new": lambda q: q.insert_new()[0],
     "upsert_by_message_id": lambda q: q.upsert_by_message_id(idempotent=False)[0],
     "upsert_by_message_id_idempotent": lambda q: q.upsert_by_message_id(idempotent=True)[0],
+    "upsert_by_message_id_keep": lambda q: q.upsert_by_message_id(False, "keep")[0],
+    "upsert_by_message_id_window": lambda q: q.upsert_by_message_id(False, "window")[0],
+    "upsert_by_message_id_window_idempotent": lambda q: q.upsert_by_message_id(True, "window")[0],
+    "dedupe_left_rows_keep": lambda q: q.left_rows("keep"),
+    "dedupe_left_rows_window": lambda q: q.left_rows("window"),
     "delete_done": lambda q: q.delete_done()[0],
     "mark_processed": lambda q: q.mark_processed()[0],
     "reschedule": lambda q: q.reschedule()[0],
@@ -199,6 +204,8 @@ def render(engine: str) -> dict[str, str]:
             statements["insert_one"] = queries.insert_one()
             statements["upsert_one"] = queries.upsert_one(idempotent=False)
             statements["upsert_one_idempotent"] = queries.upsert_one(idempotent=True)
+            statements["upsert_one_keep"] = queries.upsert_one(False, "keep")
+            statements["upsert_one_window"] = queries.upsert_one(False, "window")
         if storage.dialect.capabilities.stores_json_text:  # readable JSON (schema version 5)
             statements["adopt_escaped_bodies"] = queries.adopt_escaped_bodies()[0]
             statements["readable_json_escaped_rows"] = readable_json.escaped_rows(

@@ -267,16 +267,27 @@ class MariaDbDialect(Dialect):
         self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
     ) -> Insert:
         """ON DUPLICATE KEY UPDATE has no WHERE: with one, every assignment keeps the old value
-        unless `where` holds. Assignments see the columns assigned before them, so `message`
-        (which `where` compares) is assigned last."""
+        unless `where` holds. Assignments see the columns assigned before them, and `where`
+        reads columns that are assigned (`message`, `created_at`): `updated_at` is assigned
+        first, to the statement's clock where `where` holds, and the others follow it (a row
+        whose `updated_at` is now the statement's clock was written by it)."""
         assert isinstance(insert, mysql.Insert)
         table = insert.table
         assert isinstance(table, sa.Table)
-        ordered = [(k, v) for k, v in set_.items() if k != "message"]
-        ordered.append(("message", set_["message"]))
-        if where is not None:
-            ordered = [(k, sa.case((where, v), else_=table.c[k])) for k, v in ordered]
+        if where is None:
+            return insert.on_duplicate_key_update(list(set_.items()))
+        now = set_["updated_at"]
+        written = table.c.updated_at == now
+        ordered = [("updated_at", sa.case((where, now), else_=table.c.updated_at))]
+        others = [(k, v) for k, v in set_.items() if k != "updated_at"]
+        ordered += [(k, sa.case((written, v), else_=table.c[k])) for k, v in others]
         return insert.on_duplicate_key_update(ordered)
+
+    def keep_message_id(self, insert: Insert) -> Insert:
+        """ON DUPLICATE KEY UPDATE with an assignment that changes nothing: MariaDB has no DO
+        NOTHING (INSERT IGNORE would turn every other error into a warning too)."""
+        assert isinstance(insert, mysql.Insert)
+        return insert.on_duplicate_key_update(id=insert.table.c.id)
 
     def upsert_on_key(self, insert: Insert, key: str, columns: Sequence[str]) -> Insert | None:
         """Differs because MariaDB has INSERT ... ON DUPLICATE KEY UPDATE (`on_conflict_key`):
@@ -372,10 +383,11 @@ class MariaDbDialect(Dialect):
         ]
 
     def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Any:
-        """Differs because ON DUPLICATE KEY UPDATE returns every row, written or not: an
-        idempotent queue's unchanged messages are left out, as other engines' WHERE does."""
+        """Differs because ON DUPLICATE KEY UPDATE returns every row, written or not: rows
+        left as they were (an idempotent queue's unchanged messages, or kept by the dedupe
+        mode) are left out, as other engines' WHERE and DO NOTHING do."""
         written = super().enqueue_round(connection, queries, batch)
-        if batch.upsert and batch.idempotent:
+        if batch.upsert and (batch.idempotent or batch.dedupe != "replace"):
             return [row for row in written if row.written]
         return written
 

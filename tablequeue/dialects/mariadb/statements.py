@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.sql.selectable import CompoundSelect, Select
 
 from ... import names
+from ...names import DedupeMode
 from ...sqltypes import UtcDateTime
 from ..statements import Queries, swept_columns
 from ..statuses import literal_status
@@ -138,16 +139,19 @@ class MariaDbQueries(Queries):
         ids = sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())
         return sa.update(t).where(t.c.id.in_(ids)).values(**values)
 
-    def upsert_by_message_id(self, idempotent: bool) -> tuple[sa.Insert, Any]:
+    def upsert_by_message_id(
+        self, idempotent: bool, dedupe: DedupeMode = "replace"
+    ) -> tuple[sa.Insert, Any]:
         """Differs because ON DUPLICATE KEY UPDATE has no WHERE and returns every row, written
-        or not: as shared, but an idempotent queue's statement also returns whether the row was
-        written (`written`: a discarded message keeps its old `updated_at`, a written one gets
-        the statement's clock), for `MariaDbDialect.enqueue_round` to leave the others out."""
-        return self._once(("upsert", idempotent), lambda: self._upsert(idempotent))
+        or not: as shared, but the statement of an idempotent queue or of a dedupe mode that
+        keeps rows also returns whether the row was written (`written`: a row left as it was
+        keeps its old `updated_at`, a written one gets the statement's clock), for
+        `MariaDbDialect.enqueue_round` to leave the others out."""
+        return self._once(("upsert", idempotent, dedupe), lambda: self._upsert(idempotent, dedupe))
 
-    def _upsert(self, idempotent: bool) -> tuple[sa.Insert, Any]:
-        statement, per_row = self.enqueue_statement(True, idempotent)
-        if idempotent:
+    def _upsert(self, idempotent: bool, dedupe: DedupeMode) -> tuple[sa.Insert, Any]:
+        statement, per_row = self.enqueue_statement(True, idempotent, dedupe=dedupe)
+        if idempotent or dedupe != "replace":
             written = self.table.c.updated_at == self.dialect.now()
             statement = statement.returning(written.label("written"))
         return statement, per_row

@@ -262,17 +262,25 @@ class MssqlDialect(Dialect):
     def on_conflict_message_id(
         self, insert: Insert, set_: dict[str, Any], where: sa.ColumnElement[bool] | None
     ) -> Insert:
-        """MERGE; `where` (the body changed) compares the JSON texts as bytes, since the
-        server's default collation may ignore case."""
+        """MERGE ... WHEN MATCHED [AND `where`] THEN UPDATE."""
         table = insert.table
         assert isinstance(table, sa.Table)
-        changed = None
-        if where is not None:
-            new = _source(insert).c.message
-            as_bytes = mssql.VARBINARY("max")  # type: ignore[no-untyped-call]
-            changed = sa.cast(table.c.message, as_bytes) != sa.cast(new, as_bytes)
-        merge = Merge(table, _source(insert), list(set_.items()), changed)
+        merge = Merge(table, _source(insert), list(set_.items()), where)
         return merge  # type: ignore[return-value]  # executed like the Insert it replaces
+
+    def keep_message_id(self, insert: Insert) -> Insert:
+        """MERGE without WHEN MATCHED: only new identities are inserted."""
+        table = insert.table
+        assert isinstance(table, sa.Table)
+        return Merge(table, _source(insert), [], None)  # type: ignore[return-value]
+
+    def bodies_differ(
+        self, stored: sa.ColumnElement[Any], new: sa.ColumnElement[Any]
+    ) -> sa.ColumnElement[bool]:
+        """Differs because the texts are compared as bytes: the server's default collation
+        may ignore case."""
+        as_bytes = mssql.VARBINARY("max")  # type: ignore[no-untyped-call]
+        return sa.cast(stored, as_bytes) != sa.cast(new, as_bytes)
 
     def json_text(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
         """Differs because the column already is text, in a binary collation: a CAST could

@@ -24,7 +24,7 @@ from sqlalchemy.sql.expression import ClauseElement, Executable
 class Merge(Executable, ClauseElement):
     """Insert rows of `source` (a subquery whose columns are named after the table's), or
     update the row with the same `keys` (message_id) with `set_` (only where `when_matched`
-    holds)."""
+    holds; with no `set_`, leave it as it is)."""
 
     inherit_cache = False  # the parts are plain attributes: compiled per execution
     _returning: tuple[sa.ColumnElement[Any], ...] = ()
@@ -61,18 +61,21 @@ def _compile_merge(merge: Merge, compiler: SQLCompiler, **kw: Any) -> str:
     source = compiler.process(merge.source, asfrom=True, **kw)
     same = [merge.table.c[key] == merge.source.c[key] for key in merge.keys]
     on = compiler.process(sa.and_(*same), **kw)
-    matched = "WHEN MATCHED"
-    if merge.when_matched is not None:
-        matched += " AND " + compiler.process(merge.when_matched, **kw)
-    assignments = ", ".join(
-        f"{quote(name)} = {compiler.process(_clause(value), **kw)}" for name, value in merge.set_
-    )
+    matched = ""  # no assignments: an existing row is left as it is
+    if merge.set_:
+        matched = " WHEN MATCHED"
+        if merge.when_matched is not None:
+            matched += " AND " + compiler.process(merge.when_matched, **kw)
+        assignments = ", ".join(
+            f"{quote(name)} = {compiler.process(_clause(value), **kw)}"
+            for name, value in merge.set_
+        )
+        matched += f" THEN UPDATE SET {assignments}"
     names = [column.name for column in merge.source.c]
     inserted = ", ".join(quote(name) for name in names)
     values = ", ".join(compiler.process(merge.source.c[name], **kw) for name in names)
     text = (
-        f"MERGE INTO {table} WITH (HOLDLOCK) USING {source} ON {on}"  # noqa: S608 (compiled parts)
-        f" {matched} THEN UPDATE SET {assignments}"
+        f"MERGE INTO {table} WITH (HOLDLOCK) USING {source} ON {on}{matched}"  # noqa: S608 (parts)
         f" WHEN NOT MATCHED THEN INSERT ({inserted}) VALUES ({values})"
     )
     if merge._returning:

@@ -261,15 +261,15 @@ class PostgresDialect(OnConflictDialect):
         `driver.DriverStatement` (compiled once per table, prepared on first use, rows as
         tuples); several take the golden `insert_new`/`upsert_*` with binary placeholders for
         the arrays, compiled once per table (psycopg prepares it after a few executions)."""
-        upsert, idempotent = batch.upsert, batch.idempotent
+        upsert, idempotent, dedupe = batch.upsert, batch.idempotent, batch.dedupe
         if len(batch.rows) == 1:
             one = queries.once(
-                ("alone", "one", upsert, idempotent),
+                ("alone", "one", upsert, idempotent, dedupe),
                 lambda: DriverStatement(
-                    queries.upsert_one(idempotent) if upsert else queries.insert_one()
+                    queries.upsert_one(idempotent, dedupe) if upsert else queries.insert_one()
                 ),
             )
-            written = one.run(dbapi_connection, batch.rows[0] | {"b_queue": batch.queue})
+            written = one.run(dbapi_connection, batch.rows[0] | batch.shared_parameters())
             return [EnqueuedRow(*row[:5]) for row in written]  # type: ignore[misc]
         sql, parameters = self._enqueue_statement(queries, batch)
         from psycopg.rows import namedtuple_row  # psycopg loads only where PostgreSQL is used
@@ -284,11 +284,11 @@ class PostgresDialect(OnConflictDialect):
     ) -> tuple[str, dict[str, Any]]:
         """The driver's text of the enqueue statement (made once per table) and the
         parameters of one execution."""
-        upsert, idempotent = batch.upsert, batch.idempotent
+        upsert, idempotent, dedupe = batch.upsert, batch.idempotent, batch.dedupe
 
         def make() -> tuple[str, dict[str, Any], frozenset[str]]:
             statement, per_row = (
-                queries.upsert_by_message_id(idempotent) if upsert else queries.insert_new()
+                queries.upsert_by_message_id(idempotent, dedupe) if upsert else queries.insert_new()
             )
             sql, fixed = _for_driver(statement)
             names = [c.name for c in per_row.columns]
@@ -296,9 +296,9 @@ class PostgresDialect(OnConflictDialect):
             fixed = {k: v for k, v in fixed.items() if k not in names}
             return sql, fixed, arrays.json_columns(per_row.columns)
 
-        sql, fixed, json_names = queries.once(("driver", upsert, idempotent), make)
+        sql, fixed, json_names = queries.once(("driver", upsert, idempotent, dedupe), make)
         parameters = fixed | arrays.parameters(batch.rows, json_names, arrays.encode_json)
-        parameters["b_queue"] = batch.queue
+        parameters |= batch.shared_parameters()
         return sql, parameters
 
     def lock_candidates(self, select: Select[Any], lease_index: str) -> Select[Any]:

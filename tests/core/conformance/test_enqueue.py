@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -271,7 +272,7 @@ def test_a_message_past_the_default_expiry_becomes_expired(make_queue: MakeQueue
     ],
 )
 def test_values_no_engine_can_store_are_rejected_up_front(
-    database: Database, make_queue: MakeQueue, options: dict[str, object]
+    database: Database, make_queue: MakeQueue, options: dict[str, Any]
 ) -> None:
     queue = make_queue()
     with pytest.raises(ValueError, match=r"NUL|less than or equal"):

@@ -9,16 +9,16 @@ SELECT b.b_message_id, CASE WHEN (b.b_scheduled = 1 AND CASE WHEN ((SELECT table
     FROM tablequeue_queues
     WHERE tablequeue_queues.name = %(b_queue)s)) END END AS anon_1, b.b_priority, coalesce(b.b_message, 'null') AS coalesce_1, b.b_headers, 1, 0, coalesce(b.b_at, timestampadd(MICROSECOND, CAST(round(b.b_after * 1000000) AS SIGNED INTEGER), utc_timestamp(6))) AS coalesce_2, coalesce(b.b_expires_at, timestampadd(MICROSECOND, CAST(round(b.b_expires_after * 1000000) AS SIGNED INTEGER), utc_timestamp(6))) AS coalesce_3, b.b_tracking_id, b.b_correlation_id, b.b_label, b.b_group_key, utc_timestamp(6) AS utc_timestamp_1, utc_timestamp(6) AS utc_timestamp__1
 FROM json_table(%(b_rows)s, '$[*]' COLUMNS (b_message_id VARCHAR(400) PATH '$.b_message_id', b_status VARCHAR(64) PATH '$.b_status', b_scheduled BOOLEAN PATH '$.b_scheduled', b_priority BIGINT PATH '$.b_priority', b_message JSON PATH '$.b_message', b_headers JSON PATH '$.b_headers', b_at DATETIME(6) PATH '$.b_at', b_after DOUBLE PATH '$.b_after', b_expires_at DATETIME(6) PATH '$.b_expires_at', b_expires_after DOUBLE PATH '$.b_expires_after', b_tracking_id CHAR(36) PATH '$.b_tracking_id', b_correlation_id VARCHAR(128) PATH '$.b_correlation_id', b_label VARCHAR(200) PATH '$.b_label', b_group_key VARCHAR(200) PATH '$.b_group_key')) AS b
-ON DUPLICATE KEY UPDATE headers = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN VALUES(headers) ELSE orders.headers END,
-    priority = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN VALUES(priority) ELSE orders.priority END,
-    process_after = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN VALUES(process_after) ELSE orders.process_after END,
-    expires_at = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN VALUES(expires_at) ELSE orders.expires_at END,
-    app_correlation_id = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN VALUES(app_correlation_id) ELSE orders.app_correlation_id END,
-    label = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN VALUES(label) ELSE orders.label END,
-    group_key = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN VALUES(group_key) ELSE orders.group_key END,
-    version = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN orders.version + %(version_1)s ELSE orders.version END,
-    status = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN CASE WHEN (orders.status = 'Leased' AND VALUES(status) IN ('Pending', 'Sleeping')) THEN orders.status ELSE VALUES(status) END ELSE orders.status END,
-    attempts = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN %(param_1)s ELSE orders.attempts END,
-    updated_at = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN utc_timestamp(6) ELSE orders.updated_at END,
-    message = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN VALUES(message) ELSE orders.message END
+ON DUPLICATE KEY UPDATE updated_at = CASE WHEN (CAST(orders.message AS CHAR) != CAST(VALUES(message) AS CHAR)) THEN utc_timestamp(6) ELSE orders.updated_at END,
+    message = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN VALUES(message) ELSE orders.message END,
+    headers = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN VALUES(headers) ELSE orders.headers END,
+    priority = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN VALUES(priority) ELSE orders.priority END,
+    process_after = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN VALUES(process_after) ELSE orders.process_after END,
+    expires_at = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN VALUES(expires_at) ELSE orders.expires_at END,
+    app_correlation_id = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN VALUES(app_correlation_id) ELSE orders.app_correlation_id END,
+    label = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN VALUES(label) ELSE orders.label END,
+    group_key = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN VALUES(group_key) ELSE orders.group_key END,
+    version = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN orders.version + %(version_1)s ELSE orders.version END,
+    status = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN CASE WHEN (orders.status = 'Leased' AND VALUES(status) IN ('Pending', 'Sleeping')) THEN orders.status ELSE VALUES(status) END ELSE orders.status END,
+    attempts = CASE WHEN (orders.updated_at = utc_timestamp(6)) THEN %(param_1)s ELSE orders.attempts END
 RETURNING orders.id, orders.message_id, orders.tracking_id, orders.version, orders.status, orders.updated_at = utc_timestamp(6) AS written;

@@ -1,0 +1,15 @@
+INSERT INTO orders (message_id, status, priority, message, headers, version, attempts, process_after, expires_at, tracking_id, app_correlation_id, label, group_key, created_at, updated_at)
+SELECT b.b_message_id, CASE WHEN (b.b_scheduled AND CASE WHEN ((SELECT tablequeue_queues.default_status
+    FROM tablequeue_queues
+    WHERE tablequeue_queues.name = %(b_queue)s::VARCHAR) IS NULL) THEN NULL ELSE coalesce(b.b_status, (SELECT tablequeue_queues.default_status
+    FROM tablequeue_queues
+    WHERE tablequeue_queues.name = %(b_queue)s::VARCHAR)) END = 'Pending') THEN 'Sleeping' ELSE CASE WHEN ((SELECT tablequeue_queues.default_status
+    FROM tablequeue_queues
+    WHERE tablequeue_queues.name = %(b_queue)s::VARCHAR) IS NULL) THEN NULL ELSE coalesce(b.b_status, (SELECT tablequeue_queues.default_status
+    FROM tablequeue_queues
+    WHERE tablequeue_queues.name = %(b_queue)s::VARCHAR)) END END AS anon_1, b.b_priority, coalesce(b.b_message, 'null') AS coalesce_1, b.b_headers, 1, 0, coalesce(b.b_at, now() + CAST(b.b_after AS FLOAT) * interval '1 second') AS coalesce_2, coalesce(b.b_expires_at, now() + CAST(b.b_expires_after AS FLOAT) * interval '1 second') AS coalesce_3, b.b_tracking_id, b.b_correlation_id, b.b_label, b.b_group_key, now() AS now_1, now() AS now__1
+FROM unnest(%(b_message_id)s::VARCHAR(400)[], %(b_status)s::VARCHAR(64)[], %(b_scheduled)s::BOOLEAN[], %(b_priority)s::SMALLINT[], CAST(%(b_message)s::TEXT[] AS JSONB[]), CAST(%(b_headers)s::TEXT[] AS JSONB[]), %(b_at)s::TIMESTAMP WITH TIME ZONE[], %(b_after)s::FLOAT[], %(b_expires_at)s::TIMESTAMP WITH TIME ZONE[], %(b_expires_after)s::FLOAT[], %(b_tracking_id)s::UUID[], %(b_correlation_id)s::VARCHAR(128)[], %(b_label)s::VARCHAR(200)[], %(b_group_key)s::VARCHAR(200)[]) AS b(b_message_id, b_status, b_scheduled, b_priority, b_message, b_headers, b_at, b_after, b_expires_at, b_expires_after, b_tracking_id, b_correlation_id, b_label, b_group_key)
+ON CONFLICT (message_id)
+WHERE message_id IS NOT NULL
+DO NOTHING
+RETURNING orders.id, orders.message_id, orders.tracking_id, orders.version, orders.status, (SELECT pg_notify(%(b_channel)s::VARCHAR, '') AS pg_notify_1) AS notified;
