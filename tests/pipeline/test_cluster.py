@@ -125,7 +125,7 @@ def test_enqueue_survives_a_killed_executor(
 def test_archive_survives_killed_executors_then_report(
     cluster: SparkCluster, postgres_url: str, tmp_path: Path, spark: SparkSession
 ) -> None:
-    """An executor killed while the Parquet is written and another while the rows are deleted:
+    """An executor killed while the Parquet is written, another while the rows are deleted:
     every message ends in exactly one place, once; the report, on the cluster, counts them all
     from the archive."""
     two_days_ago = datetime.now(UTC) - timedelta(days=2)
@@ -151,8 +151,13 @@ def test_archive_survives_killed_executors_then_report(
         log=log,
     )
     try:
-        when_running(job, log, lambda: any(journal.glob("*.started")))
-        cluster.kill_an_executor()  # the run is journaled: its Parquet is being written
+        # Journaled, and its Parquet being written: a task attempt's folder of the commit
+        # protocol (gone once the task commits).
+        attempts = root / "_temporary" / "0" / "_temporary"
+        when_running(
+            job, log, lambda: any(journal.glob("*.started")) and any(attempts.glob("attempt_*"))
+        )
+        cluster.kill_an_executor()
         when_running(job, log, lambda: 0 < count(postgres_url) < ROWS)
         cluster.kill_an_executor()  # its rows are being deleted
     finally:

@@ -40,7 +40,6 @@ class SparkClusterError(AssertionError):
 class SparkCluster:
     master_url: str
     ui_url: str
-    folder: Path
     daemons: Daemons
     worker_names: list[str] = field(default_factory=list)
 
@@ -129,7 +128,6 @@ def spark_cluster(
     cluster = SparkCluster(
         master_url=f"spark://127.0.0.1:{master_port}",
         ui_url=f"http://127.0.0.1:{ui_port}",
-        folder=folder,
         daemons=daemons,
     )
     environment = spark_environment()
