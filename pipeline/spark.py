@@ -45,20 +45,25 @@ def driver_jars(cache: Path = JAR_CACHE) -> list[str]:
     return jars
 
 
-def hadoop_version() -> str:
-    """The Hadoop inside the installed pyspark (the version of its hadoop-client-api jar)."""
+def hadoop_version() -> str | None:
+    """The Hadoop inside the Spark that runs (the version of its hadoop-client-api jar); None
+    for a Spark built without Hadoop."""
     prefix = "hadoop-client-api-"
     # Under spark-submit, pyspark is imported from a zip inside SPARK_HOME.
     home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
     for jar in (home / "jars").glob(f"{prefix}*.jar"):
         return jar.name.removeprefix(prefix).removesuffix(".jar")
-    raise RuntimeError(f"no {prefix}*.jar in {home / 'jars'}")
+    return None
 
 
 def s3a_jars(cache: Path = JAR_CACHE) -> list[str]:
-    """hadoop-aws of the Hadoop inside pyspark and the AWS SDK bundle it needs, as
-    scripts/setup-pipeline caches them (`s3a/<Hadoop version>/`); none if not there."""
-    return sorted(str(jar) for jar in (cache / "s3a" / hadoop_version()).glob("*.jar"))
+    """hadoop-aws of the Hadoop inside Spark and what it needs (the AWS SDK bundle, the S3
+    analytics accelerator), as scripts/setup-pipeline caches them (`s3a/<Hadoop version>/`);
+    none if not there."""
+    version = hadoop_version()
+    if version is None:
+        return []
+    return sorted(str(jar) for jar in (cache / "s3a" / version).glob("*.jar"))
 
 
 def session(
