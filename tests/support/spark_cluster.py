@@ -112,6 +112,8 @@ def spark_environment() -> dict[str, str]:
         "SPARK_HOME": str(SPARK_HOME),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_DAEMON_MEMORY": "256m",
+        # Its REST submission server would listen on the fixed port 6066: nothing uses it.
+        "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
     }
 
 
@@ -167,8 +169,9 @@ def spark_cluster(
 
 
 def _answers(cluster: SparkCluster) -> bool:
+    """Our master's status page answers (an HTML page or another master's is not it: the UI
+    port could have been taken between the check and the bind, and Spark then takes the next)."""
     try:
-        cluster.state()
-    except OSError:
+        return cluster.state().get("url") == cluster.master_url
+    except (OSError, ValueError):
         return False
-    return True
