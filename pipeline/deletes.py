@@ -22,16 +22,21 @@ Key = tuple[int, int, str]
 def delete_unchanged(queue: Queue, keys: Sequence[Key]) -> int:
     """Delete the rows whose id, version and status are still the archived ones, in one
     transaction; a row re-enqueued (new version) or given another status stays. Returns how many
-    rows were deleted."""
+    of the rows are gone from the table: those deleted now and those an earlier attempt deleted
+    (a task Spark retries after losing its executor runs the whole partition again, and the
+    lost attempt's count is not kept)."""
     if not keys:
         return 0
     t = queue.table
+    ids = [key[0] for key in keys]
     statement = sa.delete(t).where(
-        t.c.id.in_([key[0] for key in keys]),  # the primary key finds the rows; the tuples check
+        t.c.id.in_(ids),  # the primary key finds the rows; the tuples check
         sa.tuple_(t.c.id, t.c.version, t.c.status).in_(list(keys)),
     )
+    kept = sa.select(sa.func.count()).select_from(t).where(t.c.id.in_(ids))
     with queue.database.transaction() as connection:
-        return int(connection.execute(statement).rowcount)
+        connection.execute(statement)
+        return len(keys) - int(connection.execute(kept).scalar_one())
 
 
 def partition_deleter(

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import pyspark
 from pyspark.sql import SparkSession
 
 DEBIAN_JARS = (Path("/usr/share/java/postgresql.jar"),)
@@ -15,7 +16,8 @@ DEBIAN_JARS = (Path("/usr/share/java/postgresql.jar"),)
 JAR_CACHE = Path(
     os.environ.get("TABLEQUEUE_JAR_CACHE", Path.home() / ".cache" / "tablequeue" / "jars")
 )
-"""Where scripts/setup-pipeline puts the drivers Debian does not package, one folder a version."""
+"""Where scripts/setup-pipeline puts the drivers Debian does not package, one folder a version,
+and the S3A connector (`s3a/<Hadoop version>/`)."""
 
 _JAR_NAME = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d[\w.]*)\.jar$")
 
@@ -43,6 +45,27 @@ def driver_jars(cache: Path = JAR_CACHE) -> list[str]:
     return jars
 
 
+def hadoop_version() -> str | None:
+    """The Hadoop inside the Spark that runs (the version of its hadoop-client-api jar); None
+    for a Spark built without Hadoop."""
+    prefix = "hadoop-client-api-"
+    # Under spark-submit, pyspark is imported from a zip inside SPARK_HOME.
+    home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+    for jar in (home / "jars").glob(f"{prefix}*.jar"):
+        return jar.name.removeprefix(prefix).removesuffix(".jar")
+    return None
+
+
+def s3a_jars(cache: Path = JAR_CACHE) -> list[str]:
+    """hadoop-aws of the Hadoop inside Spark and what it needs (the AWS SDK bundle, the S3
+    analytics accelerator), as scripts/setup-pipeline caches them (`s3a/<Hadoop version>/`);
+    none if not there."""
+    version = hadoop_version()
+    if version is None:
+        return []
+    return sorted(str(jar) for jar in (cache / "s3a" / version).glob("*.jar"))
+
+
 def session(
     master: str | None = None,
     conf: Mapping[str, str] | Iterable[tuple[str, str]] = (),
@@ -60,10 +83,11 @@ def session(
     # folder first on sys.path: a checkout's `operator/` folder would shadow the standard library.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYTHONSAFEPATH", "1")
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # set when spark-submit started us
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # set when spark-submit started us
+    elif not submitted:
         builder = builder.master("local[*]")
     defaults = {
         "spark.sql.session.timeZone": "UTC",
@@ -71,12 +95,29 @@ def session(
         "spark.ui.showConsoleProgress": "false",  # the pipeline tells its own progress
     }
     jars = driver_jars()
-    if jars:
+    if jars and not submitted:
         defaults["spark.jars"] = ",".join(jars)
+    # On the class path, not spark.jars: every executor would fetch a copy of the ~690 MB SDK.
+    # Under spark-submit the driver's JVM is running already: its --driver-class-path counts.
+    s3a = s3a_jars()
+    if s3a:
+        defaults["spark.driver.extraClassPath"] = os.pathsep.join(s3a)
+        defaults["spark.executor.extraClassPath"] = os.pathsep.join(s3a)
     settings = dict(defaults)
     settings.update(dict(conf.items()) if isinstance(conf, Mapping) else dict(conf))
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if submitted:
+        _driver_loads(spark, jars)
     return spark
+
+
+def _driver_loads(spark: SparkSession, jars: Iterable[str]) -> None:
+    """Under spark-submit the driver's JVM is running before the pipeline starts: spark.jars set
+    then reaches the executors but not the driver, whose JDBC reads (archive, report) would miss
+    their driver class. `ADD JAR` (the session's resource loader) gives them to both."""
+    loader = spark._jsparkSession.sessionState().resourceLoader()
+    for jar in jars:
+        loader.addJar(jar)

@@ -39,6 +39,18 @@ def scaled_events(kube: ControlPlane, namespace: str, name: str) -> list[str]:
     return [e["message"] for e in events(kube, namespace, name) if e["reason"] == "Scaled"]
 
 
+def autoscaling_notes(kube: ControlPlane, namespace: str, name: str, count: int) -> list[str]:
+    """The messages of the Queue's Autoscaling Events, sorted (Events order only to the second),
+    once at least `count` arrived (each is posted just after what it tells)."""
+
+    def notes() -> list[str]:
+        found = events(kube, namespace, name)
+        return sorted(e["message"] for e in found if e["reason"] == "Autoscaling")
+
+    wait(lambda: len(notes()) >= count)
+    return notes()
+
+
 def hpa_range(kube: ControlPlane, name: str, namespace: str) -> tuple[int, int] | None:
     """The HPA's (minReplicas, maxReplicas), None before it exists."""
     hpa = get(kube, "hpa", f"{name}-workers", namespace)
@@ -211,6 +223,12 @@ def test_default_status_change_and_switching_to_hpa_and_back(
         wait(lambda: replicas_of(kube, "mail", namespace) == 3)
     finally:
         db.close()
-    reasons = [e["reason"] for e in events(kube, namespace, "mail")]
-    assert reasons.count("Autoscaling") == 2  # created, then deleted the HPA
+    assert autoscaling_notes(kube, namespace, "mail", 4) == sorted(
+        [
+            "created HorizontalPodAutoscaler mail-workers",
+            "HorizontalPodAutoscaler mail-workers held at the minimum: paused",
+            "HorizontalPodAutoscaler mail-workers scaling again: resumed",
+            "deleted HorizontalPodAutoscaler mail-workers",
+        ]
+    )
     assert not warnings(kube, namespace, "mail")

@@ -54,7 +54,7 @@ class Daemons:
         path = self.logs / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def start(self, name: str, command: list[str]) -> None:
+    def start(self, name: str, command: list[str], env: dict[str, str] | None = None) -> None:
         log = (self.logs / f"{name}.log").open("ab")
         try:
             process = subprocess.Popen(
@@ -65,11 +65,15 @@ class Daemons:
                 cwd=self._cwd,
                 start_new_session=True,
                 preexec_fn=die_with_parent,
+                env=env,
             )
         except BaseException:
             log.close()
             raise
         self._running[name] = (process, log)
+
+    def pid(self, name: str) -> int:
+        return self._running[name][0].pid
 
     def wait_ready(self, name: str, deadline: float, ready: Callable[[], bool]) -> None:
         """Until `ready()`; fails if the process exits first or at the deadline (time.monotonic)."""
