@@ -20,7 +20,7 @@ from tablequeue.backoff import Backoff
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, SpecError, TableQueueError
 from tablequeue.spec import QueueResource
 
-from . import builders, keda
+from . import archive, builders, keda
 from .conditions import NotReady, condition, written
 from .kube import Kube, invalid, refusal
 from .state import OperatorState, Settings
@@ -86,8 +86,11 @@ def apply_queue(
     ]
     try:
         apply_workers(state.kube, resource, body, state.settings, url)
+        scheduled = archive.apply_archive(state.kube, resource, body, state.settings.archive_image)
     except NotReady as problem:
         raise _fail(body, patch, problem, retry, in_place) from None
+    if scheduled is not None:
+        in_place.append(scheduled)
     patch.status["observedGeneration"] = generation
     try:
         default_status = state.databases.bounded(
