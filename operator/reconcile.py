@@ -1,6 +1,7 @@
 """Reconciling a Queue: its table and registry row (with the default status), its worker
 Deployment and what scales it (an HPA in HPA mode, KEDA's ScaledObject and TriggerAuthentication
-in KEDA mode); on deletion, its table as the deletion policy says.
+in KEDA mode), its archive CronJob (`spec.archive`); on deletion, its table as the deletion
+policy says.
 
 A bad spec is `Ready=False` with a reason and an Event, never a crash loop; an unreachable
 database is `DatabaseReachable=False` and a temporary error retried with back-off.
