@@ -9,6 +9,7 @@ import pytest
 
 from tablequeue.errors import SpecError
 from tablequeue.operator import archive_cronjob
+from tablequeue.operator.conditions import condition, merge
 from tablequeue.spec import QueueResource, QueueSpec
 
 OWNER = {"apiVersion": "tablequeue.dev/v1", "kind": "Queue", "name": "orders", "uid": "u-1"}
@@ -139,3 +140,15 @@ def test_the_archive_spec_round_trips_through_yaml_names() -> None:
     assert dumped["olderThan"] == "1d12h"
     assert dumped["destination"] == {"url": "s3a://bucket/archive"}
     assert QueueSpec.model_validate(spec.model_dump(by_alias=True)).archive == spec.archive
+
+
+def test_only_a_refused_cronjob_keeps_the_queue_from_ready() -> None:
+    def ready(archive: dict[str, Any]) -> tuple[str, str]:
+        table = condition("TableReady", True, "TableReady")
+        found = {c["type"]: c for c in merge(None, [table, archive], 1)}
+        return found["Ready"]["status"], found["Ready"]["reason"]
+
+    refused = condition("ArchiveScheduled", False, "ArchiveRefused", "the API server refused")
+    assert ready(refused) == ("False", "ArchiveRefused")
+    assert ready(condition("ArchiveScheduled", True, "Scheduled")) == ("True", "Reconciled")
+    assert ready(condition("ArchiveScheduled", False, "NotConfigured")) == ("True", "Reconciled")
