@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from tablequeue.pipeline.spark import JAR_CACHE, driver_jars
 from tests.support.deploy_tools import SETUP_SCRIPT, system_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -239,3 +240,15 @@ def build_example_app() -> str:
             )  # fmt: skip
             _remove_older("tablequeue-example-app", tag)
     return tag
+
+
+def build_pipeline_image(staging: Path) -> str:
+    """Dockerfile.pipeline with the JDBC drivers the pipeline takes from the jar cache that
+    scripts/setup-pipeline fills (Debian's it installs itself), one folder a version as there,
+    copied into `staging` as the build context `jars`: other jars of the cache (s3a's 686 MB
+    AWS SDK bundle) would be hashed into the content key for nothing."""
+    for jar in map(Path, driver_jars(JAR_CACHE)):
+        if jar.parent.parent == JAR_CACHE:
+            (staging / jar.parent.name).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(jar, staging / jar.parent.name / jar.name)
+    return build_image("Dockerfile.pipeline", "tablequeue-pipeline", {"jars": staging})

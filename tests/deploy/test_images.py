@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,14 +21,20 @@ import pytest
 
 from tablequeue import Completion, NewMessage, connect
 from tablequeue.pipeline.on_kubernetes import IMAGE_MAIN, IMAGE_PYTHON
-from tablequeue.pipeline.spark import JAR_CACHE, driver_jars
 from tablequeue.spec import QueueResource
 from tests.support.kube import ControlPlane
 from tests.support.kube.fixtures import apply, get, queue, secret, wait_ready
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
-from .containers import ULIMITS, build_image, image_config, image_size, podman
+from .containers import (
+    ULIMITS,
+    build_image,
+    build_pipeline_image,
+    image_config,
+    image_size,
+    podman,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # a cold machine builds both images
 
@@ -54,14 +59,7 @@ def operator_image() -> str:
 
 @pytest.fixture(scope="module")
 def pipeline_image(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """With the JDBC drivers the pipeline takes from the jar cache scripts/setup-pipeline fills,
-    one folder a version as there (the build context `jars`)."""
-    jars = tmp_path_factory.mktemp("jars")
-    for jar in map(Path, driver_jars(JAR_CACHE)):
-        if jar.parent.parent == JAR_CACHE:  # not Debian's: the image installs its own
-            (jars / jar.parent.name).mkdir()
-            shutil.copy2(jar, jars / jar.parent.name / jar.name)
-    return build_image("Dockerfile.pipeline", "tablequeue-pipeline", {"jars": jars})
+    return build_pipeline_image(tmp_path_factory.mktemp("jars"))
 
 
 class Container:
