@@ -222,12 +222,29 @@ def deployment(
 
 
 def most_useful_replicas(spec: QueueSpec) -> int:
-    """maxReplicas, or fewer when the queue's global concurrency keeps fewer busy: at most
-    ceil(globalConcurrency / workers.concurrency) replicas, which hold all it lets run at once."""
-    most = spec.workers.autoscaling.max_replicas
-    if spec.global_concurrency is None:
-        return most
-    return min(most, math.ceil(spec.global_concurrency / spec.workers.concurrency))
+    """maxReplicas, or fewer when a limit keeps fewer busy: a global concurrency needs at most
+    ceil(globalConcurrency / workers.concurrency) replicas, and a rate limit at most
+    `rate_limit_replicas`."""
+    caps = [spec.workers.autoscaling.max_replicas]
+    if spec.global_concurrency is not None:
+        caps.append(math.ceil(spec.global_concurrency / spec.workers.concurrency))
+    by_rate = rate_limit_replicas(spec)
+    if by_rate is not None:
+        caps.append(by_rate)
+    return min(caps)
+
+
+def rate_limit_replicas(spec: QueueSpec) -> int | None:
+    """The most replicas a rate limit keeps busy, None when it sets no bound (no rate limit, or
+    handlers without a time limit). A handler runs at most T seconds (`handler_time_limit`), so
+    the handlers running at once are at most those leased in the last T seconds: the bucket
+    (`burst`) plus messagesPerSecond x T (Little's law with W <= T); each replica runs
+    `workers.concurrency` of them."""
+    limit, time_limit = spec.rate_limit, handler_time_limit(spec)
+    if limit is None or time_limit is None:
+        return None
+    at_once = limit.bucket_size + limit.messages_per_second * time_limit
+    return max(1, math.ceil(at_once / spec.workers.concurrency))
 
 
 def fewest_replicas(spec: QueueSpec) -> int:
@@ -256,12 +273,14 @@ def workers_replicas(spec: QueueSpec, current: int | None) -> int:
 
 
 def horizontal_pod_autoscaler(
-    name: str, namespace: str, spec: QueueSpec, owner: dict[str, Any]
+    name: str, namespace: str, spec: QueueSpec, owner: dict[str, Any], paused: bool = False
 ) -> dict[str, Any]:
     """autoscaling/v2 on the external metric tablequeue_backlog{queue=NAME} (prometheus-adapter),
-    up to what the queue can use; held at its minimum while `spec.paused`."""
+    up to what the queue can use; held at its minimum while the queue is paused (`spec.paused`,
+    or `paused` at runtime)."""
     scaling = spec.workers.autoscaling
     fewest = hpa_min_replicas(spec)
+    paused = paused or spec.paused
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
@@ -273,7 +292,7 @@ def horizontal_pod_autoscaler(
                 "name": deployment_name(name),
             },
             "minReplicas": fewest,
-            "maxReplicas": fewest if spec.paused else max(most_useful_replicas(spec), fewest),
+            "maxReplicas": fewest if paused else max(most_useful_replicas(spec), fewest),
             "metrics": [
                 {
                     "type": "External",

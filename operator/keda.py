@@ -83,17 +83,18 @@ def scaled_object(
     spec: QueueSpec,
     owner: dict[str, Any],
     polling_seconds: float,
+    paused: bool = False,
 ) -> dict[str, Any]:
     """The worker Deployment scaled by KEDA on `load_query`: activated from zero by any load,
     one replica per messagesPerReplica above that; back to minReplicas (zero by default) after
     cooldownSeconds without load. KEDA polls every `polling_seconds` (the operator's interval).
-    Never more replicas than the queue can use; while `spec.paused`, KEDA holds them at the
-    minimum (its paused-replicas annotation)."""
+    Never more replicas than the queue can use; while the queue is paused (`spec.paused`, or
+    `paused` at runtime), KEDA holds them at the minimum (its paused-replicas annotation)."""
     scaling = spec.workers.autoscaling
     cooldown = math.ceil(scaling.cooldown_seconds)
     fewest = fewest_replicas(spec)
     metadata = _metadata(name, namespace, owner)
-    if spec.paused:
+    if paused or spec.paused:
         metadata["annotations"] = {PAUSED_REPLICAS: str(fewest)}
     return {
         "apiVersion": API_VERSION,

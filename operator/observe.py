@@ -28,7 +28,8 @@ from .conditions import (
     written,
 )
 from .deletion_cost import keep_deletion_costs
-from .kube import Kube, refusal
+from .kube import refusal
+from .reconcile import hold_scaler_while_paused
 from .schedules import fire_schedules, schedule_status
 from .state import OperatorState
 
@@ -84,7 +85,7 @@ def observe_queue(
     refused: NotReady | None = None
     try:
         load = (stats.backlog, stats.leased, flow.paused)
-        scaled = _scale(state.kube, resource, namespace, body, *load, status)
+        scaled = _scale(state, resource, namespace, body, *load, status)
     except ApiException as error:
         scaled = None
         message = f"the API server refused to scale the workers: {refusal(error)}"
@@ -219,7 +220,7 @@ def _warned(body: kopf.Body, status: kopf.Status, problem: NotReady) -> dict[str
 
 
 def _scale(
-    kube: Kube,
+    state: OperatorState,
     resource: QueueResource,
     namespace: str,
     body: kopf.Body,
@@ -231,7 +232,8 @@ def _scale(
     """The replicas for `status.replicas` and the desired-replicas gauge, None without a
     Deployment: in Operator mode scaled to the load first; in other modes what their scaler
     set (the HPA's floor applied). Never above what the queue can use; while the queue is
-    paused, the backlog does not count."""
+    paused, the backlog does not count (and an HPA or ScaledObject is held at the minimum)."""
+    kube = state.kube
     name = builders.deployment_name(resource.name)
     existing = kube.deployment(name, namespace)
     if existing is None:
@@ -240,6 +242,7 @@ def _scale(
     ready = (existing.status.ready_replicas or 0) if existing.status else 0
     if resource.spec.workers.autoscaling.mode != "Operator":
         # Another scaler owns the count; in HPA mode the operator keeps it off zero.
+        hold_scaler_while_paused(kube, resource, body, state.settings, paused)
         wanted = builders.workers_replicas(resource.spec, current)
         if wanted != current:
             kube.scale_deployment(name, namespace, wanted)

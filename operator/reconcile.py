@@ -65,8 +65,12 @@ def apply_queue(
         try:
             owner = f"{namespace}/{resource.name}"
             # Never wait for another apply's index builds: report it and retry later.
-            outcome = state.databases.bounded(
-                database, lambda: database.apply(resource, owner, index_wait_seconds=0)
+            outcome, flow = state.databases.bounded(
+                database,
+                lambda: (
+                    database.apply(resource, owner, index_wait_seconds=0),
+                    database.flow_state(resource.name),
+                ),
             )
         except DatabaseUnavailable as error:
             raise NotReady("DatabaseReachable", "DatabaseUnavailable", str(error)) from None
@@ -86,7 +90,7 @@ def apply_queue(
         condition("TableReady", True, "TableReady", f"table {resource.table}, {outcome}"),
     ]
     try:
-        apply_workers(state.kube, resource, body, state.settings, url)
+        apply_workers(state.kube, resource, body, state.settings, url, flow.paused)
         scheduled = archive.apply_archive(state.kube, resource, body, state.settings.archive_image)
     except NotReady as problem:
         raise _fail(body, patch, problem, retry, in_place) from None
@@ -122,10 +126,16 @@ def _fail(
 
 
 def apply_workers(
-    kube: Kube, resource: QueueResource, body: kopf.Body, settings: Settings, url: str
+    kube: Kube,
+    resource: QueueResource,
+    body: kopf.Body,
+    settings: Settings,
+    url: str,
+    paused: bool = False,
 ) -> None:
     """The Deployment and what scales it in the Queue's mode: an HPA, or KEDA's ScaledObject
-    and TriggerAuthentication; those of other modes are deleted. A conflict (the timer or an
+    and TriggerAuthentication, held at the minimum while the queue is `paused` (at runtime or
+    by its spec); those of other modes are deleted. A conflict (the timer or an
     autoscaler changed the object between our read and our write) is retried at once with a
     fresh read, not left to kopf's one-minute back-off; any other refusal of the API server (or
     of the client, which checks bodies first) is `WorkersReady=False` (`WorkersRefused`, with
@@ -136,7 +146,7 @@ def apply_workers(
             raise NotReady("WorkersReady", "KEDAUnsupportedDatabase", problem)
     for attempt in range(1, CONFLICT_RETRIES + 1):
         try:
-            _apply_workers_once(kube, resource, body, settings)
+            _apply_workers_once(kube, resource, body, settings, paused)
             return
         except ApiException as error:
             if error.status != 409 or attempt == CONFLICT_RETRIES:
@@ -148,7 +158,7 @@ def apply_workers(
 
 
 def _apply_workers_once(
-    kube: Kube, resource: QueueResource, body: kopf.Body, settings: Settings
+    kube: Kube, resource: QueueResource, body: kopf.Body, settings: Settings, paused: bool
 ) -> None:
     name, namespace, spec = resource.name, body["metadata"]["namespace"], resource.spec
     objects_name = builders.deployment_name(name)
@@ -167,20 +177,27 @@ def _apply_workers_once(
     # The scaler of the previous mode goes first: two scalers on one Deployment fight (and
     # KEDA refuses to make its HPA while another HPA targets the Deployment).
     if mode == "KEDA":
-        _apply_hpa(kube, resource, body, namespace, owner)
-        _apply_keda(kube, resource, body, namespace, owner, settings.interval)
+        _apply_hpa(kube, resource, body, namespace, owner, paused)
+        _apply_keda(kube, resource, body, namespace, owner, settings.interval, paused)
     else:
-        _apply_keda(kube, resource, body, namespace, owner, settings.interval)
-        _apply_hpa(kube, resource, body, namespace, owner)
+        _apply_keda(kube, resource, body, namespace, owner, settings.interval, paused)
+        _apply_hpa(kube, resource, body, namespace, owner, paused)
 
 
 def _apply_hpa(
-    kube: Kube, resource: QueueResource, body: kopf.Body, namespace: str, owner: dict[str, Any]
+    kube: Kube,
+    resource: QueueResource,
+    body: kopf.Body,
+    namespace: str,
+    owner: dict[str, Any],
+    paused: bool,
 ) -> None:
     objects_name = builders.deployment_name(resource.name)
     hpa = kube.horizontal_pod_autoscaler(objects_name, namespace)
     if resource.spec.workers.autoscaling.mode == "HPA":
-        wanted = builders.horizontal_pod_autoscaler(resource.name, namespace, resource.spec, owner)
+        wanted = builders.horizontal_pod_autoscaler(
+            resource.name, namespace, resource.spec, owner, paused
+        )
         kube.put_horizontal_pod_autoscaler(wanted, hpa)
         if hpa is None:
             _note(body, f"created HorizontalPodAutoscaler {objects_name}")
@@ -196,12 +213,13 @@ def _apply_keda(
     namespace: str,
     owner: dict[str, Any],
     interval: float,
+    paused: bool,
 ) -> None:
-    name = resource.name
+    name, spec = resource.name, resource.spec
     objects_name = builders.deployment_name(name)
     wanted = {
-        KEDA_AUTHENTICATIONS: keda.trigger_authentication(name, namespace, resource.spec, owner),
-        KEDA_SCALED_OBJECTS: keda.scaled_object(name, namespace, resource.spec, owner, interval),
+        KEDA_AUTHENTICATIONS: keda.trigger_authentication(name, namespace, spec, owner),
+        KEDA_SCALED_OBJECTS: keda.scaled_object(name, namespace, spec, owner, interval, paused),
     }
     keep = resource.spec.workers.autoscaling.mode == "KEDA"
     # Created authentication first, deleted scaled object first: never a trigger without it.
@@ -222,6 +240,48 @@ def _apply_keda(
         elif existing is not None:
             kube.delete_keda_object(plural, objects_name, namespace)
             _note(body, f"deleted {kind} {objects_name}")
+
+
+def hold_scaler_while_paused(
+    kube: Kube, resource: QueueResource, body: kopf.Body, settings: Settings, paused: bool
+) -> None:
+    """The timer's half of a runtime pause in HPA and KEDA modes: the HPA's maxReplicas, or the
+    ScaledObject's paused-replicas annotation, follows the queue's pause within one interval
+    (reconcile writes them only when the spec changes). Nothing is written while they agree; a
+    conflict (the object changed since it was read) is left to the next tick."""
+    mode = resource.spec.workers.autoscaling.mode
+    namespace = body["metadata"]["namespace"]
+    objects_name = builders.deployment_name(resource.name)
+    owner = builders.owner_reference(dict(body))
+    try:
+        if mode == "HPA":
+            hpa = kube.horizontal_pod_autoscaler(objects_name, namespace)
+            wanted = builders.horizontal_pod_autoscaler(
+                resource.name, namespace, resource.spec, owner, paused
+            )
+            if hpa is not None and hpa.spec.max_replicas != wanted["spec"]["maxReplicas"]:
+                kube.put_horizontal_pod_autoscaler(wanted, hpa)
+                _note(body, _pause_note("HorizontalPodAutoscaler", objects_name, paused))
+        elif mode == "KEDA":
+            existing = kube.keda_object(KEDA_SCALED_OBJECTS, objects_name, namespace)
+            wanted = keda.scaled_object(
+                resource.name, namespace, resource.spec, owner, settings.interval, paused
+            )
+            if existing is not None and _paused_replicas(existing) != _paused_replicas(wanted):
+                kube.put_keda_object(KEDA_SCALED_OBJECTS, wanted, existing)
+                _note(body, _pause_note("ScaledObject", objects_name, paused))
+    except ApiException as error:
+        if error.status != 409:
+            raise
+
+
+def _paused_replicas(scaled_object: dict[str, Any]) -> str | None:
+    annotations = scaled_object["metadata"].get("annotations") or {}
+    return annotations.get(keda.PAUSED_REPLICAS)
+
+
+def _pause_note(kind: str, name: str, paused: bool) -> str:
+    return f"{kind} {name} {'held at the minimum: paused' if paused else 'scaling again: resumed'}"
 
 
 def _note(body: kopf.Body, message: str) -> None:

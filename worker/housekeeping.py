@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from datetime import timedelta
 
 from tablequeue import Database, metrics
@@ -16,11 +15,11 @@ from tablequeue.backoff import Backoff
 from tablequeue.queue import Queue
 
 from .health import DATABASE_ERRORS, DatabaseHealth
+from .now_and_then import NowAndThen
 from .waiting import sleep_unless
 
 log = logging.getLogger("tablequeue.worker")
 LONGEST_VACUUM_PAUSE = 60.0
-WARN_EVERY = 600.0
 
 
 async def sweep_every(
@@ -129,19 +128,15 @@ class AuditRetention:
 
     def __init__(self, database: Database, keep: timedelta) -> None:
         self.database, self.keep = database, keep
-        self._warned_at: float | None = None
+        self._cannot_purge = NowAndThen(
+            "cannot purge the audit trail (grant SELECT, DELETE on tablequeue_audit)"
+        )
 
     async def purge(self, queue: str) -> None:
         try:
             deleted = await asyncio.to_thread(self.database.purge_audit, self.keep)
         except DATABASE_ERRORS as error:
-            now = time.monotonic()
-            if self._warned_at is None or now - self._warned_at >= WARN_EVERY:
-                self._warned_at = now
-                log.warning(
-                    "cannot purge the audit trail (grant SELECT, DELETE on tablequeue_audit)",
-                    extra={"error": str(error).splitlines()[0][:300]},
-                )
+            self._cannot_purge.warn(error)
             return
         if deleted:
             metrics.worker_purged.labels(queue=queue, what="audit").inc(deleted)

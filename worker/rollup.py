@@ -24,12 +24,12 @@ from tablequeue.queue import Queue
 from tablequeue.rollup import MinuteCounts, minute_of, prune, write_minutes
 
 from .health import DATABASE_ERRORS
+from .now_and_then import NowAndThen
 from .waiting import sleep_unless
 
 log = logging.getLogger("tablequeue.worker")
 PRUNE_EVERY = 600.0
 """Seconds between two deletions of rows past the horizon by one worker."""
-WARN_EVERY = 600.0
 KEPT_MINUTES = 60
 """Minutes of counts kept while writes fail (a missing table or grant, a database away)."""
 
@@ -47,7 +47,9 @@ class Rollup:
         self._first_leases: dict[int, datetime] = {}
         """Messages counted as enqueued at their lease, until settled: by id, their minute."""
         self._pruned_at: float | None = None
-        self._warned_at: float | None = None
+        self._cannot_write = NowAndThen(
+            "cannot write the chart rollup; counts are kept and written later"
+        )
 
     @property
     def enabled(self) -> bool:
@@ -121,7 +123,7 @@ class Rollup:
             )
         except DATABASE_ERRORS as error:
             self._keep(taken)
-            self._warn(error)
+            self._cannot_write.warn(error)
             return
         answered = time.time()
         local = datetime.fromtimestamp((asked + answered) / 2, UTC)
@@ -131,7 +133,7 @@ class Rollup:
             try:  # the counts are written (committed): a failed prune must not keep them
                 deleted = await asyncio.to_thread(prune, self.database)
             except DATABASE_ERRORS as error:
-                self._warn(error)
+                self._cannot_write.warn(error)
                 return
             if deleted:
                 log.info("pruned the chart rollup", extra={"count": deleted})
@@ -142,17 +144,6 @@ class Rollup:
             self.minutes.setdefault(minute, MinuteCounts()).merge(counts)
         for minute in sorted(self.minutes)[:-KEPT_MINUTES]:
             del self.minutes[minute]
-
-    def _warn(self, error: BaseException) -> None:
-        """One log line now and then: the rollup never makes the worker unready (a database
-        that went away does, through the lease loop)."""
-        now = time.monotonic()
-        if self._warned_at is None or now - self._warned_at >= WARN_EVERY:
-            self._warned_at = now
-            log.warning(
-                "cannot write the chart rollup; counts are kept and written later",
-                extra={"error": str(error).splitlines()[0][:300]},
-            )
 
 
 def _first_lease(message: Message) -> bool:

@@ -1,4 +1,5 @@
-"""The workers page: every worker process that heartbeats, live and stale, of every queue."""
+"""The workers page: every worker process that heartbeats, live and stale, of every queue of one
+database (`?database=`, the default one unless given)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tablequeue import Database, connect
+from tablequeue import Database, Heartbeat, connect
 from tablequeue.spec import QueueResource
 from tests.support.api_server import api_client, api_process
 from tests.support.postgres_server import PostgresServer, postgres_server
@@ -80,6 +80,24 @@ def test_same_queue_name_in_two_databases(client: httpx.Client, two: dict[str, D
 
     operation = client.get("/openapi.json").json()["paths"]["/queues/{name}/messages"]["get"]
     assert "database" in {p["name"] for p in operation["parameters"]}
+
+
+def test_the_workers_and_audit_pages_are_those_of_the_page_database(
+    client: httpx.Client, two: dict[str, Database]
+) -> None:
+    two["pg"].heartbeat(Heartbeat("pg-worker", "orders", "pod-pg", 7, "0.1.0", 2.0, 1, 5, 2))
+    local = Heartbeat("local-worker", "orders", "laptop", 8, "0.1.0", 2.0, 0, 0, 0)
+    two["default"].heartbeat(local)
+    pg_page = client.get("/ui/workers", params={"database": "pg"})
+    assert pg_page.status_code == 200, pg_page.text
+    assert "pg-worker" in pg_page.text and "local-worker" not in pg_page.text
+    assert "<h1>Workers · pg</h1>" in pg_page.text
+    # The header's links stay in the page's database; the default one needs no parameter.
+    assert 'href="/ui/workers?database=pg"' in pg_page.text
+    assert 'href="/ui/audit?database=pg"' in pg_page.text
+    default_page = client.get("/ui/workers").text
+    assert "local-worker" in default_page and "pg-worker" not in default_page
+    assert 'href="/ui/workers"' in default_page
 
 
 def test_chart_list_gives_one_series_per_queue_from_any_database(client: httpx.Client) -> None:

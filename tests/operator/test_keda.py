@@ -90,6 +90,16 @@ def test_keda_mode_keeps_a_scaled_object_and_deletes_it_when_the_mode_changes(
         wait_ticks(operator, "jobs", 3)
         assert replicas_of(kube, "jobs", namespace) == 0
         assert status_of(kube, "jobs", namespace)["replicas"]["desired"] == 0
+
+        # Paused at runtime: KEDA holds the workers at the minimum until the queue resumes.
+        def paused_replicas() -> str | None:
+            scaled = get(kube, "scaledobject", "jobs-workers", namespace) or {"metadata": {}}
+            return (scaled["metadata"].get("annotations") or {}).get(keda.PAUSED_REPLICAS)
+
+        db.pause("jobs")
+        wait(lambda: paused_replicas() == "0")
+        db.resume("jobs")
+        wait(lambda: paused_replicas() is None)
     finally:
         db.close()
 
@@ -116,6 +126,8 @@ def test_keda_mode_keeps_a_scaled_object_and_deletes_it_when_the_mode_changes(
         [
             "created TriggerAuthentication jobs-workers",
             "created ScaledObject jobs-workers",
+            "ScaledObject jobs-workers held at the minimum: paused",
+            "ScaledObject jobs-workers scaling again: resumed",
             "deleted ScaledObject jobs-workers",
             "deleted TriggerAuthentication jobs-workers",
             "created HorizontalPodAutoscaler jobs-workers",

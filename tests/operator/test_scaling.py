@@ -39,6 +39,12 @@ def scaled_events(kube: ControlPlane, namespace: str, name: str) -> list[str]:
     return [e["message"] for e in events(kube, namespace, name) if e["reason"] == "Scaled"]
 
 
+def hpa_range(kube: ControlPlane, name: str, namespace: str) -> tuple[int, int] | None:
+    """The HPA's (minReplicas, maxReplicas), None before it exists."""
+    hpa = get(kube, "hpa", f"{name}-workers", namespace)
+    return None if hpa is None else (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"])
+
+
 # --- Operator-mode scaling -------------------------------------------------------------------
 
 
@@ -193,6 +199,12 @@ def test_default_status_change_and_switching_to_hpa_and_back(
         wait_ticks(operator, "mail", 3)
         assert replicas_of(kube, "mail", namespace) == 1
         assert scaled_events(kube, namespace, "mail") == scaled_before
+
+        # Paused at runtime, the HPA may scale to its minimum only; resumed, up to 4 again.
+        db.pause("mail")
+        wait(lambda: hpa_range(kube, "mail", namespace) == (1, 1))
+        db.resume("mail")
+        wait(lambda: hpa_range(kube, "mail", namespace) == (1, 4))
 
         patch(kube, "mail", namespace, {"workers": {"autoscaling": {"mode": "Operator"}}})
         wait(lambda: get(kube, "hpa", "mail-workers", namespace) is None)

@@ -129,3 +129,43 @@ def test_a_paused_queue_scales_to_its_minimum() -> None:
     assert scaled["metadata"]["annotations"] == {keda.PAUSED_REPLICAS: "0"}
     running = keda.scaled_object("orders", "shop", limited("KEDA"), OWNER, 2)
     assert "annotations" not in running["metadata"]
+    # Paused at runtime (the spec says nothing): the same hold.
+    hpa = builders.horizontal_pod_autoscaler("orders", "shop", limited("HPA"), OWNER, paused=True)
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 1)
+    scaled = keda.scaled_object("orders", "shop", limited("KEDA"), OWNER, 2, paused=True)
+    assert scaled["metadata"]["annotations"] == {keda.PAUSED_REPLICAS: "0"}
+
+
+def rate_limited(handler: dict[str, Any], **workers: Any) -> QueueSpec:
+    return QueueResource.from_name(
+        "orders",
+        rate_limit={"messages_per_second": 10, "burst": 5},
+        workers={"handler": handler, "autoscaling": {"max_replicas": 50}} | workers,
+    ).spec
+
+
+def test_a_rate_limit_caps_the_replicas_when_handlers_have_a_time_limit() -> None:
+    # An HTTP handler runs at most its request timeout: at most burst + rate x timeout handlers
+    # at once (5 + 10 x 3 = 35), held by ceil(35 / 4) = 9 replicas of concurrency 4.
+    http = {"http": {"timeout_seconds": 3}}
+    assert builders.rate_limit_replicas(rate_limited(http)) == 9
+    assert builders.most_useful_replicas(rate_limited(http)) == 9
+    # executionTimeoutSeconds bounds a Python handler, and the shorter of the two wins.
+    python = {"python": "shop:handle"}
+    assert builders.rate_limit_replicas(rate_limited(python, execution_timeout_seconds=1.5)) == 5
+    assert builders.rate_limit_replicas(rate_limited(http, execution_timeout_seconds=1)) == 4
+    # Without a time limit nothing bounds how long a rate keeps a worker busy: no cap.
+    assert builders.rate_limit_replicas(rate_limited(python)) is None
+    assert builders.most_useful_replicas(rate_limited(python)) == 50
+    # The tighter of the two limits wins; never fewer than one replica.
+    tight = rate_limited(http, concurrency=1000)
+    assert builders.most_useful_replicas(tight) == 1
+    both = QueueResource.from_name(
+        "orders",
+        rate_limit={"messages_per_second": 10, "burst": 5},
+        global_concurrency=8,
+        workers={"handler": http, "autoscaling": {"max_replicas": 50}},
+    ).spec
+    assert builders.most_useful_replicas(both) == 2  # ceil(8 / 4) < 9
+    hpa = builders.horizontal_pod_autoscaler("orders", "shop", rate_limited(http), OWNER)
+    assert hpa["spec"]["maxReplicas"] == 9
