@@ -16,6 +16,10 @@ IMAGE_PYTHON = "/opt/tablequeue/bin/python3"
 """The virtualenv's Python in the pipeline image (its PYSPARK_PYTHON)."""
 IMAGE_MAIN = "local:///opt/tablequeue/lib/python3.11/site-packages/tablequeue/pipeline/__main__.py"
 """The pipeline's entry point inside the image (`local://`: nothing is uploaded)."""
+IMAGE_CLASSPATH = "/usr/share/java/postgresql.jar:/opt/tablequeue/jars/drivers/*"
+"""The image's JDBC drivers (Dockerfile.pipeline), on the class path of the driver's and the
+executors' JVMs as they start: spark-submit starts the driver's before the pipeline's session
+names them."""
 DATABASE_ENV = "TABLEQUEUE_DB"
 """The variable the pipeline's `--db` reads."""
 IN_CLUSTER_API = "https://kubernetes.default.svc"
@@ -50,6 +54,8 @@ class KubernetesJob:
             "spark.kubernetes.authenticate.driver.serviceAccountName": self.service_account,
             f"spark.kubernetes.driver.secretKeyRef.{DATABASE_ENV}": secret,
             f"spark.kubernetes.executor.secretKeyRef.{DATABASE_ENV}": secret,
+            "spark.driver.extraClassPath": IMAGE_CLASSPATH,
+            "spark.executor.extraClassPath": IMAGE_CLASSPATH,
             "spark.pyspark.python": IMAGE_PYTHON,
             "spark.pyspark.driver.python": IMAGE_PYTHON,
             "spark.executor.instances": str(self.executors),

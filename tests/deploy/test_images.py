@@ -17,10 +17,11 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tablequeue import Completion, NewMessage, connect
-from tablequeue.pipeline.on_kubernetes import IMAGE_MAIN, IMAGE_PYTHON
+from tablequeue.pipeline.on_kubernetes import IMAGE_CLASSPATH, IMAGE_MAIN, IMAGE_PYTHON
 from tablequeue.spec import QueueResource
 from tests.support.kube import ControlPlane
 from tests.support.kube.fixtures import apply, get, queue, secret, wait_ready
@@ -316,15 +317,19 @@ def test_images_pipeline_image_enqueues_and_archives_with_local_spark(
     pipeline_image: str, postgres_url: str, tmp_path: Path
 ) -> None:
     """The enqueue as Spark on Kubernetes starts a driver (the image's `driver` entrypoint:
-    spark-submit in client mode), the archive as the CronJob of spec.archive runs it; local
-    Spark, PostgreSQL on the host's loopback, a read-only root file system."""
+    spark-submit in client mode, the JDBC drivers on the class path as on_kubernetes puts them)
+    reading a JDBC source; the archive as the CronJob of spec.archive runs it. Local Spark,
+    PostgreSQL on the host's loopback, a read-only root file system."""
     with connect(postgres_url) as db:
         db.apply(QueueResource.from_name("image-catalogue", idempotent=True))
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("CREATE TABLE catalogue (sku text PRIMARY KEY, price integer)")
+        connection.execute(
+            "INSERT INTO catalogue SELECT 'S-' || n, n FROM generate_series(1, 200) AS n"
+        )
     data = tmp_path / "data"
     data.mkdir()
     data.chmod(0o777)  # the image's user writes the archive there
-    rows = [{"sku": f"S-{n}", "price": n} for n in range(200)]
-    (data / "catalogue.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
 
     def run(*command: str) -> str:
         result = podman(
@@ -335,9 +340,10 @@ def test_images_pipeline_image_enqueues_and_archives_with_local_spark(
         return result.stdout
 
     enqueued = run(
-        "driver", "--master", "local[2]", "--conf", "spark.ui.enabled=false", IMAGE_MAIN,
-        "enqueue", "image-catalogue", "/data/catalogue.jsonl", "--id-column", "sku",
-        "--rejects", "/data/rejects", "--json",
+        "driver", "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+        "--conf", f"spark.driver.extraClassPath={IMAGE_CLASSPATH}", IMAGE_MAIN,
+        "enqueue", "image-catalogue", postgres_url, "--format", "jdbc", "--table", "catalogue",
+        "--id-column", "sku", "--rejects", "/data/rejects", "--json",
     )  # fmt: skip
     result = json.loads(enqueued.strip().splitlines()[-1])
     assert (result["inserted"], result["rejected"]) == (200, 0), enqueued
