@@ -44,8 +44,8 @@ MAX_IMAGE_MIB = {"worker": 300, "operator": 450, "pipeline": 1250}
 153 MiB are the base; the operator's kubernetes client alone is 128 MiB installed; unixODBC and
 MariaDB's ODBC driver add 4.2 MiB to each, PyMySQL and pyodbc 1.6 MiB: 256 and 381 MiB before;
 the operator image was 386 MiB before it installed only its extras: no FastAPI, OpenTelemetry).
-The pipeline image is 1,158 MiB: its virtualenv 764 MiB (pyspark's jars alone 462), Java 17 and
-Debian's PostgreSQL JDBC driver 273, the other JDBC drivers 16.6."""
+The pipeline image is 1,158 MiB: its virtualenv 729 MiB (pyspark's jars alone 462), Java 17 and
+Debian's PostgreSQL JDBC driver 260, the other JDBC drivers 16."""
 
 
 @pytest.fixture(scope="module")
