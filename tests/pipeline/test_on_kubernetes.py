@@ -116,12 +116,16 @@ def test_spark_submit_makes_the_driver_pod_on_a_real_api_server(
         driver_memory="1g",
     )
     command = submit_command(job, ["archive", "orders", "--to", "/archive"])
-    # The test's own: the client's credentials, and no waiting for a pod no kubelet starts.
+    # The test's own: the client's credentials (the ServiceAccount's token: Spark's Kubernetes
+    # client reads no EC client key), and no waiting for a pod no kubelet starts.
+    token = tmp_path / "token"
+    token.write_text(
+        kube.kubectl("create", "token", "tablequeue-pipeline", "-n", namespace).stdout.strip()
+    )
     index = command.index(IMAGE_MAIN)
     command[index:index] = [
         f"--conf=spark.kubernetes.authenticate.submission.caCertFile={kube.pki / 'ca.crt'}",
-        f"--conf=spark.kubernetes.authenticate.submission.clientCertFile={kube.pki / 'admin.crt'}",
-        f"--conf=spark.kubernetes.authenticate.submission.clientKeyFile={kube.pki / 'admin.key'}",
+        f"--conf=spark.kubernetes.authenticate.submission.oauthTokenFile={token}",
         "--conf=spark.kubernetes.submission.waitAppCompletion=false",
     ]
     bin_dir = Path(sys.executable).parent
