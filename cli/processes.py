@@ -179,7 +179,7 @@ OPERATOR_FLAGS = {
 @model_options(
     OperatorSettings,
     operator_settings.env_names,
-    metavars={"namespaces": "NAMESPACE", "worker_image": "IMAGE"},
+    metavars={"namespaces": "NAMESPACE", "worker_image": "IMAGE", "archive_image": "IMAGE"},
     flags=OPERATOR_FLAGS,
 )
 @friendly_errors

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import kopf
 
-TYPES = ("Ready", "TableReady", "DatabaseReachable", "WorkersReady", "Paused")
+TYPES = ("Ready", "TableReady", "DatabaseReachable", "WorkersReady", "Paused", "ArchiveScheduled")
 
 
 def condition(kind: str, ok: bool, reason: str, message: str = "") -> dict[str, Any]:
@@ -95,6 +95,9 @@ def _not_ready(by_type: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     workers = by_type.get("WorkersReady")
     if workers and workers["status"] != "True" and workers["reason"] != "WorkersStarting":
         return workers
+    archive = by_type.get("ArchiveScheduled")
+    if archive and archive["reason"] == "ArchiveRefused":
+        return archive
     if "TableReady" not in by_type:
         return condition("Ready", False, "Reconciling", "the table is not applied yet")
     return None

@@ -1,6 +1,7 @@
 """Reconciling a Queue: its table and registry row (with the default status), its worker
 Deployment and what scales it (an HPA in HPA mode, KEDA's ScaledObject and TriggerAuthentication
-in KEDA mode); on deletion, its table as the deletion policy says.
+in KEDA mode), its archive CronJob (`spec.archive`); on deletion, its table as the deletion
+policy says.
 
 A bad spec is `Ready=False` with a reason and an Event, never a crash loop; an unreachable
 database is `DatabaseReachable=False` and a temporary error retried with back-off.
@@ -20,7 +21,7 @@ from tablequeue.backoff import Backoff
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, SpecError, TableQueueError
 from tablequeue.spec import QueueResource
 
-from . import builders, keda
+from . import archive, builders, keda
 from .conditions import NotReady, condition, written
 from .kube import Kube, invalid, refusal
 from .state import OperatorState, Settings
@@ -90,8 +91,11 @@ def apply_queue(
     ]
     try:
         apply_workers(state.kube, resource, body, state.settings, url, flow.paused)
+        scheduled = archive.apply_archive(state.kube, resource, body, state.settings.archive_image)
     except NotReady as problem:
         raise _fail(body, patch, problem, retry, in_place) from None
+    if scheduled is not None:
+        in_place.append(scheduled)
     patch.status["observedGeneration"] = generation
     try:
         default_status = state.databases.bounded(

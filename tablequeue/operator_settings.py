@@ -88,6 +88,12 @@ class OperatorSettings(BaseSettings):
         description="One operator alone (the default); off (--peering): several operator "
         "replicas take turns (needs kopf's peering CRD).",
     )
+    archive_image: str = env_field(
+        f"tablequeue/pipeline:{version('tablequeue')}",  # Dockerfile.pipeline's, the chart's
+        "TABLEQUEUE_ARCHIVE_IMAGE",
+        min_length=1,
+        description="Image of the archive CronJob (spec.archive) when a Queue names none.",
+    )
 
     def check(self, spec: QueueSpec) -> None:
         """A valid spec this operator refuses by its settings: OverLimit names the field."""

@@ -28,6 +28,7 @@ from . import names
 from .durations import Duration, format_duration
 from .errors import SpecError
 from .limits import MAX_SECONDS
+from .spec_archive import ArchiveSpec
 from .spec_base import FREE_FORM, SpecModel
 from .spec_base import RateLimit as RateLimit
 from .spec_dedupe import Dedupe as Dedupe
@@ -196,6 +197,9 @@ class QueueSpec(SpecModel):
     )
     runtime_subscriptions: RuntimeSubscriptions | None = Field(
         None, description="Subscriptions made at runtime, beside these; default: none allowed"
+    )
+    archive: ArchiveSpec | None = Field(
+        None, description="Archive finished messages to Parquet on a schedule (a CronJob)"
     )
 
     @model_validator(mode="after")

@@ -229,6 +229,7 @@ def test_operator_defaults(operator_started: list[OperatorSettings]) -> None:
         "max_replicas": OPERATOR_MAX_REPLICAS,
         "allow_sqlite": False,
         "standalone": True,
+        "archive_image": "tablequeue/pipeline:0.1.0",
     }
 
 
@@ -244,6 +245,7 @@ def test_operator_reads_every_option_from_the_environment(
         "TABLEQUEUE_OPERATOR_MAX_REPLICAS": "20",
         "TABLEQUEUE_OPERATOR_ALLOW_SQLITE": "true",
         "TABLEQUEUE_OPERATOR_STANDALONE": "false",
+        "TABLEQUEUE_ARCHIVE_IMAGE": "registry.example/tq/pipeline:2",
     }
     result = invoke(["operator"], env)
     assert result.exit_code == 0, result.output
@@ -256,6 +258,7 @@ def test_operator_reads_every_option_from_the_environment(
         "max_replicas": 20,
         "allow_sqlite": True,
         "standalone": False,
+        "archive_image": "registry.example/tq/pipeline:2",
     }
 
 

@@ -301,10 +301,6 @@ UNTESTED = {
     " API server (tests/support/kube/fixtures.py, secret())",
     "generic": "kubectl create secret generic: as --from-literal",
     "--reuse-values": "helm upgrade --reuse-values: the chart tests upgrade with explicit values",
-    "--deploy-mode": "spark-submit in cluster mode needs a Spark-on-Kubernetes cluster; the"
-    " pipeline arguments after the script are parsed here, local spark-submit runs in"
-    " tests/pipeline/test_spark_submit.py",
-    "--name": "spark-submit --name: part of the cluster-mode example (--deploy-mode)",
     "-o": "pip-compile (below)",
     "pip-compile": "regenerating the lock files needs the network; tests/deploy/test_packaging.py"
     " checks the committed locks",

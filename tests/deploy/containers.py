@@ -20,10 +20,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from tablequeue.pipeline.spark import JAR_CACHE, driver_jars
 from tests.support.deploy_tools import SETUP_SCRIPT, system_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,6 +37,7 @@ BASE_RECIPE = 1
 """Bump when the base image's recipe changes in a way the lines above do not show."""
 BUILD_CONTEXT = [
     "requirements/operator.lock",
+    "requirements/pipeline.lock",
     "requirements/worker.lock",
     "pyproject.toml",
     "README.md",
@@ -46,7 +48,7 @@ BUILD_CONTEXT = [
     "pipeline",
     "cli",
 ]
-"""What Dockerfile.worker and Dockerfile.operator copy (the .containerignore allows just these)."""
+"""What the Dockerfiles copy from the repository (the .containerignore allows just these)."""
 BUILD_OPTIONS = ["--format=docker", "--network=host", "--pull=never"]
 """docker format: the OCI image config has no HEALTHCHECK (podman drops it there)."""
 PIP_CONFIG = Path("/etc/pip.conf")
@@ -139,22 +141,27 @@ def _context_files() -> Iterator[Path]:
             )
 
 
-def content_key(dockerfile: Path, base: str) -> str:
-    """A hash of what the image is built from: base, Dockerfile, ignore file, the copied files."""
+def content_key(dockerfile: Path, base: str, contexts: Mapping[str, Path] | None = None) -> str:
+    """A hash of what the image is built from: base, Dockerfile, ignore file, the copied files
+    (and those of the named build `contexts`)."""
     parts = [base.encode(), " ".join(BUILD_OPTIONS).encode(), dockerfile.read_bytes()]
     parts.append((REPO / ".containerignore").read_bytes())
     for path in _context_files():
         parts += [str(path.relative_to(REPO)).encode(), path.read_bytes()]
+    for name, folder in sorted((contexts or {}).items()):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            parts += [f"{name}:{path.relative_to(folder)}".encode(), path.read_bytes()]
     return _hash(*parts)
 
 
-def build_image(dockerfile: str, name: str) -> str:
-    """Build Dockerfile.* from the local base, unless an image of the same content exists.
+def build_image(dockerfile: str, name: str, contexts: Mapping[str, Path] | None = None) -> str:
+    """Build Dockerfile.* from the local base, unless an image of the same content exists;
+    `contexts` are named build contexts (`--build-context NAME=FOLDER`, `COPY --from=NAME`).
 
     Its `deps` stage (the locked dependencies) is tagged too, so that removing what older builds
     left behind keeps it as the build cache: a change of the sources reinstalls nothing."""
     with _one_build_at_a_time():
-        return _build_image(dockerfile, name)
+        return _build_image(dockerfile, name, contexts or {})
 
 
 @contextmanager
@@ -168,10 +175,10 @@ def _one_build_at_a_time() -> Iterator[None]:
         yield
 
 
-def _build_image(dockerfile: str, name: str) -> str:
+def _build_image(dockerfile: str, name: str, contexts: Mapping[str, Path]) -> str:
     base = base_image()
     path = REPO / dockerfile
-    tag = f"localhost/{name}:test-{content_key(path, base)}"
+    tag = f"localhost/{name}:test-{content_key(path, base, contexts)}"
     if image_exists(tag):
         return tag
     if not PIP_CONFIG.exists() or not CA_BUNDLE.exists():
@@ -183,6 +190,7 @@ def _build_image(dockerfile: str, name: str) -> str:
         f"--volume={CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
         f"--build-arg=BASE_IMAGE={base}",
         f"--file={path}",
+        *(f"--build-context={key}={folder}" for key, folder in sorted(contexts.items())),
     ]
     deps = f"localhost/{name}-deps:test-{_hash(base.encode(), path.read_bytes(), *_locks())}"
     if not image_exists(deps):
@@ -232,3 +240,15 @@ def build_example_app() -> str:
             )  # fmt: skip
             _remove_older("tablequeue-example-app", tag)
     return tag
+
+
+def build_pipeline_image(staging: Path) -> str:
+    """Dockerfile.pipeline with the JDBC drivers the pipeline takes from the jar cache that
+    scripts/setup-pipeline fills (Debian's it installs itself), one folder a version as there,
+    copied into `staging` as the build context `jars`: other jars of the cache (s3a's 686 MB
+    AWS SDK bundle) would be hashed into the content key for nothing."""
+    for jar in map(Path, driver_jars(JAR_CACHE)):
+        if jar.parent.parent == JAR_CACHE:
+            (staging / jar.parent.name).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(jar, staging / jar.parent.name / jar.name)
+    return build_image("Dockerfile.pipeline", "tablequeue-pipeline", {"jars": staging})

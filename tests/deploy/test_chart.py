@@ -179,6 +179,7 @@ def test_chart_objects(deploy_tools: DeployTools, tmp_path: Path) -> None:
     assert operator["serviceAccountName"] == "tq-tablequeue-operator"
     assert container["image"] == "tablequeue/operator:0.1.0"
     assert "--worker-image=tablequeue/worker:0.1.0" in container["args"]
+    assert "--archive-image=tablequeue/pipeline:0.1.0" in container["args"]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     dashboard = objects["ConfigMap", "tq-tablequeue-dashboard"]
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"

@@ -1,8 +1,9 @@
 """The images' lock files follow pyproject.toml: requirements/runtime.lock pins every runtime
 dependency (the package's and its extras' but the pipeline's and the tests'), and each image's
 list names exactly what its processes need: requirements/worker.in (Dockerfile.worker: the worker
-and the API, their spans, the engines) and requirements/operator.in (Dockerfile.operator: the
-operator and the engines); each .lock pins its .in at runtime.lock's versions."""
+and the API, their spans, the engines), requirements/operator.in (Dockerfile.operator: the
+operator and the engines) and requirements/pipeline.in (Dockerfile.pipeline: pyspark, matplotlib,
+PyMySQL); each .lock pins its .in at runtime.lock's versions where they share a package."""
 
 from __future__ import annotations
 
@@ -16,10 +17,15 @@ from tests.support.deploy_tools import REPO
 IMAGES = {
     "worker": ("worker", "api", "otel", "mysql", "odbc"),
     "operator": ("operator", "mysql", "odbc"),
+    "pipeline": ("pipeline", "mysql"),
 }
 """Each image's extras: PyMySQL (MariaDB) and pyodbc (MariaDB and SQL Server) in both."""
 RUNTIME_EXTRAS = ("worker", "api", "operator", "otel", "mysql", "odbc")
-NEVER_IN = {"worker": {"kopf", "kubernetes"}, "operator": {"fastapi", "uvicorn", "jinja2"}}
+NEVER_IN = {
+    "worker": {"kopf", "kubernetes"},
+    "operator": {"fastapi", "uvicorn", "jinja2"},
+    "pipeline": {"kopf", "kubernetes", "fastapi", "uvicorn"},
+}
 """What an image must not carry (the kubernetes client alone is 128 MB installed)."""
 
 
@@ -65,8 +71,11 @@ def test_locks_image_in_is_its_extras(image: str) -> None:
 
 @pytest.mark.parametrize("image", sorted(IMAGES))
 def test_locks_image_lock_agrees_with_runtime_lock(image: str) -> None:
+    """The pipeline's own packages (pyspark, matplotlib and theirs) are not in runtime.lock."""
     lock, runtime = versions(f"{image}.lock"), versions("runtime.lock")
-    assert {k: v for k, v in lock.items() if runtime.get(k) != v} == {}
+    shared = lock if image != "pipeline" else {k: v for k, v in lock.items() if k in runtime}
+    assert {k: v for k, v in shared.items() if runtime.get(k) != v} == {}
+    assert {"sqlalchemy", "psycopg", "pydantic"} <= set(shared)
 
 
 @pytest.mark.parametrize("image", sorted(IMAGES))
