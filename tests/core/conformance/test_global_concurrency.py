@@ -6,17 +6,15 @@ against a limited queue are in tests/worker/test_global_concurrency.py.
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Completion, Database, Failure, NewMessage, Queue, connect
+from tablequeue import Completion, Database, Failure, NewMessage, Queue
 from tablequeue.errors import SpecError
 from tablequeue.spec import QueueResource, validate_queue
 from tests.support.waiting import wait_until
 
-from .helpers import MakeQueue, statuses
+from .helpers import MakeQueue, lease_at_once_behind_the_registry_row, statuses
 
 
 def enqueue(queue: Queue, count: int) -> None:
@@ -53,40 +51,7 @@ def test_connections_leasing_at_once_never_exceed_the_limit(
 ) -> None:
     make_queue(global_concurrency=5)
     enqueue(database.queue("orders"), 40)
-    handles = [connect(db_url) for _ in range(4)]
-    taken: list[int] = []
-    failed: list[BaseException] = []
-    started = threading.Barrier(len(handles) + 1)
-
-    def lease(handle: Database, owner: str) -> None:
-        try:
-            started.wait()
-            taken.extend(m.id or 0 for m in handle.queue("orders").lease(owner, 10).messages)
-        except BaseException as error:
-            failed.append(error)
-
-    threads = [
-        threading.Thread(target=lease, args=(handle, f"w{i}")) for i, handle in enumerate(handles)
-    ]
-    try:
-        # The registry row held locked while the leases start: they queue up behind it, and
-        # each must count the leases committed while it waited.
-        with database.transaction() as connection:
-            registry = database.registry
-            connection.execute(
-                registry.update()
-                .where(registry.c.name == "orders")
-                .values(updated_at=registry.c.updated_at)
-            )
-            for thread in threads:
-                thread.start()
-            started.wait()
-        for thread in threads:
-            thread.join()
-    finally:
-        for handle in handles:
-            handle.close()
-    assert failed == []
+    taken = lease_at_once_behind_the_registry_row(database, db_url, "orders")
     assert len(taken) == len(set(taken)) == 5
     assert leased_count(database.queue("orders")) == 5
 

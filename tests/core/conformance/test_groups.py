@@ -7,18 +7,17 @@ are in tests/worker/test_groups.py.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Completion, Database, Failure, NewMessage, Queue, connect
+from tablequeue import Completion, Database, Failure, NewMessage, Queue
 from tablequeue.errors import InvalidInput
 from tablequeue.spec import QueueResource
 from tablequeue.storage.schema import SCHEMA_VERSION, group_index_name, migrate
 
-from .helpers import MakeQueue, statuses
+from .helpers import MakeQueue, lease_at_once_behind_the_registry_row, statuses
 
 ONE = {"concurrency": 1}
 
@@ -175,40 +174,7 @@ def test_connections_leasing_at_once_never_exceed_the_group_limit(
     queue = database.queue("orders")
     keys = [f"k{n % 3}" for n in range(30)]
     enqueue(queue, *keys)
-    handles = [connect(db_url) for _ in range(4)]
-    taken: list[int] = []
-    failed: list[BaseException] = []
-    started = threading.Barrier(len(handles) + 1)
-
-    def lease(handle: Database, owner: str) -> None:
-        try:
-            started.wait()
-            taken.extend(m.id or 0 for m in handle.queue("orders").lease(owner, 10).messages)
-        except BaseException as error:
-            failed.append(error)
-
-    threads = [
-        threading.Thread(target=lease, args=(handle, f"w{i}")) for i, handle in enumerate(handles)
-    ]
-    try:
-        # The registry row held locked while the leases start: they queue up behind it, and
-        # each must see the leases committed while it waited.
-        with database.transaction() as connection:
-            registry = database.registry
-            connection.execute(
-                registry.update()
-                .where(registry.c.name == "orders")
-                .values(updated_at=registry.c.updated_at)
-            )
-            for thread in threads:
-                thread.start()
-            started.wait()
-        for thread in threads:
-            thread.join()
-    finally:
-        for handle in handles:
-            handle.close()
-    assert failed == []
+    taken = lease_at_once_behind_the_registry_row(database, db_url, "orders")
     assert len(taken) == len(set(taken)) == 3 * limit  # the first of each of three keys
     by_key = {m.id: m.group_key for m in queue.messages(limit=100)}
     heads = {key: sorted(i for i in by_key if by_key[i] == key)[:limit] for key in set(keys)}
