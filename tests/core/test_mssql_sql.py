@@ -45,6 +45,7 @@ EXPECTED = {
     "due": exp.Select,
     "load": exp.Select,
     "count_by_status": exp.Select,
+    "dedupe_left_rows": exp.Select,
     "adopt_escaped_bodies": exp.Update,
     "readable_json_escaped_rows": exp.Select,
     "readable_json_rewrite": exp.Update,
