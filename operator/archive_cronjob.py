@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from tablequeue.durations import format_duration
-from tablequeue.spec import QueueSpec
-from tablequeue.spec_archive import ArchiveSpec
+from tablequeue.spec import ArchiveSpec, QueueSpec
 
-from .builders import QUEUE_LABEL
+from . import builders
 
 CONTAINER = "tablequeue-archive"
 MOUNT_PATH = "/archive"
@@ -31,12 +30,7 @@ def cronjob_name(queue_name: str) -> str:
 
 
 def labels(name: str) -> dict[str, str]:
-    return {
-        "app.kubernetes.io/name": "tablequeue-archive",
-        "app.kubernetes.io/instance": name,
-        "app.kubernetes.io/managed-by": "tablequeue-operator",
-        QUEUE_LABEL: name,
-    }
+    return builders.labels(name, app="tablequeue-archive")
 
 
 def archive_root(archive: ArchiveSpec) -> str:

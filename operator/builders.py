@@ -27,9 +27,10 @@ HPA_FLOOR_REASON = "HPA mode: an HPA cannot scale from zero"
 """Why the operator raised a worker Deployment from 0 in HPA mode (in its Scaled Events)."""
 
 
-def labels(name: str) -> dict[str, str]:
+def labels(name: str, app: str = "tablequeue-worker") -> dict[str, str]:
+    """The labels of an object the operator keeps for the Queue `name`: its workers by default."""
     return {
-        "app.kubernetes.io/name": "tablequeue-worker",
+        "app.kubernetes.io/name": app,
         "app.kubernetes.io/instance": name,
         "app.kubernetes.io/managed-by": "tablequeue-operator",
         QUEUE_LABEL: name,

@@ -28,7 +28,7 @@ from . import names
 from .durations import Duration, format_duration
 from .errors import SpecError
 from .limits import MAX_SECONDS
-from .spec_archive import ArchiveSpec
+from .spec_archive import ArchiveSpec as ArchiveSpec
 from .spec_base import FREE_FORM, SpecModel
 from .spec_base import RateLimit as RateLimit
 from .spec_dedupe import Dedupe as Dedupe
