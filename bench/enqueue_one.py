@@ -55,8 +55,9 @@ def _enqueuer(queue: Queue, own: psycopg.Connection[Any] | None) -> Callable[[in
     return enqueue
 
 
-def _round_trips(server: PostgresServer, enqueue: Callable[[int], None]) -> float:
-    """The statements PostgreSQL logs per enqueue (its statement log switched on for this)."""
+def round_trips(server: PostgresServer, enqueue: Callable[[int], None]) -> float:
+    """The statements PostgreSQL logs per call of `enqueue(1)` (its statement log switched on
+    for this; bench/cycle.py passes its own cycle)."""
     with psycopg.connect(server.url, autocommit=True) as admin:
         admin.execute("ALTER SYSTEM SET log_statement = 'all'")
         admin.execute("SELECT pg_reload_conf()")
@@ -86,13 +87,13 @@ def _measure(args: argparse.Namespace, server: PostgresServer) -> None:
     elapsed = time.perf_counter() - began
     cpu = meter.per_message(args.messages)
     end_load = os.getloadavg()
-    round_trips = _round_trips(server, enqueue)
+    trips = round_trips(server, enqueue)
     if os.environ.get("SHOW_LOG"):
         print((server.base / "log").read_text()[-6000:])
     print(
         f"{args.messages} enqueues{' (caller transaction)' if own else ''}:"
         f" {args.messages / elapsed:,.0f} msg/s, client {cpu['client_cpu_us']:.0f} µs/msg,"
-        f" server {cpu['server_cpu_us']:.0f} µs/msg, round trips per enqueue {round_trips:g},"
+        f" server {cpu['server_cpu_us']:.0f} µs/msg, round trips per enqueue {trips:g},"
         f" load {load[0]:.2f} -> {end_load[0]:.2f}"
     )
     if profile is not None:

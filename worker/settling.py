@@ -1,8 +1,8 @@
 """Settling: outcomes of finished handlers on their way to the database.
 
 An outcome waits here until it is recorded, in one of two ways:
-- with the next lease, in the same transaction (`settle_and_lease`): a busy worker pays one
-  round trip for both;
+- with the next lease (`settle_and_lease`: one transaction, or on PostgreSQL two statements
+  of their own): a busy worker pays no transaction of its own for them;
 - by the settler (`flush_on_time`) when no lease took it within SETTLE_DELAY (handlers still
   running, or nothing to lease), at once while the worker stops.
 Outcomes a failed transaction took are put back: the handlers have run, so nothing is forgotten
@@ -88,7 +88,7 @@ class Settlement:
         self._changed.set()
 
     async def settle_and_lease(self, wanted: int, lease_seconds: float | None) -> LeaseBatch | None:
-        """Lease up to `wanted` messages, recording the waiting outcomes in the same transaction.
+        """Lease up to `wanted` messages, recording the waiting outcomes with the lease.
 
         A database error is raised with the outcomes put back. None: an outcome broke the
         statement; the settler records them on their own from now, isolating it.

@@ -60,14 +60,16 @@ class Pgqueuer(System):
             for first in range(0, len(items), size):
                 if not until(deadline):
                     return first
-                chunk = [json.dumps(m).encode() for m in items[first : first + size]]
+                chunk: list[bytes | None] = [
+                    json.dumps(m).encode() for m in items[first : first + size]
+                ]
                 await self.queries.enqueue([queue] * len(chunk), chunk, [0] * len(chunk))
             return len(items)
 
         return self.run(batches())
 
     def fill(self, queue: str, n: int) -> None:
-        payloads = [json.dumps(m).encode() for m in bodies(n)]
+        payloads: list[bytes | None] = [json.dumps(m).encode() for m in bodies(n)]
         self.run(self.queries.enqueue([queue] * n, payloads, [0] * n))  # one statement
 
     def remaining(self, queue: str) -> int:

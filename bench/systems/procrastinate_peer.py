@@ -9,7 +9,7 @@ import asyncio
 import itertools
 import os
 import sys
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import procrastinate
@@ -51,8 +51,8 @@ class Procrastinate(System):
             self.run(self.app.schema_manager.apply_schema_async())
         self.task = self.app.tasks["noop"]
 
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self.loop.run_until_complete(coroutine)
+    def run(self, awaitable: Awaitable[T]) -> T:
+        return self.loop.run_until_complete(awaitable)
 
     def create(self) -> str:
         self.run(self.app.connector.execute_query_async("TRUNCATE procrastinate_jobs CASCADE"))

@@ -150,7 +150,28 @@ class Dialect(SqlParts):
             "b_cid": request.correlation_id,
         }
         statement = queries.lease(request.limited, request.capped, request.group)
-        return connection.execute(statement, parameters | group_parameters(request)).all()
+        return self.hot_rows(connection, queries, statement, parameters | group_parameters(request))
+
+    def hot_rows(
+        self,
+        connection: Connection,
+        queries: Queries,
+        statement: sa.Executable,
+        parameters: dict[str, Any],
+    ) -> Sequence[Sequence[Any]]:
+        """Run one of the worker cycle's statements (a lease, an outcome); the rows it
+        returns, in the order of its RETURNING columns."""
+        return connection.execute(statement, parameters).all()
+
+    def hot_count(
+        self,
+        connection: Connection,
+        queries: Queries,
+        statement: sa.Executable,
+        parameters: dict[str, Any] | list[dict[str, Any]],
+    ) -> int:
+        """Run one of the worker cycle's statements that returns nothing; the rows it changed."""
+        return int(connection.execute(statement, parameters).rowcount)
 
     def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Rows:
         """Insert (or upsert by messageId, as `batch.dedupe` says) messages with distinct
@@ -188,12 +209,12 @@ class Dialect(SqlParts):
             statement, per_row = queries.mark_processed()
         else:
             statement, per_row = queries.reschedule()
-        return _run(connection, statement, per_row, settlement)
+        return self._settle(connection, queries, statement, per_row, settlement)
 
     def fail(self, connection: Connection, queries: Queries, settlement: Settlement) -> int:
         """Record failures still held at the version leased; the number recorded."""
         statement, per_row = queries.fail()
-        return _run(connection, statement, per_row, settlement)
+        return self._settle(connection, queries, statement, per_row, settlement)
 
     def requeue_newer(
         self,
@@ -206,7 +227,18 @@ class Dialect(SqlParts):
     ) -> int:
         """Requeue messages held at an older version than stored; the number requeued."""
         statement, per_row = queries.requeue_newer_version(default_status, completed)
-        return _run(connection, statement, per_row, settlement)
+        return self._settle(connection, queries, statement, per_row, settlement)
+
+    def _settle(
+        self,
+        connection: Connection,
+        queries: Queries,
+        statement: sa.Executable,
+        per_row: PerRow,
+        settlement: Settlement,
+    ) -> int:
+        parameters = per_row.params(settlement.rows, {"b_owner": settlement.owner})
+        return self.hot_count(connection, queries, statement, parameters)
 
     def sweep(
         self,
@@ -342,13 +374,6 @@ class Dialect(SqlParts):
         """Set `wake` whenever messages of the table become available; reconnect when the
         connection is lost. Runs until cancelled. Only when `capabilities.notifies`."""
         raise NotImplementedError(f"{self.name} has no notifications: workers poll")
-
-
-def _run(
-    connection: Connection, statement: sa.Executable, per_row: PerRow, settlement: Settlement
-) -> int:
-    parameters = per_row.params(settlement.rows, {"b_owner": settlement.owner})
-    return int(connection.execute(statement, parameters).rowcount)
 
 
 def accumulated(

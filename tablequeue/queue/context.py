@@ -37,6 +37,11 @@ class FlowMemory:
     capped: bool = False
     grouped: bool = False
 
+    @property
+    def controlled(self) -> bool:
+        """A lease of this queue locks a registry or bucket row first (a transaction's work)."""
+        return self.limited or self.capped or self.grouped
+
 
 @dataclass(frozen=True)
 class QueueContext:

@@ -47,7 +47,7 @@ def enqueue_many(
     try:
         if connection is None:
             rounds = _rounds_of_unique_ids(messages)
-            if len(rounds) == 1 and storage.enqueues_alone and not wanted:
+            if len(rounds) == 1 and storage.statements_alone and not wanted:
                 return _enqueue_alone(queue, messages, rounds[0], dedupe)
             with storage.transaction() as own:
                 return enqueue_in(queue, own, messages, rounds, dedupe)

@@ -120,11 +120,10 @@ class Queue:
         batch_size: int,
         lease_seconds: float | None = None,
     ) -> tuple[Settled, LeaseBatch]:
-        """Record outcomes and lease the next batch in one transaction (a worker's loop)."""
-        with self.database.transaction() as connection:
-            settled = settle.settle(self._queue, connection, owner, outcomes)
-            batch = settle.lease(self._queue, connection, owner, batch_size, lease_seconds, None)
-            return settled, batch
+        """Record outcomes and lease the next batch (a worker's loop): in one transaction, or
+        on PostgreSQL, for completions on a queue without flow controls, as statements of their
+        own (`settle.settle_and_lease`)."""
+        return settle.settle_and_lease(self._queue, owner, outcomes, batch_size, lease_seconds)
 
     def extend(
         self, owner: str, ids: Iterable[int], lease_seconds: float | None = None

@@ -65,14 +65,10 @@ def lease_rows(
     limit allow."""
     memory = queue.flow
     request = LeaseRequest(queue.name, owner, batch_size, lease_seconds, correlation_id)
-    if not (memory.limited or memory.capped or memory.grouped):
-        rows = queue.dialect.lease(connection, queue.queries, request)
-        if rows:
-            return Leased(rows)
-        state = flow_state(queue.storage, connection, queue.name)
-        if state is None or not (state.limited or state.capped or state.grouped):
-            return Leased(rows, paused=state is not None and state.paused)
-        memory.limited, memory.capped, memory.grouped = state.limited, state.capped, state.grouped
+    if not memory.controlled:
+        leased = _lease_uncontrolled(queue, connection, request)
+        if leased is not None:
+            return leased
     if memory.capped or memory.grouped:
         gate = connection.execute(queue.queries.lock_concurrency(), {"b_queue": queue.name}).first()
         if gate is None or gate.paused_at is not None:
@@ -90,8 +86,8 @@ def lease_rows(
         if memory.grouped:
             request = replace(request, group=GroupLease(gate.group_limit, bool(gate.group_hold)))
         if memory.capped:
-            leased = connection.execute(queue.queries.count_leased()).scalar_one()
-            room = gate.max_leased - leased
+            counted = connection.execute(queue.queries.count_leased()).scalar_one()
+            room = gate.max_leased - counted
             if room < 1:
                 return Leased([], at_limit=True)
             request = replace(request, batch_size=min(batch_size, room), capped=True)
@@ -99,6 +95,39 @@ def lease_rows(
         rows = queue.dialect.lease(connection, queue.queries, request)
         return Leased(rows) if rows else _nothing_leased(queue, connection)
     return _lease_in_bucket_turn(queue, connection, replace(request, limited=True))
+
+
+def lease_alone(
+    queue: QueueContext,
+    connection: Connection,
+    *,
+    owner: str,
+    batch_size: int,
+    lease_seconds: float,
+    correlation_id: str,
+) -> Leased | None:
+    """`lease_rows` on a connection in autocommit, for a queue this handle believes has no
+    flow controls: its one statement. None when the queue turns out to have some (their row
+    locks need a transaction: lease again in one)."""
+    request = LeaseRequest(queue.name, owner, batch_size, lease_seconds, correlation_id)
+    return None if queue.flow.controlled else _lease_uncontrolled(queue, connection, request)
+
+
+def _lease_uncontrolled(
+    queue: QueueContext, connection: Connection, request: LeaseRequest
+) -> Leased | None:
+    """The one statement of a queue without flow controls; it leases nothing while the queue
+    is paused or has a limit (`Queries.flow_gate`). After an empty lease, the queue's pause
+    and limits are read: None when it has limits (remembered: lease through them)."""
+    rows = queue.dialect.lease(connection, queue.queries, request)
+    if rows:
+        return Leased(rows)
+    state = flow_state(queue.storage, connection, queue.name)
+    if state is None or not (state.limited or state.capped or state.grouped):
+        return Leased(rows, paused=state is not None and state.paused)
+    memory = queue.flow
+    memory.limited, memory.capped, memory.grouped = state.limited, state.capped, state.grouped
+    return None
 
 
 def _lease_in_bucket_turn(

@@ -162,7 +162,8 @@ def complete_recording(
     if queue.dialect.capabilities.folds_writes:
         statement, per_row = history.finish_and_record(delete)
         parameters = per_row.params(rows, {"b_owner": owner, "b_queue": queue.name})
-        return len(connection.execute(statement, parameters).all())
+        assert isinstance(parameters, dict)  # engines that fold writes take one document
+        return len(queue.dialect.hot_rows(connection, queue.queries, statement, parameters))
     messages = [c.message for c in completions]
     results = {c.message.id: c.result for c in completions}
     if delete:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import uuid
 from collections.abc import Iterable, Sequence
@@ -15,6 +16,7 @@ from ..errors import InvalidInput
 from ..limits import MAX_LEASE_BATCH, MAX_SECONDS
 from ..models import Completion, Failure, LeaseBatch, Message, Settled, retry_delay
 from ..storage import registry, schedules
+from ..storage.borrowed import bare
 from . import flow, history
 from .context import QueueContext
 
@@ -29,10 +31,79 @@ def lease(
 ) -> LeaseBatch:
     """Take up to `batch_size` due messages: highest priority, then oldest (none while the
     queue is paused, at most what its global concurrency and rate limit allow)."""
+    leased = _lease(queue, connection, owner, batch_size, lease_seconds, correlation_id, False)
+    assert leased is not None
+    return leased
+
+
+def settle_and_lease(
+    queue: QueueContext,
+    owner: str,
+    outcomes: Sequence[Completion | Failure],
+    batch_size: int,
+    lease_seconds: float | None,
+) -> tuple[Settled, LeaseBatch]:
+    """Record outcomes and lease the next batch: a worker's cycle, in one transaction.
+
+    Where a statement can be its own transaction (`Storage.statements_alone`: PostgreSQL without
+    a transaction pooler's per-transaction setup), a cycle of completions on a queue without
+    flow controls is its statements in autocommit instead: no BEGIN and no COMMIT, two round
+    trips instead of four. Each statement is atomic, and nothing ties the outcomes to the next
+    lease. The lease runs first, so that an error leaves nothing recorded, as a transaction's
+    rollback would: what the lease took is given back when the outcomes fail for a reason of
+    their own, and a lost connection leaves it to the caller's recovery of untracked leases
+    (`release_untracked`), as a lease whose commit went unanswered does. Failures keep the
+    transaction, which writes their attempts with them; a queue found to have flow controls
+    settles and leases in a transaction (its row locks need one).
+    """
+    storage = queue.storage
+    alone = storage.statements_alone and not queue.flow.controlled
+    if alone and not any(isinstance(o, Failure) for o in outcomes):
+        with storage.autocommit() as dbapi_connection:
+            connection = bare(storage.engine, dbapi_connection)
+            batch = _lease(queue, connection, owner, batch_size, lease_seconds, None, True)
+            if batch is not None:
+                return _settle_after(queue, connection, owner, outcomes, batch), batch
+    with storage.transaction() as connection:
+        settled = settle(queue, connection, owner, outcomes)
+        return settled, lease(queue, connection, owner, batch_size, lease_seconds, None)
+
+
+def _settle_after(
+    queue: QueueContext,
+    connection: Connection,
+    owner: str,
+    outcomes: Sequence[Completion | Failure],
+    batch: LeaseBatch,
+) -> Settled:
+    """Record outcomes after their cycle's lease committed; if they fail, the lease's messages
+    go back (Pending, attempt not counted) before the error is raised."""
+    try:
+        return settle(queue, connection, owner, outcomes)
+    except Exception:
+        ids = [m.id for m in batch.messages]
+        if ids:
+            with contextlib.suppress(Exception):  # the connection is gone: the caller recovers
+                queue.dialect.release(connection, queue.queries, owner=owner, ids=ids)
+        raise
+
+
+def _lease(
+    queue: QueueContext,
+    connection: Connection,
+    owner: str,
+    batch_size: int,
+    lease_seconds: float | None,
+    correlation_id: str | None,
+    alone: bool,
+) -> LeaseBatch | None:
+    """`lease`; `alone`: on a connection in autocommit (`flow.lease_alone`), None when the
+    queue has flow controls."""
     if not 1 <= batch_size <= MAX_LEASE_BATCH:
         raise InvalidInput(f"batch size {batch_size} out of range 1..{MAX_LEASE_BATCH}")
     correlation_id = correlation_id or uuid.uuid4().hex
-    leased = flow.lease_rows(
+    leaser = flow.lease_alone if alone else flow.lease_rows
+    leased = leaser(
         queue,
         connection,
         owner=owner,
@@ -40,6 +111,8 @@ def lease(
         lease_seconds=lease_seconds_of(queue, lease_seconds),
         correlation_id=correlation_id,
     )
+    if leased is None:
+        return None
     messages = sorted(
         (Message(*row) for row in leased.rows), key=lambda m: (-m.priority, m.process_after, m.id)
     )

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..dialects import Dialect
+from ..dialects.driver import as_sqlalchemy_error
 from ..dialects.statements import Queries
 from ..errors import DatabaseUnavailable, InvalidInput
 from ..models import canonical_json
@@ -143,18 +144,19 @@ class Storage:
             ) from error
 
     @property
-    def enqueues_alone(self) -> bool:
-        """Whether an enqueue may be one autocommit statement (`autocommit`): the engine can
-        (`capabilities.enqueues_alone`) and nothing has to run at the start of each transaction
-        (behind a transaction pooler the statement timeout is set per transaction)."""
+    def statements_alone(self) -> bool:
+        """Whether an enqueue, or a worker's cycle, may be statements in autocommit
+        (`autocommit`): the engine can (`capabilities.enqueues_alone`) and nothing has to run
+        at the start of each transaction (behind a transaction pooler the statement timeout is
+        set per transaction)."""
         return self.dialect.capabilities.enqueues_alone and self._setup is None
 
     @contextlib.contextmanager
     def autocommit(self) -> Iterator[Any]:
-        """A pooled DB-API connection in autocommit mode, for one statement that is its own
-        transaction (no BEGIN, no COMMIT: one round trip). The driver's errors become
+        """A pooled DB-API connection in autocommit mode, for statements that are each their
+        own transaction (no BEGIN, no COMMIT: one round trip each). The driver's errors become
         SQLAlchemy's, as `transaction()` raises them (a lost connection is discarded from the
-        pool: DatabaseUnavailable)."""
+        pool: DatabaseUnavailable), and so do those of SQLAlchemy statements run over it."""
         try:
             pooled = self.engine.raw_connection()
         except sa.exc.DBAPIError as error:
@@ -165,15 +167,17 @@ class Storage:
             dbapi_connection.autocommit = True
             yield dbapi_connection
         except driver.loaded_dbapi.Error as error:
-            lost = bool(driver.is_disconnect(error, dbapi_connection, None))
+            lost, wrapped = as_sqlalchemy_error(driver, error, dbapi_connection)
             if lost:
                 pooled.invalidate(error)
-            wrapped = sa.exc.DBAPIError.instance(
-                None, None, error, driver.loaded_dbapi.Error, connection_invalidated=lost
-            )
             if isinstance(wrapped, sa.exc.DBAPIError):
                 self._raise_unavailable(wrapped)
             raise wrapped from error
+        except sa.exc.DBAPIError as error:  # of a statement run through `borrowed.bare`
+            if error.connection_invalidated:
+                pooled.invalidate(error.orig)
+            self._raise_unavailable(error)
+            raise
         finally:
             try:
                 if pooled.is_valid:  # never back into the pool in autocommit mode

@@ -1,5 +1,6 @@
-"""PostgreSQL: the single enqueue runs on psycopg directly (`tablequeue/dialects/driver.py`),
-its statement compiled once per queue table and prepared on first use. On one pooled
+"""PostgreSQL: the single enqueue, the lease and the outcomes run on psycopg directly
+(`tablequeue/dialects/driver.py`), each statement compiled once per queue table and prepared on
+first use. On one pooled
 connection (StaticPool), statements of several tables live side by side, and a queue table
 dropped and created again, or altered by a migration, from another connection keeps working
 (PostgreSQL re-plans a prepared statement after DDL on its tables)."""
@@ -7,14 +8,17 @@ dropped and created again, or altered by a migration, from another connection ke
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC
 
 import psycopg
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import Database, connect
+from tablequeue import Completion, Database, NewMessage, Queue, connect
 from tablequeue.dialects.driver import DriverStatement
+from tablequeue.errors import DatabaseUnavailable
 from tablequeue.spec import QueueResource
+from tests.support.statements import StatementsRun
 
 
 @pytest.fixture
@@ -118,3 +122,84 @@ def test_a_migration_that_changes_a_returned_type_keeps_enqueueing(
     enqueued = orders.enqueue({"after": 0}, message_id="m0")
     assert (enqueued.outcome, enqueued.version) == ("updated", 2)
     assert _bodies(postgres_url, "orders") == [{"after": 0}, {"before": 1}, {"before": 2}]
+
+
+# --- the worker's cycle: lease and outcomes on psycopg, inside SQLAlchemy's transaction -----
+
+
+def _enqueued(database: Database, n: int) -> Queue:
+    database.apply(QueueResource.from_name("orders"))
+    orders = database.queue("orders")
+    orders.enqueue_many([NewMessage(message={"n": i}) for i in range(n)])
+    return orders
+
+
+def test_leased_times_are_utc_whatever_the_sessions_time_zone(postgres_url: str) -> None:
+    kolkata = f"{postgres_url}?options=-c%20TimeZone%3DAsia/Kolkata"  # no option of ours then
+    with connect(kolkata) as database:
+        orders = _enqueued(database, 2)
+        with database.transaction() as connection:
+            shown = connection.exec_driver_sql("SHOW TimeZone").scalar_one()
+        assert shown == "Asia/Kolkata"
+        leased = orders.lease("w1", 2).messages
+    with connect(postgres_url) as database:  # the session in UTC: psycopg's times as they are
+        again = database.queue("orders").get(leased[0].id)
+    for message in leased:
+        for moment in (message.created_at, message.lease_expires_at, message.started_at):
+            assert moment is not None and moment.tzinfo is UTC
+    assert again.created_at == leased[0].created_at and again.created_at.tzinfo is UTC
+
+
+def test_a_migration_that_changes_a_leased_type_costs_one_cycle(
+    database: Database, postgres_url: str
+) -> None:
+    """The lease is prepared on first use; a type it returns changed elsewhere makes PostgreSQL
+    refuse the plan inside the transaction. Its rollback makes psycopg deallocate every
+    statement, so the next cycle prepares again: nothing settled is lost meanwhile."""
+    orders = _enqueued(database, 4)
+    first = orders.lease("w1", 1).messages
+    with psycopg.connect(postgres_url, autocommit=True) as other:
+        other.execute("ALTER TABLE orders ALTER COLUMN attempts TYPE bigint")
+    try:
+        settled, batch = orders.settle_and_lease("w1", [Completion(first[0])], 1)
+    except sa.exc.NotSupportedError:  # the stale plan: the whole cycle rolled back
+        settled, batch = orders.settle_and_lease("w1", [Completion(first[0])], 1)
+    assert settled.deleted == 1 and len(batch.messages) == 1
+    assert orders.count() == 3
+
+
+def test_a_connection_lost_in_the_cycle_is_discarded_and_the_next_one_works(
+    database: Database, postgres_url: str
+) -> None:
+    orders = _enqueued(database, 2)
+    first = orders.lease("w1", 1).messages
+    with database.transaction() as connection:
+        backend = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+    with psycopg.connect(postgres_url, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [backend])
+    with pytest.raises(DatabaseUnavailable, match="lost connection"):
+        orders.settle_and_lease("w1", [Completion(first[0])], 1)
+    settled, batch = orders.settle_and_lease("w1", [Completion(first[0])], 1)
+    assert settled.deleted == 1 and len(batch.messages) == 1
+
+
+def test_a_cycle_of_completions_is_two_statements_of_their_own(database: Database) -> None:
+    orders = _enqueued(database, 4)
+    first = orders.lease("w1", 2).messages
+    with StatementsRun(database) as seen:
+        settled, batch = orders.settle_and_lease("w1", [Completion(m) for m in first], 2)
+    assert settled.deleted == 2 and len(batch.messages) == 2
+    assert [text.split()[0] for text in seen] == ["update", "with"], seen  # lease, then outcomes
+
+
+def test_an_outcome_that_breaks_the_cycle_gives_back_what_its_lease_took(
+    database: Database,
+) -> None:
+    """The lease runs first: when the outcomes fail for a reason of their own (a result that is
+    not JSON), the messages it took are Pending again, as a transaction's rollback leaves them."""
+    orders = _enqueued(database, 3)
+    first = orders.lease("w1", 1).messages
+    with pytest.raises(TypeError):
+        orders.settle_and_lease("w1", [Completion(first[0], result=object())], 2)
+    assert orders.stats().counts == {"Leased": 1, "Pending": 2}
+    assert all(m.attempts == 0 for m in orders.messages(status="Pending"))

@@ -50,7 +50,7 @@ def test_every_connection_carries_the_default_bounds(silent_database: str) -> No
     args = database.dialect.connect_args(database.url, 10.0, 300.0)
     assert args["connect_timeout"] == 10
     if database.dialect.name == "postgresql":
-        assert args["options"] == "-c statement_timeout=300000"
+        assert args["options"] == "-c TimeZone=UTC -c statement_timeout=300000"
         assert args["keepalives"] == 1 and args["tcp_user_timeout"] == 60_000
     else:
         assert args["init_command"] == "SET SESSION max_statement_time = 300"

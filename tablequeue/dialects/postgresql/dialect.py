@@ -21,7 +21,7 @@ from sqlalchemy.sql.selectable import Select
 
 from ...errors import InvalidInput
 from ..dialect import Dialect
-from ..driver import DriverStatement
+from ..driver import DriverStatement, driver_connection
 from ..on_conflict import OnConflictDialect
 from ..statements import Queries
 from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, Rows, notify_channel
@@ -99,6 +99,13 @@ belongs to a client for one transaction only. See the PgBouncer guide (docs/guid
 log = logging.getLogger("tablequeue.worker")
 
 
+def _on_driver(queries: Queries, statement: sa.Executable) -> DriverStatement:
+    """A statement of the worker's cycle compiled for psycopg, once per queue table."""
+    assert isinstance(statement, sa.ClauseElement)
+    clause: sa.ClauseElement = statement
+    return queries.once(("driver", id(statement)), lambda: DriverStatement(clause))
+
+
 class EnqueuedRow(NamedTuple):
     """What an enqueue statement returns first (`enqueue_statement`'s RETURNING)."""
 
@@ -165,20 +172,26 @@ class PostgresDialect(OnConflictDialect):
         `tcp_user_timeout`, so that a connection whose network went silent fails instead of
         waiting for an answer for ever (the server cannot time out what it never received).
 
+        The session's time zone is UTC, also a startup option: psycopg then returns times in
+        UTC as they are, and the statements it runs itself (`driver.DriverStatement`) skip
+        converting them.
+
         Behind a transaction pooler: no startup option (PgBouncer refuses `options`; the
-        timeout is set per transaction, `transaction_setup`) and no prepared statements
-        (psycopg's names would reach other clients' server connections)."""
+        timeout is set per transaction, `transaction_setup`, and times are converted) and no
+        prepared statements (psycopg's names would reach other clients' server connections)."""
         args: dict[str, Any] = {}
         if self.pooler is not None:
-            statement_seconds = None
             args["prepare_threshold"] = None
         if connect_seconds and "connect_timeout" not in url.query:
             args["connect_timeout"] = max(2, math.ceil(connect_seconds))
         for key, value in TCP_BOUNDS.items():
             if key not in url.query:
                 args[key] = value
-        if statement_seconds and "options" not in url.query:
-            args["options"] = f"-c statement_timeout={math.ceil(statement_seconds * 1000)}"
+        if self.pooler is None and "options" not in url.query:
+            options = ["-c TimeZone=UTC"]
+            if statement_seconds:
+                options.append(f"-c statement_timeout={math.ceil(statement_seconds * 1000)}")
+            args["options"] = " ".join(options)
         return args
 
     def transaction_setup(self, statement_seconds: float | None) -> Callable[[Any], None] | None:
@@ -245,6 +258,35 @@ class PostgresDialect(OnConflictDialect):
         one binary array per column that `unnest` reads without parsing a JSON document row by
         row (`arrays.py`: about 4 µs of the server's CPU per message less)."""
         return arrays.unnest(columns)
+
+    def hot_rows(
+        self,
+        connection: Connection,
+        queries: Queries,
+        statement: sa.Executable,
+        parameters: dict[str, Any],
+    ) -> Sequence[Sequence[Any]]:
+        """Differs because SQLAlchemy's execution context and result rows cost more client CPU
+        than the lease itself (its `UtcDateTime` alone is a Python call per time, seven a row):
+        the statement runs on psycopg directly (`driver.DriverStatement`, compiled once per
+        table, prepared on first use), in SQLAlchemy's transaction, with its errors."""
+        run = _on_driver(queries, statement)
+        with driver_connection(connection) as dbapi_connection:
+            return run.run(dbapi_connection, parameters)
+
+    def hot_count(
+        self,
+        connection: Connection,
+        queries: Queries,
+        statement: sa.Executable,
+        parameters: dict[str, Any] | list[dict[str, Any]],
+    ) -> int:
+        """Differs as `hot_rows` does; every outcome is one statement with the batch's rows
+        in one JSON document (`per_row`), so `parameters` is one dict."""
+        assert isinstance(parameters, dict)
+        run = _on_driver(queries, statement)
+        with driver_connection(connection) as dbapi_connection:
+            return run.count(dbapi_connection, parameters)
 
     def enqueue_round(self, connection: Connection, queries: Queries, batch: EnqueueBatch) -> Rows:
         """Differs because one binary array per column (`arrays`) costs PostgreSQL less than

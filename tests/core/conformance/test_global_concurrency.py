@@ -7,11 +7,11 @@ against a limited queue are in tests/worker/test_global_concurrency.py.
 from __future__ import annotations
 
 import pytest
-import sqlalchemy as sa
 
 from tablequeue import Completion, Database, Failure, NewMessage, Queue
 from tablequeue.errors import SpecError
 from tablequeue.spec import QueueResource, validate_queue
+from tests.support.statements import StatementsRun
 from tests.support.waiting import wait_until
 
 from .helpers import MakeQueue, lease_at_once_behind_the_registry_row, statuses
@@ -108,23 +108,6 @@ def test_a_paused_limited_queue_leases_nothing(database: Database, make_queue: M
     assert len(queue.lease("w1", 10).messages) == 2  # the tighter of the two limits: the burst
 
 
-class _Statements:
-    def __init__(self, database: Database) -> None:
-        self.database = database
-        self.texts: list[str] = []
-
-    def __enter__(self) -> list[str]:
-        sa.event.listen(self.database.engine, "before_cursor_execute", self._seen)
-        return self.texts
-
-    def __exit__(self, *_: object) -> None:
-        sa.event.remove(self.database.engine, "before_cursor_execute", self._seen)
-
-    def _seen(self, _connection: object, _cursor: object, statement: str, *_: object) -> None:
-        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SELECT 1")):
-            self.texts.append(" ".join(statement.split()).lower())
-
-
 def test_an_unlimited_queue_pays_no_statement_for_the_limit(
     database: Database, make_queue: MakeQueue
 ) -> None:
@@ -132,9 +115,9 @@ def test_an_unlimited_queue_pays_no_statement_for_the_limit(
     for queue in (free, capped):
         enqueue(queue, 5)
     capped.lease("w1", 1)  # the handle learns of its limit
-    with _Statements(database) as unlimited:
+    with StatementsRun(database) as unlimited:
         assert len(free.lease("w1", 2).messages) == 2
-    with _Statements(database) as limited:
+    with StatementsRun(database) as limited:
         assert len(capped.lease("w1", 2).messages) == 2
     assert not any("count(" in text for text in unlimited)
     assert len(limited) == len(unlimited) + 2  # the registry row locked, the Leased counted

@@ -18,6 +18,7 @@ from tablequeue import Completion, Database, Failure, NewMessage
 from tablequeue.errors import MessageNotFound
 from tablequeue.limits import ATTEMPTS_KEPT
 from tablequeue.storage.history import ERROR_LENGTH
+from tests.support.statements import StatementsRun
 from tests.support.waiting import wait_until
 
 from .helpers import MakeQueue
@@ -158,7 +159,7 @@ def test_retention_purges_messages_results_and_attempts_in_batches(
         removed.append(purged.results)
         return sum(removed) == 7
 
-    with _Statements(database) as seen:
+    with StatementsRun(database) as seen:
         wait_until(purge_results, 30)  # once 2 s old, in one round or several
     deletes = [t for t in seen if t.lstrip().upper().startswith("DELETE FROM TABLEQUEUE_RESULTS")]
     assert len(deletes) >= 4  # 7 results, at most 2 a statement
@@ -312,25 +313,6 @@ def test_an_unknown_tracking_id_is_not_found(database: Database, make_queue: Mak
         database.find_job(str(uuid.uuid4()))
 
 
-class _Statements:
-    """The SQL statements a database runs meanwhile (SQLAlchemy's cursor events)."""
-
-    def __init__(self, database: Database) -> None:
-        self.database = database
-        self.texts: list[str] = []
-
-    def __enter__(self) -> list[str]:
-        sa.event.listen(self.database.engine, "before_cursor_execute", self._seen)
-        return self.texts
-
-    def __exit__(self, *_: object) -> None:
-        sa.event.remove(self.database.engine, "before_cursor_execute", self._seen)
-
-    def _seen(self, _connection: object, _cursor: object, statement: str, *_: object) -> None:
-        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SELECT 1")):
-            self.texts.append(statement)
-
-
 def test_results_cost_no_statement_when_off_and_none_where_the_engine_folds(
     database: Database, make_queue: MakeQueue
 ) -> None:
@@ -339,12 +321,12 @@ def test_results_cost_no_statement_when_off_and_none_where_the_engine_folds(
     for queue in (off, on):
         queue.enqueue_many([NewMessage(message={"n": n}) for n in range(5)])
     batch = off.lease("w1", 10).messages
-    with _Statements(database) as seen:
+    with StatementsRun(database) as seen:
         assert off.complete("w1", [Completion(m) for m in batch]).deleted == 5
     assert not any("tablequeue_" in text for text in seen)
     without_results = len(seen)
     batch = on.lease("w1", 10).messages
-    with _Statements(database) as seen:
+    with StatementsRun(database) as seen:
         assert on.complete("w1", [Completion(m, result=m.id) for m in batch]).deleted == 5
     assert any("tablequeue_results" in text for text in seen)
     if database.dialect.capabilities.folds_writes:
