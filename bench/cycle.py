@@ -18,17 +18,14 @@ import argparse
 import cProfile
 import os
 import pstats
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 from bench.cpu import Meter, postmaster_pid
 from bench.enqueue_one import round_trips
 from bench.worker import body
 from tablequeue import Completion, NewMessage, Queue, connect
 from tablequeue.spec import QueueResource
-from tests.support.postgres_server import PostgresServer
+from tests.support.postgres_server import PostgresServer, postgres_server
 
 
 def _fill(queue: Queue, messages: int) -> None:
@@ -91,17 +88,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="tablequeue-bench-"))
-    server = PostgresServer(base)
-    try:
-        server.init()
-        server.start()
+    with postgres_server() as server:
         _measure(args, server)
-    finally:
-        try:
-            server.stop("immediate")
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ import argparse
 import cProfile
 import os
 import pstats
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +27,7 @@ from bench.cpu import Meter, postmaster_pid
 from bench.worker import body
 from tablequeue import Queue, connect
 from tablequeue.spec import QueueResource
-from tests.support.postgres_server import PostgresServer
+from tests.support.postgres_server import PostgresServer, postgres_server
 
 MARK = "tablequeue-bench-mark"
 
@@ -110,17 +108,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--connection", action="store_true", help="the caller's transaction")
     args = parser.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="tablequeue-bench-"))
-    server = PostgresServer(base)
-    try:
-        server.init()
-        server.start()
+    with postgres_server() as server:
         _measure(args, server)
-    finally:
-        try:
-            server.stop("immediate")
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
