@@ -129,7 +129,15 @@ class Storage:
         finally:
             connection.close()
 
-    def _cannot_connect(self, error: sa.exc.DBAPIError) -> DatabaseUnavailable:
+    def _pooled(self) -> Any:
+        """A pooled DB-API connection; an unreachable database is DatabaseUnavailable (the pool
+        raises the driver's own errors, not SQLAlchemy's)."""
+        try:
+            return self.engine.raw_connection()
+        except (sa.exc.DBAPIError, self.engine.dialect.loaded_dbapi.Error) as error:
+            raise self._cannot_connect(error) from None
+
+    def _cannot_connect(self, error: Exception) -> DatabaseUnavailable:
         return DatabaseUnavailable(f"cannot connect to {self.shown_url}: {_first_line(error)}")
 
     def _raise_unavailable(self, error: sa.exc.DBAPIError) -> None:
@@ -157,12 +165,9 @@ class Storage:
         own transaction (no BEGIN, no COMMIT: one round trip each). The driver's errors become
         SQLAlchemy's, as `transaction()` raises them (a lost connection is discarded from the
         pool: DatabaseUnavailable), and so do those of SQLAlchemy statements run over it."""
-        try:
-            pooled = self.engine.raw_connection()
-        except sa.exc.DBAPIError as error:
-            raise self._cannot_connect(error) from None
-        dbapi_connection: Any = pooled.dbapi_connection
         driver = self.engine.dialect
+        pooled = self._pooled()
+        dbapi_connection: Any = pooled.dbapi_connection
         try:
             dbapi_connection.autocommit = True
             yield dbapi_connection
@@ -239,10 +244,7 @@ class Storage:
     def reading(self) -> Iterator[Connection]:
         """A pooled connection for reads that takes no lock (no BEGIN IMMEDIATE on SQLite, so
         it works while a caller's transaction holds the write lock); rolled back after."""
-        try:
-            pooled = self.engine.raw_connection()
-        except sa.exc.DBAPIError as error:
-            raise self._cannot_connect(error) from None
+        pooled = self._pooled()
         try:
             if self._setup is not None:
                 self._setup(pooled.dbapi_connection)

@@ -18,6 +18,7 @@ from tablequeue import Completion, Database, NewMessage, Queue, connect
 from tablequeue.dialects.driver import DriverStatement
 from tablequeue.errors import DatabaseUnavailable
 from tablequeue.spec import QueueResource
+from tests.support.ports import free_port
 from tests.support.statements import StatementsRun
 
 
@@ -203,3 +204,13 @@ def test_an_outcome_that_breaks_the_cycle_gives_back_what_its_lease_took(
         orders.settle_and_lease("w1", [Completion(first[0], result=object())], 2)
     assert orders.stats().counts == {"Leased": 1, "Pending": 2}
     assert all(m.attempts == 0 for m in orders.messages(status="Pending"))
+
+
+def test_statements_alone_on_a_server_that_refuses_raise_database_unavailable() -> None:
+    """The pool's own connection errors are the driver's: `autocommit` (an enqueue, a worker's
+    cycle) raises them as `transaction()` does, so a worker backs off and recovers."""
+    url = f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/none"
+    database = connect(url)
+    with pytest.raises(DatabaseUnavailable, match="cannot connect"), database.autocommit():
+        pass
+    database.close()
