@@ -11,6 +11,7 @@ from ..dialects import Dialect
 from ..dialects.statements import Queries
 from ..spec import QueueSpec
 from ..storage import Storage
+from ..storage.flow_control import FlowState
 
 
 def spec_of(storage: Storage, name: str, settings: Any) -> QueueSpec:
@@ -41,6 +42,10 @@ class FlowMemory:
     def controlled(self) -> bool:
         """A lease of this queue locks a registry or bucket row first (a transaction's work)."""
         return self.limited or self.capped or self.grouped
+
+    def remember(self, state: FlowState) -> None:
+        """Lease through the limits the queue has now."""
+        self.limited, self.capped, self.grouped = state.limited, state.capped, state.grouped
 
 
 @dataclass(frozen=True)

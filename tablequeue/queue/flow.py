@@ -123,10 +123,9 @@ def _lease_uncontrolled(
     if rows:
         return Leased(rows)
     state = flow_state(queue.storage, connection, queue.name)
-    if state is None or not (state.limited or state.capped or state.grouped):
+    if state is None or not state.controlled:
         return Leased(rows, paused=state is not None and state.paused)
-    memory = queue.flow
-    memory.limited, memory.capped, memory.grouped = state.limited, state.capped, state.grouped
+    queue.flow.remember(state)
     return None
 
 
@@ -172,8 +171,7 @@ def _nothing_leased(queue: QueueContext, connection: Connection) -> Leased:
     state = flow_state(queue.storage, connection, queue.name)
     if state is None:
         return Leased([])
-    memory = queue.flow
-    memory.limited, memory.capped, memory.grouped = state.limited, state.capped, state.grouped
+    queue.flow.remember(state)
     return Leased([], paused=state.paused)
 
 

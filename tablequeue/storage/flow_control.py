@@ -54,6 +54,11 @@ class FlowState:
     def grouped(self) -> bool:
         return self.group_limit is not None
 
+    @property
+    def controlled(self) -> bool:
+        """A lease of the queue locks a registry or bucket row first (a transaction's work)."""
+        return self.limited or self.capped or self.grouped
+
 
 def flow_state(storage: Storage, connection: Connection, name: str) -> FlowState | None:
     """The pause and rate limit of a queue, or None when it does not exist (one statement)."""
