@@ -3,7 +3,7 @@ the session's control plane."""
 
 from __future__ import annotations
 
-from tests.support.deploy_tools import deploy_tools
+from tests.support.deploy_tools import chart_tools, deploy_tools
 from tests.support.kube.fixtures import operator_kubeconfig
 
-__all__ = ["deploy_tools", "operator_kubeconfig"]  # fixtures, for this folder
+__all__ = ["chart_tools", "deploy_tools", "operator_kubeconfig"]  # fixtures, for this folder

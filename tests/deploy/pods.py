@@ -105,7 +105,7 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def node_cluster(
-    deploy_tools: DeployTools, tmp_path_factory: pytest.TempPathFactory
+    chart_tools: DeployTools, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     worker = build_image("Dockerfile.worker", "tablequeue-worker")
     operator = build_image("Dockerfile.operator", "tablequeue-operator")
@@ -120,12 +120,12 @@ def node_cluster(
         ):
             for image in (worker, operator, app):
                 node.load_image(image)
-            for crd in deploy_tools.prometheus_operator_crds:
+            for crd in chart_tools.prometheus_operator_crds:
                 plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
             found = Cluster(plane, node, postgres, app, records)
             home = tmp_path_factory.mktemp("helm")
-            readme_db = _install_as_the_readme_says(found, deploy_tools, home, worker, operator)
-            _upgrade_for_the_scenarios(found, deploy_tools, home, worker, operator)
+            readme_db = _install_as_the_readme_says(found, chart_tools, home, worker, operator)
+            _upgrade_for_the_scenarios(found, chart_tools, home, worker, operator)
             yield dataclasses.replace(found, readme_database=readme_db)
     finally:
         shutil.rmtree(records, ignore_errors=True)

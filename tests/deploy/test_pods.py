@@ -20,16 +20,17 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from tablequeue import NewMessage, Queue, connect
+from tablequeue import Completion, NewMessage, Queue, connect
 from tablequeue.operator.deletion_cost import DELETION_COST
 from tests.support.deploy_tools import DeployTools
 from tests.support.keda import KedaOperator, keda_metrics_server
-from tests.support.kube.fixtures import apply, queue, secret, wait_ready
+from tests.support.kube.fixtures import apply, get, queue, secret, wait_ready
 from tests.support.metrics_adapter import prometheus_adapter
 from tests.support.monitoring import ALERTS, dashboard_queries
 from tests.support.prometheus_server import prometheus_server
 from tests.support.waiting import wait_until
 
+from .containers import build_pipeline_image
 from .pods import (
     RELEASE,
     RELEASE_NAMESPACE,
@@ -282,7 +283,93 @@ def test_pods_operator_scales_real_pods_from_zero_and_back(scenario: Scenario) -
     assert_exactly_once(scenario, ids)
 
 
-# --- 5. Prometheus scrapes the pods the chart's monitors select ----------------------------------
+# --- 3. the archive CronJob of spec.archive -------------------------------------------------------
+
+
+def test_pods_archive_cronjob_runs_the_pipeline_image_on_the_node(
+    scenario: Scenario, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """One real run: the chart's operator (a pod) makes the Queue's CronJob; a Job made from it,
+    as `kubectl create job --from=cronjob/...` makes one, runs the pipeline image's archive with
+    local Spark on the node, against the scenario's PostgreSQL, into a PersistentVolumeClaim (a
+    hostPath PersistentVolume of this machine): every Processed message leaves the table for
+    Parquet on the volume."""
+    cluster, namespace = scenario.cluster, scenario.namespace
+    pipeline = build_pipeline_image(tmp_path_factory.mktemp("jars"))
+    cluster.node.load_image(pipeline, "docker.io/tablequeue/pipeline:0.1.0")  # chart's default
+    folder = cluster.records / f"{scenario.name}-archive"
+    folder.mkdir()
+    folder.chmod(0o777)  # hostPath volumes keep their owner: the image's user writes here
+    volume = f"{namespace}-archive"
+    apply(
+        cluster.plane,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "manual",
+                "hostPath": {"path": str(folder), "type": "Directory"},
+                "claimRef": {"namespace": namespace, "name": "archive"},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "archive", "namespace": namespace},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "manual",
+                "volumeName": volume,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    archive = {
+        "schedule": "0 3 1 1 *",  # once a year: the Job below is the run
+        "destination": {"persistentVolumeClaim": {"claimName": "archive"}},
+        "olderThan": "0s",
+        "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+    }
+    no_workers = {"autoscaling": {"mode": "None", "minReplicas": 0, "maxReplicas": 1}}
+    scenario.apply(idempotent=True, workers=no_workers, archive=archive)
+    wait_ready(cluster.plane, scenario.name, namespace, timeout=120)
+    ids = scenario.enqueue(40, kind="archive")
+    with connect(scenario.url) as db:
+        target = db.queue(scenario.name)
+        leased = target.lease("test", len(ids)).messages
+        target.complete("test", [Completion(message) for message in leased])
+    assert scenario.statuses() == {"Processed": 40}
+
+    cronjob = f"{scenario.name}-archive"
+    wait_until(lambda: get(cluster.plane, "cronjob", cronjob, namespace), timeout=60)
+    cluster.plane.kubectl(
+        "create", "job", "archive-now", f"--from=cronjob/{cronjob}", "-n", namespace
+    )
+
+    def finished() -> dict[str, Any] | None:
+        job = cluster.plane.kubectl_json("get", "job", "archive-now", "-n", namespace)
+        status = job.get("status") or {}
+        if status.get("failed"):
+            raise AssertionError(f"the archive Job failed: {status}")
+        return status if status.get("succeeded") else None
+
+    try:
+        wait_until(finished, timeout=600, interval=2)
+    except AssertionError as error:
+        raise AssertionError(
+            f"{error}\n{cluster.describe(namespace, 'job-name=archive-now')}"
+        ) from None
+    log = cluster.plane.kubectl("logs", "job/archive-now", "-n", namespace).stdout
+    assert f"{scenario.name}: archived 40, deleted 40" in log, log
+    assert scenario.statuses() == {}
+    written = list((folder / f"queue={scenario.name}" / "status=Processed").rglob("*.parquet"))
+    assert written, sorted(str(path) for path in folder.rglob("*"))
+
+
+# --- 4. Prometheus scrapes the pods the chart's monitors select -----------------------------------
 
 
 def test_pods_prometheus_scrapes_the_pods_the_charts_monitors_select_and_the_dashboard_has_data(
@@ -321,7 +408,7 @@ def test_pods_prometheus_scrapes_the_pods_the_charts_monitors_select_and_the_das
         prometheus.wait_for_series(dashboard_queries())
 
 
-# --- 4. an HPA scales real pods ------------------------------------------------------------------
+# --- 5. an HPA and KEDA scale real pods -----------------------------------------------------------
 
 
 def test_pods_hpa_scales_real_pods_through_prometheus_and_prometheus_adapter(

@@ -4,10 +4,11 @@ the container tools, the third-party CRDs and kubeconform's schemas.
 
 The first test that needs them runs the build script, which waits for a build under way (its
 lock) and builds only what is missing. A missing package fails the test that needs it, naming the
-script that installs it: nothing is skipped. The fixture `deploy_tools` (session scope) is
-imported by the conftest of each folder that uses it:
+script that installs it: nothing is skipped. The fixtures `deploy_tools` (all of them) and
+`chart_tools` (what installs the chart: the others may still be building), of session scope, are
+imported by the conftest of each folder that uses them:
 
-    from tests.support.deploy_tools import deploy_tools
+    from tests.support.deploy_tools import chart_tools, deploy_tools
 """
 
 from __future__ import annotations
@@ -125,14 +126,22 @@ def system_tool(name: str) -> Path:
     return Path(found)
 
 
+CHART_INSTALL = ("helm", "crds")
+"""What installing the chart on a cluster needs (helm; the prometheus-operator CRDs it monitors
+with), built first: a test that needs only these need not wait for Prometheus and KEDA."""
+
+
 @functools.cache
-def find_deploy_tools() -> DeployTools:
-    """The built tools (built now if they are not yet: minutes, progress on stderr);
-    DeployToolMissing (naming the script to run) if a Python tool is missing or the build fails."""
+def find_deploy_tools(*tools: str) -> DeployTools:
+    """The built tools, all of them or those named (see scripts/build-deploy-tools; built now if
+    they are not yet: minutes, progress on stderr); DeployToolMissing (naming the script to run)
+    if a Python tool is missing or the build fails."""
     for module, user in PYTHON_TOOLS.items():
         if importlib.util.find_spec(module) is None:
             raise DeployToolMissing(f"{module} (for {user}) is not installed: run {SETUP_SCRIPT}")
-    result = subprocess.run([str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False)
+    result = subprocess.run(
+        [str(BUILD_SCRIPT), *tools], stdout=subprocess.PIPE, text=True, check=False
+    )
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines:
         raise DeployToolMissing(f"{BUILD_SCRIPT} failed with exit code {result.returncode}")
@@ -144,3 +153,9 @@ def deploy_tools() -> DeployTools:
     """helm, ct, kubeconform, prometheus-adapter, KEDA's operator, promtool, prometheus, CRDs and
     schemas; a test that takes it fails, saying which script to run, when they are not installed."""
     return find_deploy_tools()
+
+
+@pytest.fixture(scope="session")
+def chart_tools() -> DeployTools:
+    """The tools of CHART_INSTALL only (the others may still be building)."""
+    return find_deploy_tools(*CHART_INSTALL)

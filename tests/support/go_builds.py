@@ -23,12 +23,12 @@ from collections.abc import Generator
 import pytest
 
 from .deploy_tools import BUILD_SCRIPT as DEPLOY_TOOLS_BUILD
-from .deploy_tools import find_deploy_tools
+from .deploy_tools import CHART_INSTALL, find_deploy_tools
 from .kube.control_plane import BUILD_SCRIPT as CONTROL_PLANE_BUILD
 from .kube.control_plane import build_control_plane
 
 CONTROL_PLANE_FIXTURES = {"kube", "node_cluster"}
-DEPLOY_TOOLS_FIXTURES = {"deploy_tools", "node_cluster"}
+DEPLOY_TOOLS_FIXTURES = {"deploy_tools", "chart_tools"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -43,8 +43,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
     with contextlib.suppress(Exception):
         if fixtures & CONTROL_PLANE_FIXTURES:
             _control_plane_built()
-        if fixtures & DEPLOY_TOOLS_FIXTURES:
+        if "deploy_tools" in fixtures:
             find_deploy_tools()
+        elif "chart_tools" in fixtures:
+            find_deploy_tools(*CHART_INSTALL)
     yield
 
 
