@@ -1,6 +1,6 @@
 """The tools the tests take from Go modules (scripts/build-go-tools: the control plane, the node,
-the deployment tools), which scripts/test builds beside the tests on a machine that has not built
-them yet: many minutes of CPU that would otherwise come before the first test.
+the deployment tools). scripts/test builds them before pytest starts; pytest run by itself on a
+machine that has not built them yet builds them here, as the tests need them.
 
 - The order of the run: on a machine that has built them (asked with the build scripts'
   `--built`, which neither builds nor waits), the node's module first: the longest, it then runs
@@ -8,7 +8,9 @@ them yet: many minutes of CPU that would otherwise come before the first test.
   first, then the node's (so that it does not end the run), then the other modules that need one.
   xdist keeps this order with `--no-loadscope-reorder`.
 - A test that needs a Go tool waits for its build (the build scripts' lock; a missing tool is
-  built then) before its timeout starts: the wait is the build's, not the test's.
+  built then) before its timeout starts: the wait is the build's, not the test's. The node's
+  module waits only for the control plane and what installs the chart (`chart_tools`); its
+  Prometheus, HPA and KEDA scenarios take `deploy_tools`, and so wait for the rest.
 
 Loaded by tests/conftest.py (`pytest_plugins`).
 """
