@@ -13,14 +13,15 @@ case "${1:-}" in
       --conf "spark.driver.bindAddress=${SPARK_DRIVER_BIND_ADDRESS}" "$@"
     ;;
   executor)
-    # The driver hands the executor's JVM options over as SPARK_JAVA_OPT_0, _1, ... in order.
+    # The driver hands the executor's JVM options over as SPARK_JAVA_OPT_0, _1, ... in order,
+    # and spark.executor.extraClassPath (the JDBC drivers) as SPARK_CLASSPATH.
     options=()
     for index in $(compgen -e | sed -n 's/^SPARK_JAVA_OPT_\([0-9]*\)$/\1/p' | sort -n); do
       name="SPARK_JAVA_OPT_${index}"
       options+=("${!name}")
     done
     exec java "${options[@]}" -Xms"${SPARK_EXECUTOR_MEMORY}" -Xmx"${SPARK_EXECUTOR_MEMORY}" \
-      -cp "${SPARK_HOME}/conf:${SPARK_HOME}/jars/*" \
+      -cp "${SPARK_CLASSPATH:+${SPARK_CLASSPATH}:}${SPARK_HOME}/conf:${SPARK_HOME}/jars/*" \
       org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend \
       --driver-url "${SPARK_DRIVER_URL}" --executor-id "${SPARK_EXECUTOR_ID}" \
       --cores "${SPARK_EXECUTOR_CORES}" --app-id "${SPARK_APPLICATION_ID}" \

@@ -7,8 +7,8 @@ never on the command line, where `ps`, the pod's spec and Spark's UI would show 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from tablequeue.errors import InvalidInput
 
@@ -43,6 +43,9 @@ class KubernetesJob:
     driver_cores: int = 1
     driver_memory: str = "1g"
     image_pull_policy: str = "IfNotPresent"
+    extra_conf: Mapping[str, str] = field(default_factory=dict)
+    """Further Spark settings, after (and over) the job's own: volumes
+    (`spark.kubernetes.executor.volumes.*`), CPU requests below the cores, s3a's, ..."""
 
     def conf(self) -> dict[str, str]:
         """The Spark settings of the job, by name."""
@@ -63,7 +66,7 @@ class KubernetesJob:
             "spark.executor.memory": self.executor_memory,
             "spark.driver.cores": str(self.driver_cores),
             "spark.driver.memory": self.driver_memory,
-        }
+        } | dict(self.extra_conf)
 
 
 def submit_command(job: KubernetesJob, arguments: Sequence[str]) -> list[str]:

@@ -57,7 +57,12 @@ class Cluster:
         """A fresh database: (its URL for pods, for this process)."""
         name = f"pods_{next(_numbers)}"
         local = self.postgres.create_database(name)
-        return local.replace("127.0.0.1", kube_node.GATEWAY), local
+        return self.for_pods(local), local
+
+    @staticmethod
+    def for_pods(local_url: str) -> str:
+        """A database URL of this process as the pods reach it (the bridge's gateway)."""
+        return local_url.replace("127.0.0.1", kube_node.GATEWAY)
 
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = self.plane.kubectl_json(

@@ -11,6 +11,7 @@ per pod in a hostPath folder.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from psycopg import sql
 
 from tablequeue import Completion, NewMessage, Queue, connect
 from tablequeue.operator.deletion_cost import DELETION_COST
+from tablequeue.pipeline.on_kubernetes import KubernetesJob
 from tests.support.deploy_tools import DeployTools
 from tests.support.keda import KedaOperator, keda_metrics_server
 from tests.support.kube.fixtures import apply, get, queue, secret, wait_ready
@@ -30,6 +32,7 @@ from tests.support.monitoring import ALERTS, dashboard_queries
 from tests.support.prometheus_server import prometheus_server
 from tests.support.waiting import wait_until
 
+from . import spark_on_node
 from .containers import build_pipeline_image
 from .pods import (
     RELEASE,
@@ -364,6 +367,75 @@ def test_pods_archive_cronjob_runs_the_pipeline_image_on_the_node(
         ) from None
     log = cluster.plane.kubectl("logs", "job/archive-now", "-n", namespace).stdout
     assert f"{scenario.name}: archived 40, deleted 40" in log, log
+    assert scenario.statuses() == {}
+    written = list((folder / f"queue={scenario.name}" / "status=Processed").rglob("*.parquet"))
+    assert written, sorted(str(path) for path in folder.rglob("*"))
+
+
+def test_pods_spark_on_kubernetes_enqueues_and_archives_with_executor_pods(
+    scenario: Scenario, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """spark-submit in cluster mode, the command on_kubernetes writes: a driver pod and two
+    executor pods of the pipeline image; the enqueue reads a JDBC table (the drivers on the
+    executors' class path), the URL of the queue's database comes from its Secret; the archive
+    writes Parquet to a hostPath volume of the driver and the executors."""
+    cluster, namespace = scenario.cluster, scenario.namespace
+    pipeline = build_pipeline_image(tmp_path_factory.mktemp("jars"))
+    cluster.node.load_image(pipeline, "docker.io/tablequeue/pipeline:0.1.0")
+    no_workers = {"autoscaling": {"mode": "None", "minReplicas": 0, "maxReplicas": 1}}
+    scenario.apply(idempotent=True, workers=no_workers)
+    wait_ready(cluster.plane, scenario.name, namespace, timeout=120)
+    with psycopg.connect(scenario.url, autocommit=True) as connection:
+        connection.execute("CREATE TABLE catalogue (sku text PRIMARY KEY, price integer)")
+        connection.execute(
+            "INSERT INTO catalogue SELECT 'S-' || n, n FROM generate_series(1, 500) n"
+        )
+    folder = cluster.records / f"{scenario.name}-spark"
+    folder.mkdir()
+    folder.chmod(0o777)  # the image's user writes the archive here
+    volume = {
+        f"spark.kubernetes.{role}.volumes.hostPath.archive.{key}": value
+        for role in ("driver", "executor")
+        for key, value in (("mount.path", "/archive"), ("options.path", str(folder)))
+    }
+    spark_on_node.allow_jobs(cluster, namespace)
+    job = KubernetesJob(
+        image="docker.io/tablequeue/pipeline:0.1.0",
+        namespace=namespace,
+        service_account=spark_on_node.SERVICE_ACCOUNT,
+        database_secret="db",  # the scenario's, key `url`
+        api_server=cluster.plane.server,
+        executors=2,
+        executor_memory="512m",
+        driver_memory="512m",
+        image_pull_policy="Never",
+        extra_conf=spark_on_node.this_cluster(cluster) | volume,
+    )
+    work = tmp_path_factory.mktemp("spark")
+    source = cluster.for_pods(scenario.url)
+    enqueued, executors = spark_on_node.run_job(
+        cluster,
+        dataclasses.replace(job, name=f"{scenario.name}-enqueue"),
+        ["enqueue", scenario.name, source, "--format", "jdbc", "--table", "catalogue",
+         "--id-column", "sku", "--partitions", "4", "--json"],
+        work,
+    )  # fmt: skip
+    assert (enqueued["inserted"], enqueued["rejected"]) == (500, 0), enqueued
+    assert len(executors) == 2, executors
+    assert scenario.statuses() == {"Pending": 500}
+    with connect(scenario.url) as db:
+        target = db.queue(scenario.name)
+        leased = target.lease("test", 500).messages
+        target.complete("test", [Completion(message) for message in leased])
+
+    [archived], executors = spark_on_node.run_job(
+        cluster,
+        dataclasses.replace(job, name=f"{scenario.name}-archive"),
+        ["archive", scenario.name, "--to", "/archive", "--older-than", "0s", "--json"],
+        work,
+    )
+    assert (archived["archived"], archived["deleted"]) == (500, 500), archived
+    assert len(executors) == 2, executors
     assert scenario.statuses() == {}
     written = list((folder / f"queue={scenario.name}" / "status=Processed").rglob("*.parquet"))
     assert written, sorted(str(path) for path in folder.rglob("*"))

@@ -8,6 +8,7 @@ with the database URL from the Secret and nowhere in the pod or Spark's configur
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -61,6 +62,22 @@ def test_the_command_runs_the_pipeline_in_cluster_mode_with_the_url_from_the_sec
     assert conf["spark.kubernetes.driver.secretKeyRef.TABLEQUEUE_DB"] == "queues-db:dsn"
     assert conf["spark.kubernetes.executor.secretKeyRef.TABLEQUEUE_DB"] == "queues-db:dsn"
     assert (conf["spark.executor.instances"], conf["spark.executor.cores"]) == ("4", "2")
+
+
+def test_extra_settings_come_after_the_jobs_own_and_win() -> None:
+    job = dataclasses.replace(
+        JOB,
+        extra_conf={
+            "spark.kubernetes.executor.request.cores": "500m",
+            "spark.executor.memory": "3g",
+        },
+    )
+    command = submit_command(job, ARGUMENTS)
+    conf = conf_of(command)
+    assert conf["spark.kubernetes.executor.request.cores"] == "500m"
+    assert conf["spark.executor.memory"] == "3g"  # over the job's executor_memory
+    assert command.count("spark.executor.memory=3g") == 1
+    assert "spark.executor.memory=2g" not in command
 
 
 @pytest.mark.parametrize("argument", ["--db", "--db=postgresql://app:secret@db/app"])
