@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tablequeue.pipeline.on_kubernetes import IMAGE_MAIN, KubernetesJob, submit_command
+from tablequeue.pipeline.on_kubernetes import KubernetesJob, submit_command
+from tests.support.kube.spark_submit import spark_submit
 
 from .pods import Cluster
 
@@ -54,26 +52,8 @@ def run_job(
     job = dataclasses.replace(
         job, extra_conf={**job.extra_conf, "spark.kubernetes.driver.pod.name": driver}
     )
-    command = submit_command(job, arguments)
-    # The client's credentials (the ServiceAccount's token: Spark's Kubernetes client reads no
-    # EC client key, which the admin's is).
-    token = work / f"{job.name}.token"
-    token.write_text(
-        plane.kubectl("create", "token", SERVICE_ACCOUNT, "-n", namespace).stdout.strip()
-    )
-    index = command.index(IMAGE_MAIN)
-    command[index:index] = [
-        f"--conf=spark.kubernetes.authenticate.submission.caCertFile={plane.pki / 'ca.crt'}",
-        f"--conf=spark.kubernetes.authenticate.submission.oauthTokenFile={token}",
-    ]
-    bin_dir = Path(sys.executable).parent
-    submitted = subprocess.run(
-        [str(bin_dir / command[0]), *command[1:]],
-        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"},
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    submitted = spark_submit(
+        plane, namespace, SERVICE_ACCOUNT, submit_command(job, arguments), work, timeout=600
     )  # waits for the driver to end (spark.kubernetes.submission.waitAppCompletion)
     pod = plane.kubectl_json("get", "pod", driver, "-n", namespace)
     log = plane.kubectl("logs", driver, "-n", namespace, check=False).stdout

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +21,7 @@ from tablequeue.errors import InvalidInput
 from tablequeue.pipeline.on_kubernetes import IMAGE_MAIN, KubernetesJob, submit_command
 from tests.support.kube import ControlPlane
 from tests.support.kube.fixtures import apply, secret
+from tests.support.kube.spark_submit import spark_submit
 from tests.support.waiting import wait_until
 
 JOB = KubernetesJob(
@@ -133,25 +131,14 @@ def test_spark_submit_makes_the_driver_pod_on_a_real_api_server(
         driver_memory="1g",
     )
     command = submit_command(job, ["archive", "orders", "--to", "/archive"])
-    # The test's own: the client's credentials (the ServiceAccount's token: Spark's Kubernetes
-    # client reads no EC client key), and no waiting for a pod no kubelet starts.
-    token = tmp_path / "token"
-    token.write_text(
-        kube.kubectl("create", "token", "tablequeue-pipeline", "-n", namespace).stdout.strip()
-    )
-    index = command.index(IMAGE_MAIN)
-    command[index:index] = [
-        f"--conf=spark.kubernetes.authenticate.submission.caCertFile={kube.pki / 'ca.crt'}",
-        f"--conf=spark.kubernetes.authenticate.submission.oauthTokenFile={token}",
-        "--conf=spark.kubernetes.submission.waitAppCompletion=false",
-    ]
-    bin_dir = Path(sys.executable).parent
-    submitted = subprocess.run(
-        [str(bin_dir / command[0]), *command[1:]],
-        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
+    # No waiting for a pod no kubelet starts.
+    submitted = spark_submit(
+        kube,
+        namespace,
+        "tablequeue-pipeline",
+        command,
+        tmp_path,
+        "spark.kubernetes.submission.waitAppCompletion=false",
         timeout=240,
     )
     assert submitted.returncode == 0, submitted.stderr[-6000:]
