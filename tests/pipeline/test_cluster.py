@@ -179,5 +179,6 @@ def test_archive_survives_killed_executors_then_report(
     job = cluster.submit(
         2, "report", QUEUE, "--archive", str(root), "--json", "--db", postgres_url, log=log
     )
-    report = json.loads(finished(job, log).splitlines()[-1])
+    # The log has Spark's lines too, some written after the report's (its shutdown).
+    [report] = [json.loads(line) for line in finished(job, log).splitlines() if line[:1] == "{"]
     assert report["queues"][QUEUE]["counts"] == {"Processed": ROWS}
