@@ -291,11 +291,12 @@ class Worker:
                     continue
             held.start_waiting(config.concurrency, self.stopping)
             if delay and not held.waiting:
-                await sleep_unless(delay, self.stopping, self._wake)
-                await self._coalesce()
+                await self._wait_for_work(delay)
 
-    async def _coalesce(self) -> None:
-        """Woken by a notification: wait until NOTIFY_COALESCE after the last lease began."""
+    async def _wait_for_work(self, delay: float) -> None:
+        """Wait `delay` before the next lease, or less when a notification wakes the worker:
+        then until NOTIFY_COALESCE after the last lease began."""
+        await sleep_unless(delay, self.stopping, self._wake)
         if not self._wake.is_set() or self.stopping.is_set():
             return
         wait = self._leased_at + NOTIFY_COALESCE - asyncio.get_running_loop().time()
@@ -389,8 +390,7 @@ class Worker:
                 self.stop()
                 return delay, True
             delay = min(max(delay * 2, poll_min), poll_max)
-            await sleep_unless(delay, self.stopping, self._wake)
-            await self._coalesce()
+            await self._wait_for_work(delay)
             return delay, True
         if batch.throttled_for is not None:
             # The rate limit: no token before then, whatever is enqueued meanwhile.

@@ -25,15 +25,15 @@ import pytest
 import yaml
 from psycopg import sql
 
-from tablequeue import NewMessage, connect
+from tablequeue import Completion, NewMessage, connect
 from tests.support import doc_blocks
 from tests.support.deploy_tools import CHART, DeployTools
 from tests.support.kube import node as kube_node
 from tests.support.kube.control_plane import ControlPlane
-from tests.support.kube.fixtures import apply, queue, secret
+from tests.support.kube.fixtures import apply, queue, secret, wait_ready
 from tests.support.postgres_server import PostgresServer, postgres_server
 
-from .containers import build_example_app, build_image
+from .containers import build_example_app, build_image, build_pipeline_image
 from .helm import run, tool_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +63,12 @@ class Cluster:
     def for_pods(local_url: str) -> str:
         """A database URL of this process as the pods reach it (the bridge's gateway)."""
         return local_url.replace("127.0.0.1", kube_node.GATEWAY)
+
+    def load_pipeline_image(self, staging: Path) -> str:
+        """The pipeline image (Dockerfile.pipeline, its jars staged in `staging`) in the node's
+        containerd under the name the chart defaults to, never pulled; that name."""
+        self.node.load_image(build_pipeline_image(staging), PIPELINE_IMAGE)
+        return PIPELINE_IMAGE
 
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = self.plane.kubectl_json(
@@ -136,6 +142,8 @@ def node_cluster(
         shutil.rmtree(records, ignore_errors=True)
 
 
+PIPELINE_IMAGE = "docker.io/tablequeue/pipeline:0.1.0"
+"""The pipeline image's name as the chart defaults to it (spec.archive's CronJob)."""
 README_DATABASE = "postgresql://app:pw@db/app"
 """The database URL of README's commands; the test's database takes its place."""
 
@@ -282,6 +290,19 @@ class Scenario:
 
     def apply(self, **spec: Any) -> None:
         apply(self.cluster.plane, queue(self.name, self.namespace, **spec))
+
+    def apply_without_workers(self, **spec: Any) -> None:
+        """The Queue with no worker pods (the test plays the worker), once it is Ready."""
+        no_workers = {"autoscaling": {"mode": "None", "minReplicas": 0, "maxReplicas": 1}}
+        self.apply(workers=no_workers, **spec)
+        wait_ready(self.cluster.plane, self.name, self.namespace, timeout=120)
+
+    def complete(self, count: int) -> None:
+        """Lease `count` messages and record them done, as a worker would."""
+        with connect(self.url) as db:
+            target = db.queue(self.name)
+            leased = target.lease("test", count).messages
+            target.complete("test", [Completion(message) for message in leased])
 
     def enqueue(self, count: int, **body: Any) -> list[str]:
         ids = [f"{self.name}-{n}" for n in range(count)]

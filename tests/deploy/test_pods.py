@@ -21,7 +21,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from tablequeue import Completion, NewMessage, Queue, connect
+from tablequeue import NewMessage, Queue, connect
 from tablequeue.operator.deletion_cost import DELETION_COST
 from tablequeue.pipeline.on_kubernetes import KubernetesJob
 from tests.support.deploy_tools import DeployTools
@@ -33,7 +33,6 @@ from tests.support.prometheus_server import prometheus_server
 from tests.support.waiting import wait_until
 
 from . import spark_on_node
-from .containers import build_pipeline_image
 from .pods import (
     RELEASE,
     RELEASE_NAMESPACE,
@@ -298,8 +297,7 @@ def test_pods_archive_cronjob_runs_the_pipeline_image_on_the_node(
     hostPath PersistentVolume of this machine): every Processed message leaves the table for
     Parquet on the volume."""
     cluster, namespace = scenario.cluster, scenario.namespace
-    pipeline = build_pipeline_image(tmp_path_factory.mktemp("jars"))
-    cluster.node.load_image(pipeline, "docker.io/tablequeue/pipeline:0.1.0")  # chart's default
+    cluster.load_pipeline_image(tmp_path_factory.mktemp("jars"))
     folder = cluster.records / f"{scenario.name}-archive"
     folder.mkdir()
     folder.chmod(0o777)  # hostPath volumes keep their owner: the image's user writes here
@@ -336,14 +334,9 @@ def test_pods_archive_cronjob_runs_the_pipeline_image_on_the_node(
         "olderThan": "0s",
         "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
     }
-    no_workers = {"autoscaling": {"mode": "None", "minReplicas": 0, "maxReplicas": 1}}
-    scenario.apply(idempotent=True, workers=no_workers, archive=archive)
-    wait_ready(cluster.plane, scenario.name, namespace, timeout=120)
+    scenario.apply_without_workers(idempotent=True, archive=archive)
     ids = scenario.enqueue(40, kind="archive")
-    with connect(scenario.url) as db:
-        target = db.queue(scenario.name)
-        leased = target.lease("test", len(ids)).messages
-        target.complete("test", [Completion(message) for message in leased])
+    scenario.complete(len(ids))
     assert scenario.statuses() == {"Processed": 40}
 
     cronjob = f"{scenario.name}-archive"
@@ -380,11 +373,8 @@ def test_pods_spark_on_kubernetes_enqueues_and_archives_with_executor_pods(
     executors' class path), the URL of the queue's database comes from its Secret; the archive
     writes Parquet to a hostPath volume of the driver and the executors."""
     cluster, namespace = scenario.cluster, scenario.namespace
-    pipeline = build_pipeline_image(tmp_path_factory.mktemp("jars"))
-    cluster.node.load_image(pipeline, "docker.io/tablequeue/pipeline:0.1.0")
-    no_workers = {"autoscaling": {"mode": "None", "minReplicas": 0, "maxReplicas": 1}}
-    scenario.apply(idempotent=True, workers=no_workers)
-    wait_ready(cluster.plane, scenario.name, namespace, timeout=120)
+    image = cluster.load_pipeline_image(tmp_path_factory.mktemp("jars"))
+    scenario.apply_without_workers(idempotent=True)
     with psycopg.connect(scenario.url, autocommit=True) as connection:
         connection.execute("CREATE TABLE catalogue (sku text PRIMARY KEY, price integer)")
         connection.execute(
@@ -400,7 +390,7 @@ def test_pods_spark_on_kubernetes_enqueues_and_archives_with_executor_pods(
     }
     spark_on_node.allow_jobs(cluster, namespace)
     job = KubernetesJob(
-        image="docker.io/tablequeue/pipeline:0.1.0",
+        image=image,
         namespace=namespace,
         service_account=spark_on_node.SERVICE_ACCOUNT,
         database_secret="db",  # the scenario's, key `url`
@@ -423,10 +413,7 @@ def test_pods_spark_on_kubernetes_enqueues_and_archives_with_executor_pods(
     assert (enqueued["inserted"], enqueued["rejected"]) == (500, 0), enqueued
     assert len(executors) == 2, executors
     assert scenario.statuses() == {"Pending": 500}
-    with connect(scenario.url) as db:
-        target = db.queue(scenario.name)
-        leased = target.lease("test", 500).messages
-        target.complete("test", [Completion(message) for message in leased])
+    scenario.complete(500)
 
     [archived], executors = spark_on_node.run_job(
         cluster,
