@@ -25,7 +25,7 @@ import sys
 import threading
 import traceback
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -108,9 +108,6 @@ class HandlerContext:
             owner=self.owner,
             correlation_id=self.message.correlation_id,
         )
-
-
-Handler = Callable[[Message, HandlerContext], Awaitable[Outcome | None]]
 
 
 def _trim(text: str) -> str:
@@ -243,7 +240,7 @@ class HttpHandler:
         except (aiohttp.ClientError, TimeoutError, OSError):
             return False
 
-    async def __call__(self, message: Message, context: HandlerContext) -> Outcome | None:
+    async def __call__(self, message: Message, context: HandlerContext | None) -> Outcome | None:
         try:
             async with self._client().post(
                 self.url, json=payload(message), headers=self.headers(message)
@@ -339,15 +336,17 @@ class PythonHandler:
                 outcomes.append(failed)
         return outcomes
 
-    async def __call__(self, message: Message, context: HandlerContext) -> Outcome | None:
-        args = (message, context) if self.wants_context else (message,)
+    async def __call__(self, message: Message, context: HandlerContext | None) -> Outcome | None:
+        """`context`: given when the function takes it (`wants_context`), else None."""
+        args = (message, context) if context is not None else (message,)
         try:
             if self.is_async:
                 returned = await self.function(*args)
             else:
                 returned = await _in_own_thread(self.function, *args)
         except asyncio.CancelledError:
-            context.cancellation.set()
+            if context is not None:
+                context.cancellation.set()
             raise
         except PermanentFailure as error:
             raise HandlerFailed(_trim(f"{type(error).__name__}: {error}"), permanent=True) from None

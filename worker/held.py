@@ -71,6 +71,7 @@ class HeldMessages:
         self._slot_freed = asyncio.Event()
         self.handler_started = asyncio.Event()
         self.batch = isinstance(handler, PythonHandler) and handler.batch
+        self._wants_context = isinstance(handler, PythonHandler) and handler.wants_context
 
     def message_ids(self) -> list[int]:
         return [message.id for message in self.waiting] + list(self.running)
@@ -170,7 +171,11 @@ class HeldMessages:
         running = self.running[message.id]  # start_waiting registered it before this task ran
         waited = (datetime.now(UTC) - message.process_after).total_seconds()
         m.queue_latency.observe(max(waited, 0.0))
-        context = HandlerContext(self.database, self.queue, message, self.owner)
+        context = (
+            HandlerContext(self.database, self.queue, message, self.owner)
+            if self._wants_context
+            else None
+        )
         # Every log line of the handler's task (and of a sync handler's thread) names the message.
         logs.handling.set(
             logs.Handling(
