@@ -3,6 +3,7 @@ batch and lease the next one (`Queue.settle_and_lease`, as a worker's loop does)
 queue is empty. CPU per message and round trips per cycle.
 
     .venv/bin/python -m bench.cycle [--batch 100] [--messages 20000] [--profile]
+        [--keep-results-for 0s]
 
 Prints the client's CPU per message (this process: tablequeue, SQLAlchemy, psycopg) and the
 server's (bench/cpu.py), the rate, the load average and the statements PostgreSQL logged per
@@ -47,7 +48,8 @@ def _drain(queue: Queue, batch: int) -> int:
 
 def _measure(args: argparse.Namespace, server: PostgresServer) -> None:
     db = connect(server.url)
-    db.apply(QueueResource.from_name("orders"))
+    spec = {} if args.keep_results_for is None else {"keepResultsFor": args.keep_results_for}
+    db.apply(QueueResource.from_name("orders", **spec))
     queue = db.queue("orders")
     _fill(queue, 2 * args.batch)
     _drain(queue, args.batch)  # warm: pool, prepared statements, compiled cache
@@ -87,6 +89,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--keep-results-for", help="the queue's keepResultsFor (default: the spec's, 1h)"
+    )
     args = parser.parse_args()
     with postgres_server() as server:
         _measure(args, server)
