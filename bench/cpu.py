@@ -59,3 +59,21 @@ class Meter:
         if server is not None and self.began[1] is not None:
             out["server_cpu_us"] = (server - self.began[1]) / messages * 1e6
         return out
+
+
+def wait_until_quiet(
+    server: int | None, busiest: float = 0.05, window: float = 0.5, longest: float = 120.0
+) -> float:
+    """Wait until the database's process tree used less than `busiest` of a core over `window`
+    seconds (autovacuum, checkpoints, backends of the workload before), at most `longest`
+    seconds; the seconds waited. A latency measured on a server still busy with the previous
+    workload says more about that workload than about the system measured."""
+    if server is None:
+        return 0.0
+    began = time.monotonic()
+    while time.monotonic() - began < longest:
+        before = tree_cpu_seconds(server)
+        time.sleep(window)
+        if tree_cpu_seconds(server) - before < busiest * window:
+            break
+    return time.monotonic() - began

@@ -4,8 +4,9 @@ throwaway PostgreSQL for each run: the A/B tool for the worker's wake-ups.
 
     .venv/bin/python -m bench.latency [--rate 500] [--seconds 20] [--repeats 1] [--label NAME]
 
-Prints one JSON line per run. In bench.peers the same workload runs after the drains, on the
-server they left busy (its p99 there was 48-58 ms on 2026-11-29 where a fresh server gave 3-4).
+Prints one JSON line per run. bench.peers runs the same workload after its drains, once the
+server they left busy is quiet again (before it waited, its p99 was 48-58 ms on 2026-11-29
+where a fresh server gave 3-4).
 """
 
 from __future__ import annotations

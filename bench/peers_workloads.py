@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from bench.cpu import Meter
+from bench.cpu import Meter, wait_until_quiet
 from bench.peers_report import spread
 from bench.systems.common import BODY_SQL_PG_PARAMS, Row, System, bodies
 from bench.systems.pgbench_bound import Pgbench
@@ -148,6 +148,7 @@ def latency(system: System, rate: float, duration: float, tmp: Path) -> Row:
     with consumers(commands, log, env) as procs:
         wait_until(lambda: all(r() for r in ready) or not_yet(procs, log), "ready", 120)
         time.sleep(1.0)
+        quiet_after = wait_until_quiet(system.server_pid)
         total = int(rate * duration)
         meter = Meter(system.server_pid, [p.pid for p in procs])
         producers = [type(system)(system.url) for _ in range(PRODUCERS)]
@@ -178,6 +179,7 @@ def latency(system: System, rate: float, duration: float, tmp: Path) -> Row:
         "achieved_rate": achieved,
         "p50_ms": statistics.median(values) * 1000,
         "p99_ms": statistics.quantiles(values, n=100, method="inclusive")[98] * 1000,
+        "server_quiet_after_s": quiet_after,
     } | cpu
 
 
