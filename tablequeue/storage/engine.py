@@ -15,7 +15,7 @@ from ..dialects import Dialect
 from ..dialects.driver import as_sqlalchemy_error
 from ..dialects.statements import Queries
 from ..errors import DatabaseUnavailable, InvalidInput
-from ..models import canonical_json
+from ..models import canonical_json, loads_json
 from .borrowed import bare, dbapi_connection_of, shown_identity
 from .schema import (
     AUDIT_TABLE,
@@ -78,7 +78,10 @@ class Storage:
         self.dialect, self.url = dialect_for_url(url)
         self.shown_url = shown_url(url)
         self.timeouts = timeouts or DatabaseTimeouts.from_environment()
-        options: dict[str, Any] = {"json_serializer": canonical_json}
+        options: dict[str, Any] = {
+            "json_serializer": canonical_json,
+            "json_deserializer": loads_json,
+        }
         connect_args = self.dialect.connect_args(
             self.url, self.timeouts.connect_seconds, self.timeouts.statement_seconds
         )

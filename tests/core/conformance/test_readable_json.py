@@ -188,3 +188,20 @@ def test_an_unpaired_surrogate_stays_escaped(
     assert readable_json.rewrite_table(database, database.table("orders")) == 0
     if capabilities.stores_json_text:
         assert plain_select(database, capabilities) == written
+    [message] = queue.lease("w", batch_size=1).messages
+    if capabilities.stores_json_text:  # read as `json` reads it
+        assert message.message == {"broken": "\ud800", "name": "Jürgen"}
+
+
+def test_integers_beyond_64_bits_come_back_exactly(
+    make_queue: MakeQueue, database: Database
+) -> None:
+    """Bodies are read back with orjson, which would read integers beyond 64 bits as floats:
+    such a body is read by `json` instead, digit for digit."""
+    queue = make_queue()
+    body = {"big": 2**70 + 1, "negative": -(2**65), "small": 7, "name": "Jürgen"}
+    queue.enqueue(body)
+    [message] = queue.lease("w", batch_size=1).messages
+    assert message.message == body
+    queue.settle("w", [Completion(message, result={"total": 10**30})])
+    assert database.find_job(str(message.tracking_id)).result == {"total": 10**30}
