@@ -72,7 +72,7 @@ class HistoryQueries:
         finish: sa.Update | sa.Delete
         if delete:
             per_row = PerRow(q.dialect, [*HELD_COLUMNS, sa.column("b_result", t.c.result.type)])
-            finish = sa.delete(t).where(_held_by(t, per_row, q))
+            finish = sa.delete(t).where(q.held_by(per_row))
         else:
             finish, per_row = q.mark_processed()
         done = finish.returning(
@@ -182,15 +182,3 @@ class HistoryQueries:
         ranked_rows = ranked.subquery("ranked")
         old = sa.select(ranked_rows.c.id).where(ranked_rows.c.n > ATTEMPTS_KEPT)
         return sa.delete(a).where(a.c.id.in_(old.subquery("old").select()))
-
-
-def _held_by(t: sa.Table, per_row: PerRow, queries: Queries) -> sa.ColumnElement[bool]:
-    """The row is still leased by this owner in this lease batch at the version leased."""
-    b = per_row.c
-    return sa.and_(
-        t.c.id == b["b_id"],
-        t.c.version == b["b_version"],
-        t.c.lease_owner == _bind("b_owner", sa.String()),
-        t.c.correlation_id == b["b_cid"],
-        queries.leased,
-    )

@@ -112,6 +112,14 @@ class SqlParts(abc.ABC):
         or None: then statements run once per message (executemany) with scalar parameters."""
         return None
 
+    def among_per_row_ids(
+        self, id_column: sa.ColumnElement[int], id_name: str
+    ) -> sa.ColumnElement[bool] | None:
+        """A restriction of `id_column` to the ids of `per_row`'s source (its column
+        `id_name`), for a statement that joins the source to the queue table by id; None: the
+        join is enough."""
+        return None
+
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """The parameter(s) `per_row`'s source reads: one dict of column values per message.
         Only called when `per_row` gives a source."""

@@ -63,6 +63,10 @@ class Queries:
             [literal_status(names.PENDING), literal_status(names.SLEEPING)]
         )
         self.leased = t.c.status == literal_status(names.LEASED)
+        self.still_leased = t.c.status + sa.literal_column("''") == literal_status(names.LEASED)
+        """`leased` for rows found by their ids (`held_by`), in a form no index serves: the
+        status index has an entry for every row leased since the last vacuum, which a plan
+        through it reads for every batch."""
 
     def once(self, key: tuple[Any, ...], build: Callable[[], S]) -> S:
         """What `build` makes, made on first use and kept with the table's statements (e.g. a
@@ -288,7 +292,7 @@ class Queries:
         t = self.table
         return sa.and_(
             t.c.id.in_(sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())),
-            self.leased,
+            self.still_leased,
             t.c.lease_owner == _bind("b_owner", sa.String()),
         )
 
@@ -365,7 +369,7 @@ class Queries:
 
     def _delete_done(self) -> tuple[sa.Delete, PerRow]:
         per_row = PerRow(self.dialect, HELD_COLUMNS)
-        return sa.delete(self.table).where(self._held_by(per_row)), per_row
+        return sa.delete(self.table).where(self.held_by(per_row)), per_row
 
     def mark_processed(self) -> tuple[sa.Update, PerRow]:
         """Keep completed messages as Processed, with their result and progress."""
@@ -401,7 +405,7 @@ class Queries:
         if status == names.SLEEPING:
             values["process_after"] = b["b_again"]
             values["attempts"] = 0
-        return sa.update(t).where(self._held_by(per_row)).values(**values), per_row
+        return sa.update(t).where(self.held_by(per_row)).values(**values), per_row
 
     def fail(self) -> tuple[sa.Update, PerRow]:
         """Failed messages: Sleeping until :b_delay seconds from now, or Error (:b_give_up)."""
@@ -422,7 +426,7 @@ class Queries:
         give_up = b["b_give_up"]
         statement = (
             sa.update(t)
-            .where(self._held_by(per_row))
+            .where(self.held_by(per_row))
             .values(
                 status=sa.case(
                     (give_up, literal_status(names.ERROR)), else_=literal_status(names.SLEEPING)
@@ -464,20 +468,26 @@ class Queries:
             values["previous_message"] = sa.case(
                 (t.c.message_id.is_not(None), per_row.c["b_previous"]), else_=t.c.previous_message
             )
-        held_elsewhere = self._held_by(per_row, same_version=False)
+        held_elsewhere = self.held_by(per_row, same_version=False)
         return sa.update(t).where(held_elsewhere).values(**values), per_row
 
-    def _held_by(self, per_row: PerRow, same_version: bool = True) -> sa.ColumnElement[bool]:
-        """The row is still leased by this owner in this lease batch (at the version leased)."""
+    def held_by(self, per_row: PerRow, same_version: bool = True) -> sa.ColumnElement[bool]:
+        """The row is still leased by this owner in this lease batch (at the version leased,
+        or `same_version=False`: at another one), found by its id."""
         t, b = self.table, per_row.c
         version = t.c.version == b["b_version"] if same_version else t.c.version != b["b_version"]
-        return sa.and_(
+        held = [
             t.c.id == b["b_id"],
             version,
             t.c.lease_owner == _bind("b_owner", sa.String()),
             t.c.correlation_id == b["b_cid"],
-            self.leased,
-        )
+            self.still_leased,
+        ]
+        if per_row.source is not None:
+            among = self.dialect.among_per_row_ids(t.c.id, "b_id")
+            if among is not None:
+                held.append(among)
+        return sa.and_(*held)
 
     # --- housekeeping -----------------------------------------------------------------------
 

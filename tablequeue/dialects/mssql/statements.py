@@ -19,4 +19,4 @@ class MssqlQueries(Queries):
         per_row = PerRow(self.dialect, HELD_COLUMNS)
         assert per_row.source is not None
         held: Select[Any] = sa.select(sa.literal_column("1")).select_from(per_row.source)
-        return sa.delete(self.table).where(held.where(self._held_by(per_row)).exists()), per_row
+        return sa.delete(self.table).where(held.where(self.held_by(per_row)).exists()), per_row

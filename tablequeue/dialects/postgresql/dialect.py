@@ -246,6 +246,23 @@ class PostgresDialect(OnConflictDialect):
         rows = sa.cast(sa.bindparam(PER_ROW_PARAMETER, type_=sa.Text), pg.JSON)
         return sa.func.json_to_recordset(rows).table_valued(*columns).render_derived("b", True)
 
+    def among_per_row_ids(
+        self, id_column: sa.ColumnElement[int], id_name: str
+    ) -> sa.ColumnElement[bool]:
+        """Differs because PostgreSQL's planner, left to join the per-row source (estimated
+        at 100 rows) to the queue table, scans the whole table below ~15,000 rows, or finds
+        the rows through another index when its statistics see few of them (the status index,
+        with an entry for every row leased since the last vacuum): `id = ANY(ARRAY(SELECT ...
+        FROM json_to_recordset(...)))` makes the primary key the way in, whatever the table's
+        size, its statistics or the plan mode (bench/results/settle-plans-2026-11-29.md)."""
+        rows = sa.cast(sa.bindparam(PER_ROW_PARAMETER, type_=sa.Text), pg.JSON)
+        ids = (
+            sa.func.json_to_recordset(rows)
+            .table_valued(sa.column(id_name, sa.BigInteger()))
+            .render_derived("b_ids", True)
+        )
+        return id_column == sa.any_(sa.func.array(sa.select(ids.c[id_name]).scalar_subquery()))
+
     def per_row_parameters(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """Differs because `per_row` reads one JSON text: the rows as one compact JSON array
         (times in ISO 8601 with their offset, so that timestamptz keeps the instant; UUIDs as

@@ -4,5 +4,5 @@ SET status='Pending',
     lease_expires_at=%(lease_expires_at)s,
     updated_at=utc_timestamp(6)
 WHERE orders.id IN (__[POSTCOMPILE_b_ids])
-  AND orders.status = 'Leased'
+  AND (concat(orders.status, '')) = 'Leased'
   AND orders.lease_owner = %(b_owner)s;

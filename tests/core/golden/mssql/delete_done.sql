@@ -5,4 +5,4 @@ WHERE EXISTS (SELECT 1
       AND orders.version = b.b_version
       AND orders.lease_owner = ?
       AND orders.correlation_id = b.b_cid
-      AND orders.status = 'Leased');
+      AND (orders.status + '') = 'Leased');

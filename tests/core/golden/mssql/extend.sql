@@ -3,5 +3,5 @@ SET lease_expires_at=dateadd(day, CAST(? / (86400e0 + 0.0) AS INTEGER), dateadd(
     updated_at=sysutcdatetime()
 OUTPUT inserted.id
 WHERE orders.id IN (__[POSTCOMPILE_b_ids])
-  AND orders.status = 'Leased'
+  AND (orders.status + '') = 'Leased'
   AND orders.lease_owner = ?;

@@ -4,5 +4,5 @@ SET status='Pending',
     lease_expires_at=?,
     updated_at=sysutcdatetime()
 WHERE orders.id IN (__[POSTCOMPILE_b_ids])
-  AND orders.status = 'Leased'
+  AND (orders.status + '') = 'Leased'
   AND orders.lease_owner = ?;

@@ -8,4 +8,4 @@ WHERE orders.id = b.b_id
   AND orders.version != b.b_version
   AND orders.lease_owner = ?
   AND orders.correlation_id = b.b_cid
-  AND orders.status = 'Leased';
+  AND (orders.status + '') = 'Leased';

@@ -4,5 +4,5 @@ SET status='Pending',
     lease_expires_at=%(lease_expires_at)s::TIMESTAMP WITH TIME ZONE,
     updated_at=now()
 WHERE orders.id IN (__[POSTCOMPILE_b_ids])
-  AND orders.status = 'Leased'
+  AND (orders.status || '') = 'Leased'
   AND orders.lease_owner = %(b_owner)s::VARCHAR;

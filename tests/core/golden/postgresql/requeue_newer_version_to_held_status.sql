@@ -9,4 +9,6 @@ WHERE orders.id = b.b_id
   AND orders.version != b.b_version
   AND orders.lease_owner = %(b_owner)s::VARCHAR
   AND orders.correlation_id = b.b_cid
-  AND orders.status = 'Leased';
+  AND (orders.status || '') = 'Leased'
+  AND orders.id = ANY (array((SELECT b_ids.b_id
+      FROM json_to_recordset(CAST(%(b_rows)s::VARCHAR AS JSON)) AS b_ids(b_id BIGINT))));

@@ -1,5 +1,5 @@
 SELECT orders.id
 FROM orders
 WHERE orders.id IN (__[POSTCOMPILE_b_ids])
-  AND orders.status = 'Leased'
+  AND (orders.status || '') = 'Leased'
   AND orders.lease_owner = ?;

@@ -4,5 +4,5 @@ SET status='Pending',
     lease_expires_at=?,
     updated_at=(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')
 WHERE orders.id IN (__[POSTCOMPILE_b_ids])
-  AND orders.status = 'Leased'
+  AND (orders.status || '') = 'Leased'
   AND orders.lease_owner = ?;

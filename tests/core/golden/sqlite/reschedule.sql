@@ -12,4 +12,4 @@ WHERE orders.id = ?
   AND orders.version = ?
   AND orders.lease_owner = ?
   AND orders.correlation_id = ?
-  AND orders.status = 'Leased';
+  AND (orders.status || '') = 'Leased';
