@@ -35,7 +35,7 @@ def _index_names(plan: dict[str, Any]) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("outcome", ["complete", "fail", "extend", "held", "release"])
-def test_a_settle_finds_its_rows_by_id_not_by_status(postgres_url: str, outcome: str) -> None:
+def test_statements_on_leased_rows_find_them_by_id(postgres_url: str, outcome: str) -> None:
     with connect(postgres_url) as database:
         database.apply(QueueResource.from_name("orders"))
         queue = database.queue("orders")
@@ -79,4 +79,3 @@ def test_a_settle_finds_its_rows_by_id_not_by_status(postgres_url: str, outcome:
                 used = set(_index_names(plan))
                 assert "orders_status" not in used, (mode, query[:120], used)
                 assert "orders_pkey" in used, (mode, query[:120], used)
-        connection.rollback()
