@@ -24,18 +24,18 @@ import time
 from bench.cpu import Meter, postmaster_pid
 from bench.enqueue_one import round_trips
 from bench.worker import body
-from tablequeue import Completion, NewMessage, Queue, connect
+from tablequeue import Completion, Database, NewMessage, Queue, connect
 from tablequeue.spec import QueueResource
 from tests.support.postgres_server import PostgresServer, postgres_server
 
 
-def _fill(queue: Queue, messages: int) -> None:
+def fill(queue: Queue, messages: int) -> None:
     for start in range(0, messages, 1000):
         count = min(1000, messages - start)
         queue.enqueue_many([NewMessage(message=body(start + i)) for i in range(count)])
 
 
-def _drain(queue: Queue, batch: int) -> int:
+def drain(queue: Queue, batch: int) -> int:
     """Cycles until nothing is leased; the messages finished."""
     finished = 0
     _, leased = queue.settle_and_lease("bench", [], batch)
@@ -46,24 +46,35 @@ def _drain(queue: Queue, batch: int) -> int:
     return finished
 
 
-def _measure(args: argparse.Namespace, server: PostgresServer) -> None:
-    db = connect(server.url)
+def add_keep_results_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-results-for", help="the queue's keepResultsFor (default: the spec's, 1h)"
+    )
+
+
+def orders_queue(db: Database, args: argparse.Namespace) -> Queue:
+    """The queue `orders`, applied with `--keep-results-for` if given."""
     spec = {} if args.keep_results_for is None else {"keepResultsFor": args.keep_results_for}
     db.apply(QueueResource.from_name("orders", **spec))
-    queue = db.queue("orders")
-    _fill(queue, 2 * args.batch)
-    _drain(queue, args.batch)  # warm: pool, prepared statements, compiled cache
-    _fill(queue, args.messages)
+    return db.queue("orders")
+
+
+def _measure(args: argparse.Namespace, server: PostgresServer) -> None:
+    db = connect(server.url)
+    queue = orders_queue(db, args)
+    fill(queue, 2 * args.batch)
+    drain(queue, args.batch)  # warm: pool, prepared statements, compiled cache
+    fill(queue, args.messages)
     load = os.getloadavg()
     meter = Meter(postmaster_pid(server.data))
     began = time.perf_counter()
     profile = cProfile.Profile(time.process_time) if args.profile else None
-    finished = profile.runcall(_drain, queue, args.batch) if profile else _drain(queue, args.batch)
+    finished = profile.runcall(drain, queue, args.batch) if profile else drain(queue, args.batch)
     elapsed = time.perf_counter() - began
     cpu = meter.per_message(finished)
     end_load = os.getloadavg()
 
-    _fill(queue, 20 * args.batch)  # more than the 13 cycles counted: each one leases a batch
+    fill(queue, 20 * args.batch)  # more than the 13 cycles counted: each one leases a batch
     held = queue.settle_and_lease("bench", [], args.batch)[1].messages
 
     def cycles(n: int) -> None:
@@ -89,9 +100,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument(
-        "--keep-results-for", help="the queue's keepResultsFor (default: the spec's, 1h)"
-    )
+    add_keep_results_option(parser)
     args = parser.parse_args()
     with postgres_server() as server:
         _measure(args, server)

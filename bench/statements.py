@@ -14,18 +14,14 @@ grows with N is a plan that reads them. A benchmark, not a test: nothing asserts
 from __future__ import annotations
 
 import argparse
-import contextlib
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg
 
-from bench.cycle import _drain, _fill
+from bench.cycle import add_keep_results_option, drain, fill, orders_queue
 from tablequeue import connect
-from tablequeue.spec import QueueResource
-from tests.support.postgres_server import PostgresServer
+from tests.support.postgres_server import postgres_server
+
+PG_STAT_STATEMENTS = ("shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all")
 
 STATEMENTS = """
 SELECT calls, rows, total_exec_time, shared_blks_hit, wal_records, wal_bytes, query
@@ -34,36 +30,20 @@ ORDER BY total_exec_time DESC LIMIT 6
 """
 
 
-@contextlib.contextmanager
-def _server() -> Iterator[PostgresServer]:
-    base = Path(tempfile.mkdtemp(prefix="tablequeue-pg-"))
-    server = PostgresServer(base)
-    try:
-        server.init()
-        server.start("shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all")
+def _measure(args: argparse.Namespace, messages: int) -> None:
+    with postgres_server(*PG_STAT_STATEMENTS) as server:
         with psycopg.connect(server.url, autocommit=True) as connection:
             connection.execute("CREATE EXTENSION pg_stat_statements")
-        yield server
-    finally:
-        with contextlib.suppress(Exception):
-            server.stop("immediate")
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def _measure(args: argparse.Namespace, messages: int) -> None:
-    with _server() as server:
         with connect(server.url) as db:  # closed before reading: its sessions flush their stats
-            spec = {"keepResultsFor": args.keep_results_for} if args.keep_results_for else {}
-            db.apply(QueueResource.from_name("orders", **spec))
-            queue = db.queue("orders")
-            _fill(queue, 2 * args.batch)
-            _drain(queue, args.batch)  # prepared statements, pool
-            _fill(queue, messages)
+            queue = orders_queue(db, args)
+            fill(queue, 2 * args.batch)
+            drain(queue, args.batch)  # prepared statements, pool
+            fill(queue, messages)
             with psycopg.connect(server.url, autocommit=True) as connection:
                 connection.execute("ANALYZE orders")  # as autovacuum would after the fill
                 connection.execute("SELECT pg_stat_statements_reset()")
                 connection.execute("SELECT pg_stat_reset()")
-            finished = _drain(queue, args.batch)
+            finished = drain(queue, args.batch)
         with psycopg.connect(server.url, autocommit=True) as connection:
             rows = connection.execute(STATEMENTS).fetchall()
             [table] = connection.execute(
@@ -87,9 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--messages", type=int, nargs="+", default=[5_000, 20_000, 60_000])
-    parser.add_argument(
-        "--keep-results-for", help="the queue's keepResultsFor (default: the spec's, 1h)"
-    )
+    add_keep_results_option(parser)
     args = parser.parse_args()
     for messages in args.messages:
         _measure(args, messages)

@@ -100,20 +100,23 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def postgres_server(*, pods: tuple[str, str] | None = None) -> Iterator[PostgresServer]:
-    """A throwaway server on loopback; `pods` (an address of this machine, a subnet): also
-    listening there, trusting clients of that subnet (the test node's pods)."""
+def postgres_server(
+    *settings: str, pods: tuple[str, str] | None = None
+) -> Iterator[PostgresServer]:
+    """A throwaway server on loopback, with `settings` (`name=value`) beside the defaults;
+    `pods` (an address of this machine, a subnet): also listening there, trusting clients of
+    that subnet (the test node's pods)."""
     base = Path(tempfile.mkdtemp(prefix="tablequeue-pg-"))
     server = PostgresServer(base)
     try:
         server.init()
         if pods is None:
-            server.start()
+            server.start(*settings)
         else:
             address, subnet = pods
             hba = server.data / "pg_hba.conf"
             hba.write_text(hba.read_text() + f"host all all {subnet} trust\n")
-            server.start(f"listen_addresses=127.0.0.1,{address}")
+            server.start(f"listen_addresses=127.0.0.1,{address}", *settings)
         yield server
     finally:
         with contextlib.suppress(Exception):
