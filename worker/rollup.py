@@ -32,6 +32,7 @@ PRUNE_EVERY = 600.0
 """Seconds between two deletions of rows past the horizon by one worker."""
 KEPT_MINUTES = 60
 """Minutes of counts kept while writes fail (a missing table or grant, a database away)."""
+ONE_MINUTE = timedelta(minutes=1)
 
 
 class Rollup:
@@ -73,10 +74,15 @@ class Rollup:
         they were created (the queue table counts those never leased when the chart is read)."""
         if not self.enabled:
             return
+        counts: MinuteCounts | None = None
+        minute = end = datetime.min  # the message before's minute, and the next minute's start
         for message in messages:
             if _first_lease(message):
-                minute = minute_of(message.created_at)
-                self._counts(minute).enqueued += 1
+                created = message.created_at
+                if counts is None or not minute <= created < end:
+                    minute = minute_of(created)  # a batch's messages share a few minutes
+                    end, counts = minute + ONE_MINUTE, self._counts(minute)
+                counts.enqueued += 1
                 self._first_leases[message.id] = minute
 
     def given_back(self, ids: Iterable[int]) -> None:
