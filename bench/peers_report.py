@@ -195,10 +195,12 @@ def _drain_section(results: list[Row], about: Row) -> list[str]:
     out: list[str] = []
     out += ["", "## 2. Drain with a no-op handler", ""]
     out += [
-        f"Consumers start on an empty queue; then {about['sizes']['messages']:,} messages "
+        "Each row starts once the database server is quiet, on an empty queue: its consumers "
+        f"start, then {about['sizes']['messages']:,} messages "
         "become visible in one transaction (procrastinate: "
         f"{about['sizes']['procrastinate_depth']:,}, it drains ~1,000/s); the rate is messages "
-        "finished per second until the queue is empty, polled every 100 ms, or until the "
+        "finished per second until the queue is empty (counted every 0.1 s near the end, up to "
+        "every 1 s while the backlog lasts), or until the "
         f"{about['sizes']['drain_box']:g} s time box ends (then `messages` is what was drained). "
         "pgbench rows: the messages that left the table over pgbench's own duration "
         "(transactions / tps); it runs a fixed number of transactions, each a full batch: "
@@ -206,7 +208,8 @@ def _drain_section(results: list[Row], about: Row) -> list[str]:
         f"{min(about['sizes']['messages'], BATCH1_MESSAGES):,} messages at batch 1. "
         "Client CPU: the consumer processes (pgbench: its process), from the fill's commit to "
         "the empty queue; server CPU: PostgreSQL's processes over the same span (the ANALYZE "
-        "after the fill and the driver's count every 100 ms included, a few µs per message).",
+        "after the fill and the driver's counts included). A tablequeue row deletes its queue's "
+        "results and attempts with the queue, so that no worker of the next row purges them.",
         "",
         "| database | system | consumers | batch | messages | messages/s | client CPU µs/msg | "
         "server CPU µs/msg |",
