@@ -11,7 +11,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from tablequeue import connect
+from tablequeue import Database, Queue, connect
 from tablequeue.errors import DatabaseUnavailable
 from tablequeue.spec import QueueResource
 from tablequeue.storage import engine as storage_engine
@@ -41,6 +41,26 @@ def test_a_kept_connection_serves_the_next_statements_and_never_a_transaction(
             assert _backend(outer) != _backend(inner)
 
 
+def _orders_with_the_kept_connection_killed(db: Database, postgres_url: str) -> tuple[Queue, int]:
+    """A queue with one message, enqueued on the connection now kept, whose backend is gone;
+    its process id."""
+    db.apply(QueueResource.from_name("orders"))
+    orders = db.queue("orders")
+    orders.enqueue({"n": 1})
+    with db.autocommit() as kept:
+        killed = _backend(kept)
+    with psycopg.connect(postgres_url, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [killed])
+    _wait_until_gone(postgres_url, killed)
+    return orders, killed
+
+
+def _wait_until_gone(postgres_url: str, backend: int) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as other:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE pid = %s"
+        wait_until(lambda: other.execute(query, [backend]).fetchone() == (0,))
+
+
 def test_a_kept_connection_killed_while_idle_is_replaced_before_use(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -48,41 +68,22 @@ def test_a_kept_connection_killed_while_idle_is_replaced_before_use(
     after a database restart: the enqueue tests it, takes another, and succeeds."""
     monkeypatch.setattr(storage_engine, "PING_AFTER_IDLE_SECONDS", 0.0)
     with connect(postgres_url) as db:
-        db.apply(QueueResource.from_name("orders"))
-        orders = db.queue("orders")
-        orders.enqueue({"n": 1})
-        with db.autocommit() as kept:
-            killed = _backend(kept)
-        with psycopg.connect(postgres_url, autocommit=True) as other:
-            other.execute("SELECT pg_terminate_backend(%s)", [killed])
+        orders, _ = _orders_with_the_kept_connection_killed(db, postgres_url)
         orders.enqueue({"n": 2})
         assert orders.count() == 2
 
 
 def test_a_kept_connection_killed_in_use_is_discarded_and_the_next_statement_works(
-    postgres_url: str,
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Used before it counts as idle, the lost connection shows, as the pool's own do: one
+    DatabaseUnavailable, the connection discarded, the next enqueue on a new one."""
+    monkeypatch.setattr(storage_engine, "PING_AFTER_IDLE_SECONDS", 3600.0)
     with connect(postgres_url) as db:
-        db.apply(QueueResource.from_name("orders"))
-        orders = db.queue("orders")
-        orders.enqueue({"n": 1})
-        with db.autocommit() as kept:
-            killed = _backend(kept)
-        with psycopg.connect(postgres_url, autocommit=True) as other:
-            other.execute("SELECT pg_terminate_backend(%s)", [killed])
-            wait_until(
-                lambda: (
-                    other.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [killed]
-                    ).fetchone()
-                    == (0,)
-                )
-            )
-        try:  # used within the idle time: the loss shows, as with the pool's connections
+        orders, killed = _orders_with_the_kept_connection_killed(db, postgres_url)
+        with pytest.raises(DatabaseUnavailable, match="lost connection"):
             orders.enqueue({"n": 2})
-        except DatabaseUnavailable as error:
-            assert "lost connection" in str(error)
-            orders.enqueue({"n": 2})
+        orders.enqueue({"n": 2})
         assert orders.count() == 2
         with db.autocommit() as fresh:
             assert _backend(fresh) != killed
@@ -93,15 +94,7 @@ def test_closing_the_database_closes_its_kept_connections(postgres_url: str) -> 
     with db.autocommit() as kept:
         backend = _backend(kept)
     db.close()
-    with psycopg.connect(postgres_url, autocommit=True) as other:
-        wait_until(
-            lambda: (
-                other.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [backend]
-                ).fetchone()
-                == (0,)
-            )
-        )
+    _wait_until_gone(postgres_url, backend)
 
 
 def test_a_static_pool_keeps_nothing_its_transaction_would_share(postgres_url: str) -> None:

@@ -15,14 +15,17 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from tablequeue import NewMessage, Queue
+from tablequeue.models import Message
 from tests.support.waiting import wait_until
 from tests.support.worker_handlers import read_records
 
@@ -33,6 +36,37 @@ BATCH = "python:tests.support.worker_handlers:handle_batch"
 BATCH_ASYNC = "python:tests.support.worker_handlers:handle_batch_async"
 FAST_POLL = ("--poll-min", "0.05", "--poll-max", "0.5")
 MakeQueue = Callable[..., Queue]
+
+
+def leased_message(
+    message_id: int, created_at: datetime | None = None, attempts: int = 1
+) -> Message:
+    """A message as a lease returns it, for tests of the worker's parts without a database."""
+    at = created_at or datetime.now(UTC)
+    return Message(
+        id=message_id,
+        message_id=None,
+        status="Leased",
+        priority=0,
+        message={},
+        previous_message=None,
+        headers=None,
+        version=1,
+        attempts=attempts,
+        process_after=at,
+        expires_at=None,
+        lease_expires_at=at,
+        lease_owner="me",
+        correlation_id=None,
+        tracking_id=uuid.uuid4(),
+        result=None,
+        progress=None,
+        last_error=None,
+        created_at=at,
+        updated_at=at,
+        processed_at=None,
+        started_at=at,
+    )
 
 
 @dataclass

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,7 +14,6 @@ from typing import Any
 import sqlalchemy as sa
 
 from tablequeue import Database
-from tablequeue.models import Message
 from tablequeue.rollup import (
     BUCKET_BOUNDS,
     MinuteCounts,
@@ -27,7 +25,7 @@ from tablequeue.rollup.table import BUCKET_COLUMNS
 from tablequeue.worker.rollup import Rollup
 from tests.support.waiting import wait_until
 
-from .helpers import FAST_POLL, SYNC, MakeQueue, StartWorker, enqueue
+from .helpers import FAST_POLL, SYNC, MakeQueue, StartWorker, enqueue, leased_message
 
 
 def _totals(database: Database) -> dict[str, Any]:
@@ -177,8 +175,8 @@ def test_a_batch_counts_each_first_lease_in_the_minute_it_was_created() -> None:
     messages leased for the first time count (a retried or re-run one was counted before)."""
     seconds = [59.9, 60.0, 30.0, 125.0, 60.5, 0.0, 119.999]
     start = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-    batch = [_leased(i, start + timedelta(seconds=s), attempts=1) for i, s in enumerate(seconds)]
-    batch.append(_leased(99, start, attempts=2))  # its second attempt
+    batch = [leased_message(i, start + timedelta(seconds=s)) for i, s in enumerate(seconds)]
+    batch.append(leased_message(99, start, attempts=2))  # its second attempt
     rollup = Rollup(None, None, interval=60)  # type: ignore[arg-type]  # no writes here
     rollup.leased(batch)
     enqueued = {minute: counts.enqueued for minute, counts in rollup.minutes.items()}
@@ -186,30 +184,3 @@ def test_a_batch_counts_each_first_lease_in_the_minute_it_was_created() -> None:
     assert enqueued == {start: 3, start + minute: 3, start + 2 * minute: 1}
     rollup.given_back([1, 99])  # given back unstarted: the next lease counts it again
     assert rollup.minutes[start + minute].enqueued == 2
-
-
-def _leased(message_id: int, created_at: datetime, attempts: int) -> Message:
-    return Message(
-        id=message_id,
-        message_id=None,
-        status="Leased",
-        priority=0,
-        message={},
-        previous_message=None,
-        headers=None,
-        version=1,
-        attempts=attempts,
-        process_after=created_at,
-        expires_at=None,
-        lease_expires_at=None,
-        lease_owner="w",
-        correlation_id=None,
-        tracking_id=uuid.uuid4(),
-        result=None,
-        progress=None,
-        last_error=None,
-        created_at=created_at,
-        updated_at=created_at,
-        processed_at=None,
-        started_at=created_at,
-    )

@@ -7,50 +7,25 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
 
 from tablequeue.errors import DatabaseUnavailable
-from tablequeue.models import Completion, Failure, LeaseBatch, Message, Settled
+from tablequeue.models import Completion, Failure, LeaseBatch, Settled
 from tablequeue.queue import Queue
 from tablequeue.worker.health import DatabaseHealth
 from tablequeue.worker.metrics import WorkerMetrics
 from tablequeue.worker.settling import SETTLE_DELAY, Settlement
 
+from .helpers import leased_message
+
 QUEUE = "settlement-unit"
 
 
 def completion(message_id: int) -> Completion:
-    now = datetime.now(UTC)
-    message = Message(
-        id=message_id,
-        message_id=None,
-        status="Leased",
-        priority=0,
-        message={},
-        previous_message=None,
-        headers=None,
-        version=1,
-        attempts=1,
-        process_after=now,
-        expires_at=None,
-        lease_expires_at=now,
-        lease_owner="me",
-        correlation_id=None,
-        tracking_id=uuid.uuid4(),
-        result=None,
-        progress=None,
-        last_error=None,
-        created_at=now,
-        updated_at=now,
-        processed_at=None,
-        started_at=now,
-    )
-    return Completion(message)
+    return Completion(leased_message(message_id))
 
 
 class StandInQueue:
