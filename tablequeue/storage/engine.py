@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +38,9 @@ PING_AFTER_IDLE_SECONDS = 1.0
 KEEP_AUTOCOMMIT = 2
 """Autocommit connections kept checked out between uses (`Storage.autocommit`): enough for a
 worker's lease loop and its settling, few enough to leave the pool to transactions."""
+_PARENTS_CONNECTIONS: list[Any] = []
+"""In a forked child, the connections its parent kept: held so that no finalizer returns or
+closes them from here (closing would end the parent's session on the shared socket)."""
 
 
 def _ping_when_idle(engine: Engine) -> None:
@@ -122,12 +126,17 @@ class Storage:
         )
         """None kept from other pools: a StaticPool would hand the kept one to a transaction."""
         self._kept_lock = threading.Lock()
+        self._kept_by = os.getpid()
+        """The process whose connections they are: a forked child neither uses nor closes them."""
         self._closed = False
 
     def close(self) -> None:
         with self._kept_lock:
             self._closed = True
             kept, self._kept_autocommit = self._kept_autocommit, []
+            if self._kept_by != os.getpid():
+                _PARENTS_CONNECTIONS.extend(kept)
+                kept = []
         for pooled, _ in kept:
             self._return_to_pool(pooled)
         self.engine.dispose()
@@ -222,6 +231,9 @@ class Storage:
         pool switched to autocommit."""
         while True:
             with self._kept_lock:
+                if self._kept_by != os.getpid():  # forked: the parent's sockets, left as they are
+                    _PARENTS_CONNECTIONS.extend(self._kept_autocommit)
+                    self._kept_autocommit, self._kept_by = [], os.getpid()
                 kept = self._kept_autocommit.pop() if self._kept_autocommit else None
             if kept is None:
                 break

@@ -4,6 +4,7 @@ transaction, tested before use when they sat idle, closed with the database."""
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -132,3 +133,34 @@ def test_threads_enqueueing_at_once_each_get_their_own_connection(postgres_url: 
         assert errors == [] and orders.count() == 300
         with db.transaction() as connection:  # none of the kept ones is in a transaction
             assert not _driver_connection(connection).autocommit
+
+
+def test_a_forked_child_neither_uses_nor_closes_the_parents_kept_connections(
+    postgres_url: str,
+) -> None:
+    """A pre-forking server forks after the parent enqueued: the child (after SQLAlchemy's own
+    advice, `dispose(close=False)`) enqueues on connections of its own and closes them; the
+    parent's kept connection, on the socket both processes hold, still works."""
+    with connect(postgres_url) as db:
+        db.apply(QueueResource.from_name("orders"))
+        orders = db.queue("orders")
+        orders.enqueue({"n": 1})
+        with db.autocommit() as kept:
+            parents = _backend(kept)
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child's outcome is its exit code
+            code = 1
+            try:
+                db.engine.dispose(close=False)
+                orders.enqueue({"n": 2})
+                with db.autocommit() as own:
+                    code = 0 if _backend(own) != parents else 2
+                db.close()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        orders.enqueue({"n": 3})
+        with db.autocommit() as kept:
+            assert _backend(kept) == parents
+        assert orders.count() == 3
