@@ -133,10 +133,7 @@ class Storage:
     def close(self) -> None:
         with self._kept_lock:
             self._closed = True
-            kept, self._kept_autocommit = self._kept_autocommit, []
-            if self._kept_by != os.getpid():
-                _PARENTS_CONNECTIONS.extend(kept)
-                kept = []
+            kept, self._kept_autocommit = self._kept_here(), []
         for pooled, _ in kept:
             self._return_to_pool(pooled)
         self.engine.dispose()
@@ -201,40 +198,52 @@ class Storage:
         driver = self.engine.dialect
         pooled = self._autocommit_connection()
         dbapi_connection: Any = pooled.dbapi_connection
+        kept = False
         try:
             yield dbapi_connection
+            kept = self._keep(pooled)
         except driver.loaded_dbapi.Error as error:
             lost, wrapped = as_sqlalchemy_error(driver, error, dbapi_connection)
             if lost:
                 pooled.invalidate(error)
-            self._return_to_pool(pooled)
             if isinstance(wrapped, sa.exc.DBAPIError):
                 self._raise_unavailable(wrapped)
             raise wrapped from error
         except sa.exc.DBAPIError as error:  # of a statement run through `borrowed.bare`
             if error.connection_invalidated:
                 pooled.invalidate(error.orig)
-            self._return_to_pool(pooled)
             self._raise_unavailable(error)
             raise
-        except BaseException:
-            self._return_to_pool(pooled)
-            raise
+        finally:
+            if not kept:
+                self._return_to_pool(pooled)
+
+    def _keep(self, pooled: Any) -> bool:
+        """Keep a connection that served its statements for the next use, unless enough are
+        kept or the database is closed; whether it was."""
         with self._kept_lock:
-            if len(self._kept_autocommit) < self._keep_autocommit and not self._closed:
-                self._kept_autocommit.append((pooled, time.monotonic()))
-                return
-        self._return_to_pool(pooled)
+            kept = self._kept_here()
+            if len(kept) < self._keep_autocommit and not self._closed:
+                kept.append((pooled, time.monotonic()))
+                return True
+        return False
+
+    def _kept_here(self) -> list[tuple[Any, float]]:
+        """The kept connections of this process (with `_kept_lock` held): in a forked child,
+        its parent's are parked, neither used nor closed (that would end the parent's sessions
+        on the sockets both hold)."""
+        if self._kept_by != os.getpid():
+            _PARENTS_CONNECTIONS.extend(self._kept_autocommit)
+            self._kept_autocommit, self._kept_by = [], os.getpid()
+        return self._kept_autocommit
 
     def _autocommit_connection(self) -> Any:
         """A kept autocommit connection (tested first when it sat idle), else one from the
         pool switched to autocommit."""
         while True:
             with self._kept_lock:
-                if self._kept_by != os.getpid():  # forked: the parent's sockets, left as they are
-                    _PARENTS_CONNECTIONS.extend(self._kept_autocommit)
-                    self._kept_autocommit, self._kept_by = [], os.getpid()
-                kept = self._kept_autocommit.pop() if self._kept_autocommit else None
+                here = self._kept_here()
+                kept = here.pop() if here else None
             if kept is None:
                 break
             pooled, since = kept
