@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tablequeue import Database, TableQueueError, engine_name
+from tablequeue import Database, TableQueueError, engine_name, tenant_url
+from tablequeue.errors import InvalidInput
 from tablequeue.spec import QueueResource
 
 from .conditions import NotReady
@@ -58,6 +59,10 @@ class OperatorState:
                 "operator's own file system, refused unless the operator runs with "
                 "--allow-sqlite (TABLEQUEUE_OPERATOR_ALLOW_SQLITE=true)",
             )
+        try:
+            url = tenant_url(url)
+        except InvalidInput as error:
+            raise NotReady("DatabaseReachable", "URLRefused", str(error)) from None
         return self.databases.of_queue((namespace, resource.name), url)
 
     def close(self) -> None:

@@ -25,6 +25,7 @@ from .queue import Queue
 from .storage.audit import AuditEntry
 from .storage.flow_control import FlowState
 from .storage.subscriptions import TopicSubscription
+from .storage.tenant_urls import tenant_url
 from .storage.urls import engine_name, listen_url
 from .storage.workers import Heartbeat, WorkerInfo, presence_of
 
@@ -53,4 +54,5 @@ __all__ = [
     "engine_name",
     "listen_url",
     "presence_of",
+    "tenant_url",
 ]

@@ -36,6 +36,7 @@ from .types import (
     Rows,
     Settlement,
     SweptLease,
+    TenantUrlRules,
     group_parameters,
 )
 
@@ -74,6 +75,11 @@ class Dialect(SqlParts):
             )
         self.check_url(url)
         return self, url
+
+    def tenant_url_rules(self, url: sa.URL) -> TenantUrlRules:
+        """What a tenant's URL for this engine may hold (`storage.tenant_urls`); by default no
+        query parameter and no host (SQLite: a file of the operator's, allowed by it alone)."""
+        return TenantUrlRules(needs_host=False)
 
     def transaction_setup(self, statement_seconds: float | None) -> Callable[[Any], None] | None:
         """What to run on the driver connection at the start of each transaction, for

@@ -28,6 +28,23 @@ SweptLease = sa.Row[Any]
 
 
 @dataclass(frozen=True)
+class TenantUrlRules:
+    """What a database URL from a tenant may hold where it crosses a privilege boundary (the
+    operator reads it from a tenant's Secret): `tablequeue.storage.tenant_urls`."""
+
+    parameters: frozenset[str] = frozenset()
+    """The query parameters passed on (lower case); any other is refused."""
+    connect_timeout: str | None = None
+    """The parameter bounding a connect, capped at the operator's own bound."""
+    needs_host: bool = True
+    """A server reached by host name, never a socket path or a name the client looks up in its
+    own files (a DSN)."""
+    odbc: bool = False
+    """An ODBC connection string: parameter names are not case-sensitive, and no part may hold
+    the `;`, `{` or `}` that would add keys of its own (a DRIVER loads a library)."""
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What an engine can do beyond the conformance suite's common ground."""
 

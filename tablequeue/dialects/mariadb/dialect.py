@@ -41,6 +41,7 @@ from ..types import (
     LeaseExpiredPolicy,
     LeaseRequest,
     SweptLease,
+    TenantUrlRules,
     group_parameters,
 )
 from .compiling import (
@@ -141,6 +142,22 @@ class MariaDbDialect(Dialect):
                 math.ceil(statement_seconds + connect_seconds) if statement_seconds else None
             )
         return args
+
+    def tenant_url_rules(self, url: sa.URL) -> TenantUrlRules:
+        """Differs because PyMySQL takes every URL parameter as a connect argument, and some act
+        on the client: `local_infile` sends any file the server asks for, `read_default_file`
+        reads an option file, `ssl_key` and its kin read files, `init_command` and the read
+        and write timeouts undo its bounds. Through ODBC, a DRIVER path loads a library."""
+        if url.get_driver_name() == "pyodbc":
+            return TenantUrlRules(
+                parameters=frozenset({"driver", "timeout", "charset"}),
+                connect_timeout="timeout",
+                odbc=True,
+            )
+        return TenantUrlRules(
+            parameters=frozenset({"charset", "connect_timeout", "ssl_check_hostname"}),
+            connect_timeout="connect_timeout",
+        )
 
     def statement_cancelled(self, error: BaseException) -> bool:
         """Differs because MariaDB aborts a statement past `max_statement_time` with error 1969

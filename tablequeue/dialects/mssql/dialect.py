@@ -38,7 +38,7 @@ from sqlalchemy.sql.selectable import Select
 from ...sqltypes import UtcDateTime
 from ..dialect import Dialect, accumulated
 from ..statements import Queries
-from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, path_text
+from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, TenantUrlRules, path_text
 from .json_index import MssqlIndexes
 from .merge import Merge
 from .statements import MssqlQueries
@@ -179,6 +179,16 @@ class MssqlDialect(Dialect):
         if connect_seconds and "timeout" not in url.query:
             return {"timeout": max(1, math.ceil(connect_seconds))}
         return {}
+
+    def tenant_url_rules(self, url: sa.URL) -> TenantUrlRules:
+        """Differs because pyodbc builds an ODBC connection string of every URL parameter:
+        `odbc_connect` replaces it whole, a DRIVER path loads a library, a DSN is looked up in
+        the client's files."""
+        return TenantUrlRules(
+            parameters=frozenset({"driver", "timeout", "encrypt", "trustservercertificate"}),
+            connect_timeout="timeout",
+            odbc=True,
+        )
 
     def configure_engine(self, engine: Engine) -> None:
         """Differs because SQLAlchemy's SQL Server defaults do not fit the tables: timestamps

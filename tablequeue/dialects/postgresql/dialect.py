@@ -24,7 +24,15 @@ from ..dialect import Dialect
 from ..driver import DriverStatement, driver_connection
 from ..on_conflict import OnConflictDialect
 from ..statements import Queries
-from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, Rows, notify_channel
+from ..types import (
+    Capabilities,
+    EnqueueBatch,
+    JsonKind,
+    JsonPath,
+    Rows,
+    TenantUrlRules,
+    notify_channel,
+)
 from . import arrays
 from .json_index import PostgresIndexes
 
@@ -91,6 +99,22 @@ TCP_BOUNDS = {
 QUERY_CANCELED = "57014"
 """The SQLSTATE of a statement the server cancelled (`statement_timeout`)."""
 
+TENANT_PARAMETERS = frozenset(
+    {
+        "application_name",
+        "channel_binding",
+        "connect_timeout",
+        "load_balance_hosts",
+        "password",
+        "pooler",
+        "require_auth",
+        "sslmode",
+        "target_session_attrs",
+        "user",
+    }
+)
+"""libpq's parameters a tenant's URL may set: none reads the client's files or loosens its
+bounds."""
 POOLERS = ("transaction",)
 """Values of the URL parameter `?pooler=`: the pooling mode of a pooler between tablequeue
 and PostgreSQL (PgBouncer's `pool_mode = transaction`), under which a server connection
@@ -158,6 +182,13 @@ class PostgresDialect(OnConflictDialect):
             )
         assert isinstance(value, str)
         return type(self)(pooler=value), url.difference_update_query(["pooler"])
+
+    def tenant_url_rules(self, url: sa.URL) -> TenantUrlRules:
+        """Differs because libpq reads the client's files for many parameters (`sslkey`,
+        `sslcert`, `sslrootcert`, `sslcrl`, `passfile`, `service`, `host=/socket/path`) and
+        `options`, `keepalives*` and `tcp_user_timeout` would undo the client's own bounds:
+        these alone pass."""
+        return TenantUrlRules(parameters=TENANT_PARAMETERS, connect_timeout="connect_timeout")
 
     def _say_once(self, what: str) -> None:
         if what not in self._said:
