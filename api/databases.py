@@ -2,11 +2,19 @@
 
 A route names its database with the `database` query parameter; without it, it reads the
 default one, so the URLs of a single-database API mean what they always meant.
+
+Each database has a few slots (`slot`): a request holds one of its database's while its route
+runs on the thread pool, and waits for one without a thread. A database that stops answering
+then holds at most its own slots' threads; its other requests fail (503) instead of taking the
+threads every other database's requests need (with the connect back-off of `main`, at once
+after its first failed connect).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -34,21 +42,48 @@ class DatabaseNotFound(errors.TableQueueError, LookupError):
     """A `database` the API does not serve (404)."""
 
 
+REQUESTS_PER_DATABASE = 10
+"""Requests a database's routes run at a time: below its pool's connections (5, and 10 more
+made on demand), and a quarter of the thread pool's 40."""
+SLOT_WAIT_SECONDS = 5.0
+"""How long a request waits for a slot of its database before it is a 503."""
+
+
 @dataclass(frozen=True)
 class Databases:
     """Every database by name, the default one first."""
 
     by_name: Mapping[str, Database]
+    slots: Mapping[str, asyncio.Semaphore]
+    """Each database's `REQUESTS_PER_DATABASE` slots (`slot`)."""
 
     @classmethod
     def of(cls, database: Database | Mapping[str, Database]) -> Databases:
         """One database (named `default`), or several by name: `default` among them."""
         if isinstance(database, Database):
-            return cls({DEFAULT_DATABASE: database})
+            database = {DEFAULT_DATABASE: database}
         if DEFAULT_DATABASE not in database:
             raise ValueError(f"the databases need one named {DEFAULT_DATABASE!r}")
         rest = {name: db for name, db in database.items() if name != DEFAULT_DATABASE}
-        return cls({DEFAULT_DATABASE: database[DEFAULT_DATABASE]} | rest)
+        by_name = {DEFAULT_DATABASE: database[DEFAULT_DATABASE]} | rest
+        return cls(by_name, {name: asyncio.Semaphore(REQUESTS_PER_DATABASE) for name in by_name})
+
+    @contextlib.asynccontextmanager
+    async def slot(self, name: str | None) -> AsyncIterator[Database]:
+        """The database `name` (the default one for None), with one of its slots held."""
+        database = self.get(name)
+        slots = self.slots[name or DEFAULT_DATABASE]
+        try:
+            await asyncio.wait_for(slots.acquire(), SLOT_WAIT_SECONDS)
+        except TimeoutError:
+            raise errors.DatabaseUnavailable(
+                f"database {name or DEFAULT_DATABASE!r} ({database.shown_url}): "
+                f"{REQUESTS_PER_DATABASE} requests already wait on it"
+            ) from None
+        try:
+            yield database
+        finally:
+            slots.release()
 
     @property
     def default(self) -> Database:

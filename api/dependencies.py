@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Query, Request
@@ -38,9 +39,11 @@ DatabaseNameArg = Annotated[str | None, Depends(database_name)]
 DatabasesArg = Annotated[Databases, Depends(get_databases)]
 
 
-def get_database(databases: DatabasesArg, name: DatabaseNameArg) -> Database:
-    """The database the `database` query parameter names, the default one without it."""
-    return databases.get(name)
+async def get_database(databases: DatabasesArg, name: DatabaseNameArg) -> AsyncIterator[Database]:
+    """The database the `database` query parameter names, the default one without it, with one
+    of its slots held while the route runs (`Databases.slot`)."""
+    async with databases.slot(name) as database:
+        yield database
 
 
 def get_auth(request: Request) -> Auth:

@@ -14,13 +14,18 @@ from .app import create_app
 from .auth import Auth
 from .limits import MAX_REQUEST_HEAD_BYTES
 
+CONNECT_BACKOFF_SECONDS = 15.0
+"""After a database's connect failed, its requests are 503 at once for this long, then one
+tries again: a database that does not answer holds no thread for its connect timeout per
+request (`tablequeue.connect`)."""
+
 
 def run(settings: ApiSettings) -> None:
     json_logs.setup()
     auth = Auth(admin_token=settings.admin_token, read_token=settings.read_token)
     with contextlib.ExitStack() as stack:
         databases = {
-            name: stack.enter_context(connect(url))
+            name: stack.enter_context(connect(url, connect_backoff_seconds=CONNECT_BACKOFF_SECONDS))
             for name, url in settings.database_urls().items()
         }
         app = create_app(databases, auth, listen_host=settings.host)

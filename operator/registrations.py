@@ -5,7 +5,9 @@
 - create/update/resume: `reconcile.apply_queue`;
 - a timer: `observe.observe_queue`;
 - delete (through kopf's finalizer): `reconcile.delete_queue`.
-Every handler gets the operator's `OperatorState` as kopf's `memo`. The handler ids (function
+These three run on their namespace's own threads (`lanes`), awaited by kopf's event loop, so
+that one tenant's silent databases never hold another tenant's Queues. Every handler gets the
+operator's `OperatorState` as kopf's `memo`. The handler ids (function
 names) are kept stable: kopf writes them into each Queue's annotations and log lines.
 """
 
@@ -27,7 +29,8 @@ from .state import OperatorState, OverLimit
 
 FINALIZER = "tablequeue.dev/finalizer"
 MAX_WORKERS = 20
-"""Threads running the (synchronous) handlers."""
+"""Threads of kopf's own pool (its synchronous callbacks) and connections to the API server
+kept in the pool (more are opened when the namespaces' lanes need them)."""
 
 
 def registry(interval: float) -> kopf.OperatorRegistry:
@@ -43,6 +46,11 @@ def registry(interval: float) -> kopf.OperatorRegistry:
     kopf.timer(GROUP, VERSION, PLURAL, interval=interval, idle=None, registry=registry)(observe)
     kopf.on.delete(GROUP, VERSION, PLURAL, registry=registry)(delete)
     return registry
+
+
+def namespace_of(body: kopf.Body) -> str:
+    namespace: str = body["metadata"]["namespace"]
+    return namespace
 
 
 def queue_resource(body: kopf.Body) -> QueueResource:
@@ -74,9 +82,13 @@ def release(memo: OperatorState, **_: Any) -> None:
     memo.close()
 
 
-def reconcile(
+async def reconcile(
     body: kopf.Body, patch: kopf.Patch, retry: int, memo: OperatorState, **_: Any
 ) -> None:
+    await memo.lanes.run(namespace_of(body), lambda: _reconcile(body, patch, retry, memo))
+
+
+def _reconcile(body: kopf.Body, patch: kopf.Patch, retry: int, memo: OperatorState) -> None:
     try:
         resource = queue_resource(body)
         memo.settings.check(resource.spec)
@@ -87,9 +99,13 @@ def reconcile(
     apply_queue(memo, resource, body, patch, retry)
 
 
-def observe(
+async def observe(
     body: kopf.Body, patch: kopf.Patch, status: kopf.Status, memo: OperatorState, **_: Any
 ) -> None:
+    await memo.lanes.run(namespace_of(body), lambda: _observe(body, patch, status, memo))
+
+
+def _observe(body: kopf.Body, patch: kopf.Patch, status: kopf.Status, memo: OperatorState) -> None:
     if body["metadata"].get("deletionTimestamp"):
         return  # being deleted: no status to keep, and its gauges are gone for good
     try:
@@ -100,7 +116,11 @@ def observe(
     observe_queue(memo, resource, body, patch, status)
 
 
-def delete(body: kopf.Body, retry: int, memo: OperatorState, **_: Any) -> None:
+async def delete(body: kopf.Body, retry: int, memo: OperatorState, **_: Any) -> None:
+    await memo.lanes.run(namespace_of(body), lambda: _delete(body, retry, memo))
+
+
+def _delete(body: kopf.Body, retry: int, memo: OperatorState) -> None:
     memo.gauges.forget((body["metadata"]["namespace"], body["metadata"]["name"]))
     try:
         resource = queue_resource(body)

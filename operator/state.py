@@ -16,6 +16,7 @@ from .conditions import NotReady
 from .databases import Databases, QueueKey
 from .gauges import QueueGauges
 from .kube import Kube
+from .lanes import NamespaceLanes
 from .settings import OperatorSettings, OverLimit
 
 __all__ = ["OperatorState", "OverLimit", "Settings"]
@@ -30,6 +31,8 @@ class OperatorState:
     settings: Settings
     databases: Databases = field(default_factory=Databases)
     gauges: QueueGauges = field(default_factory=QueueGauges)
+    lanes: NamespaceLanes = field(default_factory=NamespaceLanes)
+    """Each namespace's threads for its Queues' handlers."""
     kube_client: Kube | None = None
     """Set by the startup handler, before any Queue is handled."""
     cost_refusals: dict[QueueKey, str] = field(default_factory=dict)
@@ -66,6 +69,7 @@ class OperatorState:
         return self.databases.of_queue((namespace, resource.name), url)
 
     def close(self) -> None:
+        self.lanes.close()
         self.databases.close()
         if self.kube_client is not None:
             self.kube_client.close()

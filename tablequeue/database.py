@@ -257,5 +257,9 @@ def _tracking_id(tracking_id: str) -> uuid.UUID:
         raise InvalidInput(f"invalid tracking id {tracking_id[:80]!r}: expected a UUID") from None
 
 
-def connect(url: str, **engine_options: Any) -> Database:
-    return Database(url, **engine_options)
+def connect(url: str, **options: Any) -> Database:
+    """The database at `url`; nothing connects before its first use. Options: `timeouts`
+    (`DatabaseTimeouts`: connect and statement bounds, else the environment's),
+    `connect_backoff_seconds` (after a failed connect, connects fail at once for this long), and
+    any keyword of SQLAlchemy's `create_engine`."""
+    return Database(url, **options)

@@ -26,7 +26,8 @@ GCCollector(registry=PROCESS_FIGURES)
 
 
 @router.get("/livez")
-def livez() -> dict[str, str]:
+async def livez() -> dict[str, str]:
+    """On the event loop, never the thread pool: alive however long databases keep threads."""
     return {"status": "ok"}
 
 

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -18,6 +18,7 @@ from ..dialects.statements import Queries
 from ..errors import DatabaseUnavailable, InvalidInput
 from ..models import canonical_json, loads_json
 from .borrowed import bare, dbapi_connection_of, shown_identity
+from .connect_backoff import ConnectBackoff
 from .schema import (
     AUDIT_TABLE,
     SUBSCRIPTIONS_TABLE,
@@ -34,6 +35,7 @@ from .schema import (
 from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
 
+T = TypeVar("T")
 PING_AFTER_IDLE_SECONDS = 1.0
 KEEP_AUTOCOMMIT = 2
 """Autocommit connections kept checked out between uses (`Storage.autocommit`): enough for a
@@ -79,8 +81,14 @@ class Storage:
     statements of each queue table (built once per table)."""
 
     def __init__(
-        self, url: str, timeouts: DatabaseTimeouts | None = None, **engine_options: Any
+        self,
+        url: str,
+        timeouts: DatabaseTimeouts | None = None,
+        connect_backoff_seconds: float | None = None,
+        **engine_options: Any,
     ) -> None:
+        """`connect_backoff_seconds`: after a failed connect, every connect fails at once for
+        this long, then one tries again (`ConnectBackoff`); None: every connect tries."""
         self.dialect: Dialect
         self.dialect, self.url = dialect_for_url(url)
         self.shown_url = shown_url(url)
@@ -129,6 +137,9 @@ class Storage:
         self._kept_by = os.getpid()
         """The process whose connections they are: a forked child neither uses nor closes them."""
         self._closed = False
+        self._backoff = (
+            None if connect_backoff_seconds is None else ConnectBackoff(connect_backoff_seconds)
+        )
 
     def close(self) -> None:
         with self._kept_lock:
@@ -141,10 +152,7 @@ class Storage:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
         """A transaction; an unreachable database becomes one clear DatabaseUnavailable."""
-        try:
-            connection = self.engine.connect()
-        except sa.exc.DBAPIError as error:
-            raise self._cannot_connect(error) from None
+        connection = self._connected(self.engine.connect)
         try:
             with connection.begin():
                 yield connection
@@ -155,12 +163,24 @@ class Storage:
             connection.close()
 
     def _pooled(self) -> Any:
-        """A pooled DB-API connection; an unreachable database is DatabaseUnavailable (the pool
-        raises the driver's own errors, not SQLAlchemy's)."""
+        """A pooled DB-API connection; an unreachable database is DatabaseUnavailable."""
+        return self._connected(self.engine.raw_connection)
+
+    def _connected(self, connect: Callable[[], T]) -> T:
+        """`connect()` (a checkout from the pool) with every way it fails as one
+        DatabaseUnavailable: the driver's errors (the pool raises them unwrapped from
+        `raw_connection`), SQLAlchemy's, and no connection free within the pool's timeout;
+        under the connect back-off, if any."""
         try:
-            return self.engine.raw_connection()
-        except (sa.exc.DBAPIError, self.engine.dialect.loaded_dbapi.Error) as error:
-            raise self._cannot_connect(error) from None
+            with self._backoff.attempt() if self._backoff else contextlib.nullcontext():
+                try:
+                    return connect()
+                except (sa.exc.DBAPIError, self.engine.dialect.loaded_dbapi.Error) as error:
+                    raise self._cannot_connect(error) from None
+        except sa.exc.TimeoutError as error:
+            raise DatabaseUnavailable(
+                f"no free connection to {self.shown_url}: {_first_line(error)}"
+            ) from None
 
     def _cannot_connect(self, error: Exception) -> DatabaseUnavailable:
         return DatabaseUnavailable(f"cannot connect to {self.shown_url}: {_first_line(error)}")

@@ -1,7 +1,8 @@
 """Defects found from outside (issues 17 and 29), on a real API server: two Queues of one name in
 two namespaces never share (or drop) one table, nor does the second show the first one's counts;
 a spec.table that is not a queue table is Ready=False with a Warning, and a database that never
-answers gets its condition without starving others."""
+answers gets its condition without starving others, nor do 24 of them hold another tenant's
+Queue."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from tablequeue import connect
+from tablequeue.operator.lanes import LANES_PER_NAMESPACE
 from tests.operator.conftest import (
     SHARED_TABLES,
     messages,
@@ -31,6 +33,7 @@ from tests.support.kube.fixtures import (
     secret,
     wait_ready,
 )
+from tests.support.rogue_servers import SilentServer
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -182,3 +185,38 @@ def test_databases_that_never_answer_get_a_condition_and_starve_no_other_queue(
         assert "timeout" in message and "s3cretSilent" not in message, message
         assert conditions(down)["Ready"]["status"] == "False"
     assert operator.alive and "s3cretSilent" not in operator.log()
+
+
+TENANT_BOUND_SECONDS = 30
+"""How long a Queue on a database that answers may take to be Ready whatever other tenants'
+databases do (docs/guarantees.md); about 2 s alone."""
+
+
+def test_one_tenants_silent_databases_never_delay_another_tenants_queue(
+    kube: ControlPlane, namespace: str, clusterwide_operator: Operator, postgres_url: str
+) -> None:
+    """Issue 44 (H2): 24 Queues of one namespace, each on its own database that accepts and
+    never answers, each holding its handler for the operator's whole connect bound (60 s here),
+    held every one of kopf's 20 threads: a Queue of another namespace waited 116 s."""
+    clusterwide_operator.stop()
+    clusterwide_operator.env["TABLEQUEUE_DB_CONNECT_TIMEOUT"] = "60"
+    clusterwide_operator.start()
+    other = f"{namespace}-b"
+    kube.kubectl("create", "namespace", other)
+    try:
+        with SilentServer() as silent:
+            silent_urls = {
+                f"silent-{n}": f"postgresql://ann@127.0.0.1:{silent.port}/db{n}?password=pw"
+                for n in range(24)
+            }
+            apply(
+                kube,
+                *(secret(name, namespace, url) for name, url in silent_urls.items()),
+                *(queue(name, namespace, name) for name in silent_urls),
+            )
+            wait(lambda: silent.connections >= LANES_PER_NAMESPACE, timeout=60)
+            apply(kube, secret("db", other, postgres_url), queue("fine", other))
+            wait_ready(kube, "fine", other, timeout=TENANT_BOUND_SECONDS)
+            assert clusterwide_operator.liveness()[0] == 200
+    finally:
+        kube.kubectl("delete", "namespace", other, "--wait=false", "--ignore-not-found")
