@@ -3,6 +3,9 @@ test's own as `pg`), a queue named `orders` in both; then the PostgreSQL server 
 
 from __future__ import annotations
 
+import html
+import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,6 +101,37 @@ def test_the_workers_and_audit_pages_are_those_of_the_page_database(
     default_page = client.get("/ui/workers").text
     assert "local-worker" in default_page and "pg-worker" not in default_page
     assert 'href="/ui/workers"' in default_page
+
+
+def test_the_cancel_buttons_cancel_in_the_page_database(
+    client: httpx.Client, two: dict[str, Database]
+) -> None:
+    """Issue 44 (M1): on database pg's pages, Cancel (the message page's button and the queue
+    page's form by tracking id) posted to the default database, which cancelled its message of
+    the same tracking id. The forms' actions are posted as ui.js posts them."""
+    tracking = uuid.uuid4()
+    for database in two.values():
+        database.queue("orders").enqueue({"n": 2}, message_id="T-1", tracking_id=tracking)
+    pg_id = two["pg"].queue("orders").get_by_tracking_id(tracking).id
+    page = client.get(f"/ui/queues/orders/messages/{pg_id}", params={"database": "pg"}).text
+    action = form_action(page, "cancel")
+    assert action == f"/jobs/{tracking}/cancel?database=pg", action
+    queue_page = client.get("/ui/queues/orders", params={"database": "pg"}).text
+    by_tracking_id = form_action(queue_page, "cancel", inside_section=True)
+    assert by_tracking_id == "/jobs/{trackingId}/cancel?database=pg", by_tracking_id
+
+    assert client.post(action).status_code == 200
+    assert two["pg"].queue("orders").get_by_tracking_id(tracking).status == "Cancelled"
+    assert two["default"].queue("orders").get_by_tracking_id(tracking).status == "Pending"
+
+
+def form_action(page: str, element_id: str, inside_section: bool = False) -> str:
+    """The data-action of the form with `id` (or of the first form in the section with it)."""
+    start = page.index(f'id="{element_id}"')
+    form = page.rindex("<form", 0, start) if not inside_section else page.index("<form", start)
+    found = re.search(r'data-action="([^"]*)"', page[form:])
+    assert found is not None
+    return html.unescape(found.group(1))
 
 
 def test_chart_list_gives_one_series_per_queue_from_any_database(client: httpx.Client) -> None:
