@@ -68,6 +68,12 @@ it leases again. At a moderate rate every enqueue's NOTIFY would otherwise cost 
 message: at 500 messages/s that was 810 µs of worker CPU a message, 340 with this wait (p50
 latency 1.0 -> 6.6 ms, p99 3.4 -> 11.5 ms; bench/results/wakeups-2026-11-29.md). A worker with
 full batches, or woken after a quiet spell of this long, does not wait."""
+SHUTDOWN_MARGIN = 5.0
+"""Seconds past the grace period the shutdown's last database work (giving back, recording
+outcomes, removing the heartbeat) may take: within the 10 s the pod's termination grace period
+adds to the worker's."""
+EXIT_CUT_SHORT = 1
+"""The exit code of a shutdown cut short: something is left to lease expiry."""
 QUEUE_NOT_THERE: tuple[type[Exception], ...] = (*DATABASE_ERRORS, QueueNotFound)
 """Opening the queue waits for the database and for the queue to be applied."""
 
@@ -106,6 +112,9 @@ class Worker:
         self._leased_at = 0.0
         """When the last lease began (the loop's clock)."""
         self._in_flight = metrics.worker_in_flight.labels(queue=config.queue)
+        self.cut_short = False
+        """The shutdown ran out of its budget (`EXIT_CUT_SHORT`): threads may still wait on
+        the database, and only ending the process ends them."""
 
     @property
     def ready(self) -> bool:
@@ -210,10 +219,28 @@ class Worker:
         if notifications is not None:
             self._tasks.append(asyncio.create_task(notifications, name="listen"))
         await self.stopping.wait()
-        await self._shut_down(queue, held, settlement, rollup, lost, lease_loop, settler)
-        await heartbeats.stop()
+        shutdown = asyncio.create_task(
+            self._shut_down(queue, held, settlement, rollup, lost, lease_loop, settler, heartbeats),
+            name="shutdown",
+        )
+        budget = self.config.grace_period + SHUTDOWN_MARGIN
+        if not (await asyncio.wait([shutdown], timeout=budget))[0]:
+            self._cut_short(budget, held.message_ids() + settlement.tracked_ids())
+            shutdown.cancel()
+            return EXIT_CUT_SHORT
+        shutdown.result()
         log.info("worker stopped")
         return 0
+
+    def _cut_short(self, budget: float, leased: list[int]) -> None:
+        """The shutdown took its whole budget (the database gone, most often): what it had not
+        recorded or given back is left to the leases' expiry, when another worker retries it."""
+        self.cut_short = True
+        log.error(
+            f"shutdown cut after {budget:g} s (the grace period and {SHUTDOWN_MARGIN:g} s): "
+            f"{len(leased)} leased messages left to lease expiry, their outcomes unrecorded",
+            extra={"message_ids": sorted(set(leased))[:100]},
+        )
 
     def stop(self) -> None:
         if not self.stopping.is_set():
@@ -439,6 +466,7 @@ class Worker:
         lost: LostLeases,
         lease_loop: asyncio.Task[None],
         settler: asyncio.Task[None],
+        heartbeats: Heartbeats,
     ) -> None:
         grace = self.config.grace_period
         # A lease statement may be under way: let it finish so what it leased is released below.
@@ -472,3 +500,4 @@ class Worker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await rollup.write()  # what was counted since the last write, the last outcomes too
         await self.handler.close()
+        await heartbeats.stop()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -64,11 +66,17 @@ async def serve(
         worker.progress.base_url = _progress_url(config.host, runner)
         handler.progress_url = worker.progress.url_for
     try:
-        return await worker.run()
+        code = await worker.run()
     finally:
         worker.drained.set()  # also when it stopped early, or failed
         await drained.answered(expected=config.prestop_hooks)
         await runner.cleanup()
+    if worker.cut_short:
+        # Threads still wait on the database (a paused server may never answer): the
+        # interpreter would wait for them at exit, so the process ends here.
+        logging.shutdown()
+        os._exit(code)
+    return code
 
 
 def _grace_period(config: WorkerConfig) -> float:
