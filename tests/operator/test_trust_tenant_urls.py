@@ -39,12 +39,12 @@ def refused_urls(rogue: RogueMariaDb, existing: Path, missing: Path) -> dict[str
         "local-infile": (rogue.url("?local_infile=1"), "'local_infile'"),
         "default-file": (rogue.url(f"?read_default_file={existing}"), "'read_default_file'"),
         "ssl-key": (rogue.url(f"?ssl_key={existing}"), "'ssl_key'"),
-        "pg-sslkey": (f"{pg}?sslkey={existing}", "'sslkey'"),
-        "pg-sslrootcert-there": (f"{pg}?sslrootcert={existing}", "'sslrootcert'"),
-        "pg-sslrootcert-gone": (f"{pg}?sslrootcert={missing}", "'sslrootcert'"),
-        "pg-passfile": (f"{pg}?passfile={existing}", "'passfile'"),
-        "pg-service": (f"{pg}?service=operator", "'service'"),
-        "pg-socket": (f"{pg}?host=/var/run/postgresql", "'host'"),
+        "libpq-sslkey": (f"{pg}?sslkey={existing}", "'sslkey'"),
+        "libpq-sslrootcert-there": (f"{pg}?sslrootcert={existing}", "'sslrootcert'"),
+        "libpq-sslrootcert-gone": (f"{pg}?sslrootcert={missing}", "'sslrootcert'"),
+        "libpq-passfile": (f"{pg}?passfile={existing}", "'passfile'"),
+        "libpq-service": (f"{pg}?service=operator", "'service'"),
+        "libpq-socket": (f"{pg}?host=/var/run/postgresql", "'host'"),
         "odbc-connect": (
             f"{odbc}?driver=FreeTDS&odbc_connect=DRIVER%3D{existing}",
             "'odbc_connect'",
@@ -88,7 +88,7 @@ def test_a_url_that_would_read_the_operators_files_is_refused_before_connecting(
         assert silent.connections >= 1
         assert rogue.connections == 0 and rogue.received == [], "a refused URL was connected to"
     # L3: whether the named file exists does not show.
-    there = messages["pg-sslrootcert-there"].replace(quote(kubeconfig, safe=""), "PATH")
-    gone = messages["pg-sslrootcert-gone"].replace(quote(str(missing), safe=""), "PATH")
+    there = messages["libpq-sslrootcert-there"].replace(quote(kubeconfig, safe=""), "PATH")
+    gone = messages["libpq-sslrootcert-gone"].replace(quote(str(missing), safe=""), "PATH")
     assert there == gone and "PATH" in there, there
     assert operator.alive and "tenant:pw" not in operator.log()
