@@ -83,12 +83,14 @@ async def core_error(request: Request, error: errors.TableQueueError) -> Respons
 
 
 async def statement_error(request: Request, error: sa.exc.DBAPIError) -> Response:
-    """A statement the database refused: when the queue named in the path has lost its table
-    (dropped outside tablequeue), a 409 that says so; anything else is a 500, logged."""
+    """A statement the database refused: when the queue named in the path (or, for a route
+    that names none, any queue of the database) has lost its table (dropped outside
+    tablequeue), a 409 that says so; anything else is a 500, logged."""
     name = request.path_params.get("name")
     databases: Databases = request.app.state.databases
-    if isinstance(name, str) and (database := databases.find(request)) is not None:
-        missing = await run_in_threadpool(lost_table, database, name)
+    if (database := databases.find(request)) is not None:
+        queue = name if isinstance(name, str) else None
+        missing = await run_in_threadpool(lost_table, database, queue)
         if missing is not None:
             return await core_error(request, missing)
     log.error("statement failed: %s", error)

@@ -58,17 +58,20 @@ def public_message(error: errors.TableQueueError) -> str:
     return error.public
 
 
-def lost_table(database: Database, name: str) -> errors.QueueTableMissing | None:
-    """What a statement that failed on queue `name` means when the queue is registered but its
-    table is gone (dropped outside tablequeue); None otherwise."""
+def lost_table(database: Database, name: str | None) -> errors.QueueTableMissing | None:
+    """What a statement that failed on queue `name` (None: on any of the database's queues, for
+    routes that read several, such as the queue list or a publish) means when a registered
+    queue's table is gone (dropped outside tablequeue); None otherwise."""
     try:
-        if database.queue(name).table_exists():
-            return None
+        names = [name] if name is not None else [row["name"] for row in database.queues()]
+        missing = [each for each in names if not database.queue(each).table_exists()]
     except errors.TableQueueError:
         return None
+    if not missing:
+        return None
     return errors.QueueTableMissing(
-        f"the table of queue {name!r} is missing (dropped outside tablequeue?): apply the queue "
-        "again"
+        f"the table of queue {missing[0]!r} is missing (dropped outside tablequeue?): apply the "
+        "queue again"
     )
 
 

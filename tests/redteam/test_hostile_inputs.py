@@ -15,6 +15,7 @@ import concurrent.futures
 import copy
 import socket
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -231,6 +232,15 @@ def test_the_health_of_a_queue_whose_table_was_dropped_is_a_clear_503(
     assert any("table" in reason for reason in answer.json()["reasons"]), answer.text
     listing = client.get("/queues/orders/messages")
     assert listing.status_code == 409 and "table" in listing.json()["error"], listing.text
+    # Issue 44 (L5): routes that reach the queue without naming it in their path were a 500.
+    for method, target, body in [
+        ("GET", "/queues", None),
+        ("POST", "/topics/orders.created/messages", {"message": {"Sku": "123"}}),
+        ("GET", f"/jobs/{uuid.uuid4()}", None),
+    ]:
+        answer = client.request(method, target, json=body)
+        assert answer.status_code == 409, (target, answer.text)
+        assert "the table of queue 'orders' is missing" in answer.json()["error"], answer.text
 
 
 def test_a_queues_spec_is_checked_again_only_when_another_process_changes_it(
