@@ -6,7 +6,7 @@ spec's cannot be replaced or removed at runtime; a runtime one is replaced by su
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -151,11 +151,17 @@ def _later(now: datetime, duration: timedelta) -> datetime:
 
 
 def _aware(instant: datetime) -> datetime:
+    """The instant in UTC, as it is stored."""
     if instant.tzinfo is None:
         raise InvalidInput(
             f"expiry {instant.isoformat()} has no time zone: add one (e.g. Z or +02:00)"
         )
-    return instant
+    try:
+        return instant.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInput(
+            f"expiry {instant.isoformat()} is after the year 9999 in UTC: give an earlier one"
+        ) from None
 
 
 def _shown(expires: Any) -> str:

@@ -65,6 +65,7 @@ def test_runtime_subscriptions_over_http(database: Database, make_queue: MakeQue
         runtime_subscriptions={"allowed": True, "max_expiry": "1d"},
     )
     make_queue("closed")
+    make_queue("forever", runtime_subscriptions={"allowed": True})
     auth = Auth(admin_token="admin-secret", read_token="read-secret")
     one = "/topics/order-shipped/subscriptions/mail"
     with api_client(database, auth) as client:
@@ -108,6 +109,12 @@ def test_runtime_subscriptions_over_http(database: Database, make_queue: MakeQue
         bad_where = client.put(one, json={"where": "Total >"}, headers=ADMIN)
         assert bad_where.status_code == 400 and bad_where.json()["error"].startswith("where: ")
         assert client.put(one, json={"expiresAfter": "soon"}, headers=ADMIN).status_code == 422
+        # Issue 44 (L2): an expiry whose UTC form is past the year 9999 was a bare 500 on a
+        # queue without a maxExpiry.
+        far = {"expiresAt": "9999-12-31T23:00:00-05:00"}
+        past_9999 = client.put("/topics/t/subscriptions/forever", json=far, headers=ADMIN)
+        assert past_9999.status_code == 400, past_9999.text
+        assert "after the year 9999 in UTC" in past_9999.json()["error"]
         missing = client.put("/topics/t/subscriptions/nowhere", json={}, headers=ADMIN)
         assert missing.status_code == 404
 
