@@ -51,6 +51,13 @@ class AuditEntry:
         }
 
 
+MAX_TARGET_BYTES = 16_384
+"""The most an audit row's target (JSON) holds: MariaDB's TEXT takes 64 KiB, and a change naming
+4,000 ids of 19 digits was refused whole for it."""
+LISTED_IDS = 100
+"""Ids of one change's list kept in a target too long for all of them."""
+
+
 def record(
     storage: Storage,
     connection: Connection,
@@ -72,10 +79,32 @@ def record(
             address=(who.address or None) and who.address[:64],
             action=action,
             queue=queue,
-            target=json.dumps(given, default=str, ensure_ascii=False) if given else None,
+            target=_target_text(given) if given else None,
             rows=rows,
         )
     )
+
+
+def _target_text(given: dict[str, Any]) -> str:
+    """The target as stored: its JSON, within `MAX_TARGET_BYTES`. A change naming more ids than
+    fit keeps the first `LISTED_IDS` of each list and their number (`truncated`); anything
+    else too long keeps its start."""
+    text = _json(given)
+    if len(text.encode()) <= MAX_TARGET_BYTES:
+        return text
+    long_lists = {
+        k: len(v) for k, v in given.items() if isinstance(v, list) and len(v) > LISTED_IDS
+    }
+    shown = {k: v[:LISTED_IDS] if k in long_lists else v for k, v in given.items()}
+    text = _json(shown | {"truncated": long_lists} if long_lists else shown)
+    if len(text.encode()) <= MAX_TARGET_BYTES:
+        return text
+    start = text.encode()[: MAX_TARGET_BYTES // 2].decode(errors="ignore")
+    return _json({"truncated": True, "start": start})
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 def record_alone(

@@ -88,6 +88,21 @@ def test_nothing_is_recorded_without_an_actor_or_when_the_change_fails(
     assert database.audit_entries() == []
 
 
+def test_a_change_naming_thousands_of_long_ids_is_recorded_in_short(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    """Issue 44 (L1): on MariaDB, cancelling 4,010 selected ids of 19 digits failed whole: the
+    audit row's target overflowed its TEXT column."""
+    queue = make_queue("orders")
+    first = queue.enqueue({"n": 1}).id or 0
+    ids = [first, *range(10**18, 10**18 + 4_009)]
+    with acting_as(ALICE):
+        assert queue.cancel_many(ids) == 1
+    [entry] = database.audit_entries()
+    assert (entry.action, entry.rows) == ("cancel", 1)
+    assert entry.target == {"ids": ids[: audit.LISTED_IDS], "truncated": {"ids": 4_010}}
+
+
 def test_a_hostile_predicate_is_stored_as_text(database: Database, make_queue: MakeQueue) -> None:
     queue = make_queue("orders")
     queue.enqueue({"Sku": "1"})
