@@ -76,13 +76,15 @@ class Queue:
 
     def enqueue_many(
         self,
-        messages: Sequence[NewMessage],
+        messages: Sequence[NewMessage | Any],
         *,
         connection: Any = None,
         dedupe: str | None = None,
         dedupe_window: timedelta | str | float | None = None,
     ) -> list[Enqueued]:
         """Enqueue a batch in one transaction: one INSERT per round (an upsert with identities).
+        Each item is a `NewMessage` (a body with its options), or a body alone, as `enqueue`
+        takes it (`[{"OrderId": "A-1"}, ...]`).
 
         A messageId that appears several times in one batch is applied in order, as if the
         messages had been enqueued one after the other. `connection`: as for `enqueue`.
@@ -91,7 +93,8 @@ class Queue:
         unless `dedupe_window` (a timedelta, "10m", or seconds) gives the call's own.
         """
         rule = dedupe_rule(self._queue, dedupe, dedupe_window)
-        return enqueue.enqueue_many(self._queue, messages, connection, rule)
+        batch = [m if isinstance(m, NewMessage) else NewMessage(message=m) for m in messages]
+        return enqueue.enqueue_many(self._queue, batch, connection, rule)
 
     # --- lease and outcomes -----------------------------------------------------------------
 

@@ -45,6 +45,14 @@ def test_batch_enqueue_keeps_fifo_order(make_queue: MakeQueue) -> None:
     assert [m.message["n"] for m in leased] == list(range(10))
 
 
+def test_a_batch_of_plain_bodies_is_enqueued_as_bodies(make_queue: MakeQueue) -> None:
+    """Issue 44 (left open): plain dicts failed with an AttributeError deep inside."""
+    queue = make_queue()
+    results = queue.enqueue_many([{"OrderId": "A-1"}, NewMessage(message={"n": 2}), [3], "four"])
+    stored = [queue.get(stored_id(r)).message for r in results]
+    assert stored == [{"OrderId": "A-1"}, {"n": 2}, [3], "four"]
+
+
 def test_batch_mixing_every_option_stores_each_message_as_given(make_queue: MakeQueue) -> None:
     """One batch where each option is set on some messages only (PostgreSQL sends each column
     as one typed array, NULL where a message lacks it): each message keeps its own."""
