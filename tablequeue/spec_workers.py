@@ -143,7 +143,7 @@ class WorkerSpec(SpecModel):
         # null is kept, not replaced by the default (a CRD field without `nullable` would be).
         json_schema_extra={"nullable": True},
         description="HTTP handler: the worker leases only while GET on this path of the app's "
-        "port answers (any HTTP status below 500): first when the pod starts, again after a "
+        "port answers (any HTTP status but 502, 503 and 504): first when the pod starts, again after a "
         "request could not reach the app (the message is given back, no attempt counted); "
         "null: no check (a client-side kubectl apply drops nulls: use --server-side)",
     )

@@ -6,7 +6,9 @@ the worker gives the message back (Pending again, attempt not counted), closes t
 gives back the leased messages that have not started either. While the gate is closed the worker
 leases nothing and `/readyz` answers 503 with the reason; a GET on the app's readiness path
 (`spec.workers.appReadinessPath`, default `/`) every APP_POLL seconds opens it again once the
-app answers with any HTTP status below 500.
+app answers with any HTTP status but 502, 503 and 504 (a 404, or the 501 of a server without
+GET handlers, is an app that listens); a line every STILL_WAITING_EVERY seconds says what the
+GET got meanwhile.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from .waiting import sleep_unless, wait_any
 log = logging.getLogger("tablequeue.worker")
 APP_POLL = 0.2
 """Seconds between two readiness GETs while the app does not answer."""
+STILL_WAITING_EVERY = 10.0
+"""Seconds between two log lines saying what the readiness GET got while the app is not ready."""
 
 
 class AppGate:
@@ -74,9 +78,19 @@ class AppGate:
             if self.is_open:
                 await wait_any(self._closed, stopping)
                 continue
-            started = time.monotonic()
+            started = said = time.monotonic()
             log.info("waiting for the app before leasing", extra={"url": self.check_url})
-            while not stopping.is_set() and not await self.handler.answers(self.check_url):
+            while not stopping.is_set():
+                got = await self.handler.not_ready(self.check_url)
+                if got is None:
+                    break
+                if time.monotonic() - said >= STILL_WAITING_EVERY:
+                    said = time.monotonic()
+                    waited = round(said - started)
+                    log.info(
+                        f"still waiting for the app at {self.check_url} after {waited} s: {got}",
+                        extra={"url": self.check_url, "got": got[:300]},
+                    )
                 await sleep_unless(APP_POLL, stopping)
             if stopping.is_set():
                 return

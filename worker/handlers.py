@@ -182,6 +182,9 @@ CORRELATION_ID_HEADER = "Tablequeue-Correlation-Id"
 LABEL_HEADER = "Tablequeue-Label"
 APP_CHECK_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
 """The readiness GET: an app that takes longer does not answer yet."""
+NOT_READY_STATUSES = frozenset({502, 503, 504})
+"""Answers that say the app is not there yet (a proxy in front of it, or the app itself saying
+so); any other status comes from an app that listens."""
 
 
 def _header_value(text: str) -> str:
@@ -231,14 +234,19 @@ class HttpHandler:
         parts = urllib.parse.urlsplit(self.url)
         return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
-    async def answers(self, url: str) -> bool:
-        """Whether an HTTP server answers a GET on `url` with a status below 500 (a 404 is an
-        app that listens). Refused, unreachable, slow or 5xx: not yet."""
+    async def not_ready(self, url: str) -> str | None:
+        """Why the app at `url` does not take requests yet, None when it does: any answer to a
+        GET but 502, 503 and 504 is an app that listens (a 404, or the 501 of a server without
+        GET handlers); refused, unreachable, or no answer in time is not yet."""
         try:
             async with self._client().get(url, timeout=APP_CHECK_TIMEOUT) as response:
-                return response.status < 500
-        except (aiohttp.ClientError, TimeoutError, OSError):
-            return False
+                if response.status in NOT_READY_STATUSES:
+                    return f"HTTP {response.status}"
+                return None
+        except TimeoutError:
+            return f"no answer within {APP_CHECK_TIMEOUT.total:g} s"
+        except (aiohttp.ClientError, OSError) as error:
+            return str(error) or type(error).__name__
 
     async def __call__(self, message: Message, context: HandlerContext | None) -> Outcome | None:
         try:

@@ -8,6 +8,8 @@ restarted on the same port as a container of the pod would be.
 from __future__ import annotations
 
 import contextlib
+import http.server
+import json
 import signal
 import socket
 import subprocess
@@ -263,3 +265,62 @@ def test_an_idle_worker_stays_to_answer_the_pre_stop_hook_that_comes_after_its_s
     wait_until(lambda: HOOKS_AWAITED in _log_messages(worker), timeout=30, interval=0.01)
     assert _get(worker, "/drained", timeout=30) == (200, "drained\n")
     assert worker.wait_exit() == 0
+
+
+class _App(http.server.BaseHTTPRequestHandler):
+    """An app served from the test: POSTs are processed (200); GET has no handler of its own
+    (http.server answers 501) unless `unavailable` makes it a 503."""
+
+    unavailable = threading.Event()
+    posted: list[int] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.posted.append(body["id"])
+        self._answer(200, b"{}")
+
+    def do_GET(self) -> None:
+        if not self.unavailable.is_set():
+            self.send_error(501, "no GET here")  # as a server without a GET handler answers
+            return
+        self._answer(503, b"starting")
+
+    def _answer(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+def test_an_app_without_a_get_handler_listens_and_a_503_keeps_the_worker_waiting_saying_so(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker
+) -> None:
+    """Issue 44 (left open): any answer of 500 and above counted as "not listening", so an app
+    without a GET handler (501) was never ready and the worker waited silently for ever. Only
+    refused connections, 502, 503 and 504 mean "not yet", and the wait is logged now and then."""
+    queue = make_queue("orders", keep_processed_for="1h")
+    _App.posted.clear()
+    _App.unavailable.set()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _App)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        worker = start_worker("orders", db_url, f"{url}/process", *FAST_POLL)
+        ids = enqueue(queue, [{"n": n} for n in range(5)])
+        still = f"still waiting for the app at {url}/ after"
+
+        def said_still_waiting() -> dict[str, Any] | None:
+            lines = [line for line in worker.logs() if line["message"].startswith(still)]
+            return lines[0] if lines else None
+
+        said = wait_until(said_still_waiting, timeout=60)
+        assert said["got"] == "HTTP 503", said
+        assert queue.count(status="Pending") == len(ids) and _App.posted == []
+        _App.unavailable.clear()  # now GET is a 501: an app that listens
+        wait_until(lambda: _statuses(queue, ids) == {"Processed": len(ids)}, timeout=60)
+        assert sorted(_App.posted) == sorted(ids)
+    finally:
+        server.shutdown()
