@@ -123,12 +123,50 @@ class Autoscaling(SpecModel):
         return self
 
 
+_OBJECTS = {"metadata": dict, "spec": dict}
+_METADATA = {"labels": dict, "annotations": dict}
+_POD = {"containers": list, "terminationGracePeriodSeconds": int}
+_CONTAINER = {"name": str, "lifecycle": dict}
+
+
+def _pod_template_shape(template: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The parts of the pod template the operator reads and extends are of their types (the
+    CRD keeps the template as it is given; the API server checks the rest): a part of another
+    type left the Queue Reconciling with no reason."""
+    if template is None:
+        return None
+    _kinds(template, _OBJECTS, "")
+    _kinds(template.get("metadata") or {}, _METADATA, "metadata.")
+    pod = template.get("spec") or {}
+    _kinds(pod, _POD, "spec.")
+    for n, container in enumerate(pod.get("containers") or []):
+        where = f"spec.containers[{n}]"
+        if not isinstance(container, dict):
+            raise ValueError(f"{where}: expected an object (a container), got {_kind(container)}")
+        _kinds(container, _CONTAINER, f"{where}.")
+    return template
+
+
+def _kinds(part: dict[str, Any], kinds: dict[str, type], where: str) -> None:
+    for key, kind in kinds.items():
+        value = part.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            expected = {dict: "an object", list: "a list", int: "a whole number", str: "a string"}
+            raise ValueError(f"{where}{key}: expected {expected[kind]}, got {_kind(value)}")
+
+
+def _kind(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
 class WorkerSpec(SpecModel):
     handler: HandlerSpec = Field(
         default_factory=lambda: HandlerSpec(http=HttpHandler()),
         description="How a message is processed",
     )
-    template: dict[str, Any] | None = Field(
+    template: Annotated[dict[str, Any] | None, AfterValidator(_pod_template_shape)] = Field(
         None, json_schema_extra=FREE_FORM, description="PodTemplateSpec of the app"
     )
     image: str | None = Field(None, min_length=1, description="Worker image")
@@ -143,8 +181,8 @@ class WorkerSpec(SpecModel):
         # null is kept, not replaced by the default (a CRD field without `nullable` would be).
         json_schema_extra={"nullable": True},
         description="HTTP handler: the worker leases only while GET on this path of the app's "
-        "port answers (any HTTP status but 502, 503 and 504): first when the pod starts, again after a "
-        "request could not reach the app (the message is given back, no attempt counted); "
+        "port answers (any HTTP status but 502, 503 and 504): first when the pod starts, again "
+        "after a request could not reach the app (the message is given back, no attempt counted); "
         "null: no check (a client-side kubectl apply drops nulls: use --server-side)",
     )
     poll_interval: PollInterval = Field(default_factory=PollInterval, description="Polling")

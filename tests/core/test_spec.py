@@ -254,6 +254,34 @@ def test_validation_errors(spec: dict[str, Any], message: str) -> None:
     assert spec_error(**spec).startswith(f"queue orders: {message}")
 
 
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ({"metadata": "app"}, "metadata: expected an object, got a string"),
+        ({"metadata": {"labels": ["a"]}}, "metadata.labels: expected an object, got a list"),
+        ({"metadata": {"annotations": "a=b"}}, "metadata.annotations: expected an object"),
+        ({"spec": []}, "spec: expected an object, got a list"),
+        ({"spec": {"containers": {"name": "app"}}}, "spec.containers: expected a list, got an"),
+        ({"spec": {"containers": ["app"]}}, "spec.containers[0]: expected an object (a container)"),
+        (
+            {"spec": {"containers": [{"name": "app", "lifecycle": "none"}]}},
+            "spec.containers[0].lifecycle: expected an object, got a string",
+        ),
+        (
+            {"spec": {"terminationGracePeriodSeconds": "30"}},
+            "spec.terminationGracePeriodSeconds: expected a whole number, got a string",
+        ),
+    ],
+)
+def test_a_pod_template_whose_parts_are_not_of_their_kind_is_refused(
+    template: dict[str, Any], message: str
+) -> None:
+    """Issue 44 (L6): the operator read these parts as they are and failed with no reason,
+    leaving the Queue Reconciling."""
+    problem = spec_error(workers={"template": template})
+    assert problem.startswith(f"queue orders: spec.workers.template: {message}"), problem
+
+
 def test_several_problems_are_reported_on_one_line() -> None:
     message = spec_error(leaseSeconds=0, maxAttempts=0)
     assert "spec.leaseSeconds: " in message and "; spec.maxAttempts: " in message
