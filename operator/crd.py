@@ -122,9 +122,11 @@ def custom_resource_definition() -> dict[str, Any]:
                     "storage": True,
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": [
-                        _column("Pending", ".status.counts.Pending"),
-                        _column("Leased", ".status.counts.Leased"),
-                        _column("Errors", ".status.counts.Error"),
+                        # `columns`, not `counts`: counts leaves out a status with no
+                        # message, and the column would be blank instead of 0.
+                        _column("Pending", ".status.columns.pending"),
+                        _column("Leased", ".status.columns.leased"),
+                        _column("Errors", ".status.columns.errors"),
                         _column("Replicas", ".status.replicas.desired"),
                         _column("Health", ".status.health", "string"),
                         _column("Paused", ".status.paused", "boolean"),

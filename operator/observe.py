@@ -12,7 +12,7 @@ import kopf
 import sqlalchemy as sa
 from kubernetes.client.exceptions import ApiException
 
-from tablequeue import Database, FlowState, WorkerInfo, metrics, presence_of
+from tablequeue import Database, FlowState, WorkerInfo, metrics, names, presence_of
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, QueueOwnedElsewhere
 from tablequeue.health import WorkerPresence
 from tablequeue.models import QueueStats
@@ -36,6 +36,7 @@ from .state import OperatorState
 logger = logging.getLogger(__name__)
 QUEUE_FIELDS = (
     "counts",
+    "columns",
     "backlog",
     "oldestPendingSeconds",
     "health",
@@ -99,6 +100,11 @@ def observe_queue(
     patch.status.update(
         {
             "counts": stats.counts | gone,  # a merge patch removes a key only when set to null
+            "columns": {  # kubectl get's: 0 where `counts` has no key
+                "pending": stats.counts.get(names.PENDING, 0),
+                "leased": stats.counts.get(names.LEASED, 0),
+                "errors": stats.counts.get(names.ERROR, 0),
+            },
             "backlog": stats.backlog,
             "oldestPendingSeconds": round(stats.oldest_pending_seconds, 3),
             "health": stats.health,

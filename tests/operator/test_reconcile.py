@@ -80,6 +80,14 @@ def test_a_queue_gets_its_table_registry_row_deployment_status_and_events(
     assert env["TABLEQUEUE_QUEUE"]["value"] == "orders"
     assert deployment["spec"]["replicas"] == 0  # minReplicas, nothing to do yet
 
+    # An empty queue shows 0 in its count columns, not blanks (status.counts has no key then).
+    def zeros() -> dict[str, str] | None:
+        [row] = table_rows(kube.kubectl("get", "tq", "-n", namespace).stdout)
+        return row if (row["PENDING"], row["LEASED"], row["ERRORS"]) == ("0", "0", "0") else None
+
+    wait(zeros)
+    assert status_of(kube, "orders", namespace)["counts"] == {}
+
     # Something in every printer column: 3 Pending, 1 Leased, 1 Error (maxAttempts 1).
     with connect(postgres_url) as db:
         orders = db.queue("orders")
