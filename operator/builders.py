@@ -107,6 +107,10 @@ def worker_environment(name: str, spec: QueueSpec) -> list[dict[str, Any]]:
     return env
 
 
+STARTUP_PROBES = 60
+"""Startup probes 2 s apart before the kubelet gives up on a starting worker (two minutes)."""
+
+
 def worker_container(name: str, spec: QueueSpec, default_image: str) -> dict[str, Any]:
     probe = {"httpGet": {"port": "metrics"}, "periodSeconds": 10, "failureThreshold": 3}
     return {
@@ -115,6 +119,13 @@ def worker_container(name: str, spec: QueueSpec, default_image: str) -> dict[str
         "command": ["tablequeue", "worker"],
         "env": worker_environment(name, spec),
         "ports": [{"name": "metrics", "containerPort": WORKER_PORT}],
+        # Liveness counts only once the worker has served /livez: a start slowed by a loaded
+        # node (imports, the first connection) gets two minutes before it can be restarted.
+        "startupProbe": {
+            "httpGet": {"path": "/livez", "port": "metrics"},
+            "periodSeconds": 2,
+            "failureThreshold": STARTUP_PROBES,
+        },
         "livenessProbe": probe | {"httpGet": {"path": "/livez", "port": "metrics"}},
         "readinessProbe": probe | {"httpGet": {"path": "/readyz", "port": "metrics"}},
         "securityContext": {

@@ -67,6 +67,10 @@ def test_deployment_adds_the_worker_sidecar_to_the_users_template() -> None:
     assert (env["TABLEQUEUE_BATCH_SIZE"], env["TABLEQUEUE_CONCURRENCY"]) == ("20", "8")
     assert env["TABLEQUEUE_APP_READINESS_PATH"] == "/"  # the app's readiness, by default on /
     assert worker["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    # Liveness waits for a start slowed by a loaded node: two minutes of startup probes first.
+    startup = worker["startupProbe"]
+    assert startup["httpGet"]["path"] == "/livez"
+    assert startup["periodSeconds"] * startup["failureThreshold"] == 120
     assert env["TABLEQUEUE_GRACE_PERIOD"] == "40.0"  # set: kept (above the timeout, 12)
     assert pod["spec"]["terminationGracePeriodSeconds"] == 50  # 40 + 10
     assert template["spec"]["containers"] == [{"name": "app", "image": "shop/app:1"}]  # untouched
