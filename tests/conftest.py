@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from tablequeue import Database, Queue, connect
 from tablequeue.dialects import Capabilities
 from tablequeue.spec import QueueResource
+from tests.support import leftovers
 from tests.support.kube import ControlPlane, control_plane
 from tests.support.mariadb_server import MariaDbServer, mariadb_server
 from tests.support.postgres_server import PostgresServer, postgres_server
@@ -42,6 +43,13 @@ def engines_here() -> list[str]:
 
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Servers a killed run left behind are stopped before this one starts its own."""
+    leftovers.reap()
+
+
 _database_numbers = itertools.count()
 _namespace_numbers = itertools.count()
 

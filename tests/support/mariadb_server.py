@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pymysql
 
+from . import leftovers
 from .ports import free_port
 from .processes import stop_process
 
@@ -41,6 +42,7 @@ class MariaDbServer:
         self.port = free_port()
         self.as_mysql = os.geteuid() == 0
         self.process: subprocess.Popen[bytes] | None = None
+        self._recorded: Path | None = None
 
     def url(self, database: str, driver: str = "mariadb") -> str:
         return f"{driver}://{USER}@127.0.0.1:{self.port}/{database}"
@@ -96,6 +98,8 @@ class MariaDbServer:
         if self.as_mysql:
             command.append("--user=mysql")
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # It drops root for mysql, and with it the parent-death signal: recorded instead.
+        self._recorded = leftovers.record(self.process.pid, self.base)
         self._wait_ready()
         with self.root() as connection, connection.cursor() as cursor:
             cursor.execute(f"CREATE USER '{USER}'@'%'")
@@ -141,6 +145,7 @@ class MariaDbServer:
     def stop(self) -> None:
         if self.process is not None:
             stop_process(self.process, timeout=60)
+            leftovers.forget(self._recorded)
 
 
 @contextlib.contextmanager

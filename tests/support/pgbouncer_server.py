@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psycopg
 
+from . import leftovers
 from .ports import free_port
 
 
@@ -46,6 +47,8 @@ def pgbouncer(pg_port: int, database: str, pool_size: int = 4) -> Iterator[str]:
             shutil.chown(path, "postgres", "postgres")
         command = ["runuser", "-u", "postgres", "--", *command]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    # runuser's child runs as postgres, without the parent-death signal: recorded instead.
+    recorded = leftovers.record(process.pid, folder)
     url = f"postgresql://postgres@127.0.0.1:{port}/{database}"
     try:
         deadline = time.monotonic() + 60
@@ -61,4 +64,5 @@ def pgbouncer(pg_port: int, database: str, pool_size: int = 4) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(30)
+        leftovers.forget(recorded)
         shutil.rmtree(folder, ignore_errors=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 
+from . import leftovers
 from .ports import free_port
 
 
@@ -40,6 +41,8 @@ class PostgresServer:
         self.as_postgres = os.geteuid() == 0
         self.environment: dict[str, str] = {}
         """Added to the server's environment (e.g. libfaketime's, for a clock of its own)."""
+        self._recorded: Path | None = None
+        """The server as `leftovers` records it while it runs (pg_ctl detaches it)."""
 
     @property
     def url(self) -> str:
@@ -77,10 +80,15 @@ class PostgresServer:
             "60",
             "start",
         )
+        self._recorded = leftovers.record(self.postmaster_pid(), self.base)
         self.wait_ready()
+
+    def postmaster_pid(self) -> int:
+        return int((self.data / "postmaster.pid").read_text().split()[0])
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
+        leftovers.forget(self._recorded)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
