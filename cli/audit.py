@@ -3,8 +3,8 @@ CLI's own changes are recorded as."""
 
 from __future__ import annotations
 
-import getpass
 import os
+import pwd
 
 import click
 
@@ -16,10 +16,11 @@ from .output import emit
 
 
 def cli_user() -> Actor:
-    """The OS user running the CLI (a container without a passwd entry: its uid)."""
+    """The OS user running the CLI, by its uid's passwd entry (a container without one: the
+    uid); never the USER or LOGNAME variables, which the caller chooses."""
     try:
-        who = getpass.getuser()
-    except (KeyError, OSError):
+        who = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
         who = f"uid {os.getuid()}"
     return Actor(who=who, via="cli")
 

@@ -8,13 +8,15 @@ Recording itself is the core's, tested on every engine in tests/core/conformance
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 
 from tablequeue import Database, connect
 from tablequeue.api.auth import Auth
 from tablequeue.spec import QueueResource
-from tests.support.api_server import api_client
+from tests.support.api_server import api_client, api_process
 
 ADMIN = {"Authorization": "Bearer admin-secret"}
 READ = {"Authorization": "Bearer read-secret"}
@@ -75,3 +77,18 @@ def test_the_trail_pages_back_and_names_a_bad_limit(database: Database) -> None:
     }
     assert third["nextBeforeId"] is None
     assert too_many.status_code == 422 and "limit" in too_many.text
+
+
+def test_the_address_is_the_connections_not_a_forwarded_one(
+    database: Database, sqlite_url: str, tmp_path: Path
+) -> None:
+    """Issue 44 (L4): uvicorn believed X-Forwarded-For from loopback, so any local process
+    chose the address in the audit trail. Only proxies named in FORWARDED_ALLOW_IPS count."""
+    tokens = {"TABLEQUEUE_API_ADMIN_TOKEN": "admin-secret"}
+    forged = ADMIN | {"X-Forwarded-For": "203.0.113.9"}
+    with api_process(sqlite_url, tmp_path, tokens) as api:
+        assert httpx.post(f"{api.base}/queues/orders/pause", headers=forged).status_code == 200
+    with api_process(sqlite_url, tmp_path, tokens | {"FORWARDED_ALLOW_IPS": "127.0.0.1"}) as api:
+        assert httpx.post(f"{api.base}/queues/orders/resume", headers=forged).status_code == 200
+    addresses = [(e.action, e.address) for e in database.audit_entries()]
+    assert addresses == [("resume", "203.0.113.9"), ("pause", "127.0.0.1")]

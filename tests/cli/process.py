@@ -8,13 +8,16 @@ import sys
 from pathlib import Path
 
 
-def run_cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    folder: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`env`: more variables for the process."""
     return subprocess.run(
         [sys.executable, "-m", "tablequeue", *args],
         capture_output=True,
         text=True,
         cwd=folder,
-        env={"PATH": "/usr/bin:/bin", "TABLEQUEUE_DB": "sqlite:///queues.db"},
+        env={"PATH": "/usr/bin:/bin", "TABLEQUEUE_DB": "sqlite:///queues.db"} | (env or {}),
         timeout=120,
         check=False,
     )

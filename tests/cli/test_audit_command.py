@@ -4,8 +4,9 @@ filters by queue."""
 
 from __future__ import annotations
 
-import getpass
 import json
+import os
+import pwd
 from pathlib import Path
 
 from tablequeue import connect
@@ -18,6 +19,9 @@ def test_cli_changes_are_the_os_users_and_audit_lists_them(tmp_path: Path) -> No
         for name in ("orders", "invoices"):
             database.apply(QueueResource.from_name(name))
         database.queue("orders").enqueue({"n": 1})
+    # Issue 44 (L4): the user is the process's uid's, not the USER a caller sets.
+    claimed = {"USER": "someone-else", "LOGNAME": "someone-else"}
+    assert run_cli(tmp_path, "queue", "resume", "orders", env=claimed).returncode == 0
     for args in (
         ("queue", "pause", "orders"),
         ("set-status", "orders", "Error", "--from", "Pending"),
@@ -33,15 +37,16 @@ def test_cli_changes_are_the_os_users_and_audit_lists_them(tmp_path: Path) -> No
         ("pause", "invoices", None),
         ("set-status", "orders", 1),
         ("pause", "orders", None),
+        ("resume", "orders", None),
     ]
     assert {(e["who"], e["via"], e["address"]) for e in entries} == {
-        (getpass.getuser(), "cli", None)
+        (pwd.getpwuid(os.getuid()).pw_name, "cli", None)
     }
     assert entries[1]["target"] == {"status": "Error", "fromStatus": "Pending"}
     older = run_cli(tmp_path, "audit", "--json", "--queue", "orders", "--limit", "1")
     [newest_of_orders] = json.loads(older.stdout)
     assert newest_of_orders["action"] == "set-status"
     page = run_cli(tmp_path, "audit", "--json", "--before-id", str(entries[1]["id"]))
-    assert [e["action"] for e in json.loads(page.stdout)] == ["pause"]
+    assert [e["action"] for e in json.loads(page.stdout)] == ["pause", "resume"]
     unknown = run_cli(tmp_path, "audit", "--queue", "nope")
     assert unknown.returncode == 1 and "nope" in unknown.stderr
