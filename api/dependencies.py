@@ -75,16 +75,24 @@ def require_admin(request: Request, auth: AuthArg) -> None:
 
 async def act_for_the_caller(request: Request, auth: AuthArg) -> None:
     """Changes this request makes are recorded in the audit trail as the caller's: the admin
-    token's (or the open API's), via the UI when a browser sent it (a browser's change can only
-    come from the admin UI's own pages: `csrf` refuses other origins). Async, so that it sets
+    token's (or the open API's), via the UI when a browser sent it without a bearer token (a
+    browser's change can only come from the admin UI's own pages: `csrf` refuses other
+    origins). Async, so that it sets
     the actor in the request's own context, which the route's thread inherits."""
     act_as(
         Actor(
             who="admin token" if auth.enabled else "open API (no token configured)",
-            via="ui" if "sec-fetch-site" in request.headers else "api",
+            via="ui" if _from_the_ui(request) else "api",
             address=request.client.host if request.client else None,
         )
     )
+
+
+def _from_the_ui(request: Request) -> bool:
+    """A browser (it sends Sec-Fetch-Site) without a bearer token: the admin UI's pages, signed
+    in by their cookie (or an open API). A client sending the token itself is the API's, even
+    when it adds the header."""
+    return "sec-fetch-site" in request.headers and "authorization" not in request.headers
 
 
 READER: list[DependsParam] = [Depends(require_reader)]

@@ -37,14 +37,17 @@ def test_changes_are_the_callers_and_either_token_reads_them(database: Database)
         assert client.post("/queues/orders/pause", headers=ADMIN).status_code == 200
         refused = client.post("/queues/orders/resume", headers=READ)
         assert refused.status_code == 403
-        browser = ADMIN | {"Sec-Fetch-Site": "same-origin"}
+        # The admin UI's signed-in browser: the token in its cookie, Sec-Fetch-Site sent.
+        browser = {"Sec-Fetch-Site": "same-origin", "Cookie": "tablequeue_token=admin-secret"}
         changed = client.post(
             "/queues/orders/status",
             json={"status": "Error", "ids": ids[:2]},
             headers=browser,
         )
         assert changed.status_code == 200
-        client.post("/queues/invoices/pause", headers=ADMIN).raise_for_status()
+        # Issue 44 (L4): a client with the bearer token sending Sec-Fetch-Site is not the UI.
+        claims_ui = ADMIN | {"Sec-Fetch-Site": "same-origin"}
+        client.post("/queues/invoices/pause", headers=claims_ui).raise_for_status()
         assert client.get("/audit").status_code == 401
         trail = client.get("/audit", headers=READ).json()
         orders_only = client.get("/audit", params={"queue": "orders"}, headers=READ).json()
