@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue.dialects import Dialect
-from tablequeue.errors import PredicateError
+from tablequeue.errors import InvalidInput, PredicateError
 from tablequeue.models import canonical_json
 from tablequeue.predicate import (
     MAX_DEPTH,
@@ -462,5 +462,28 @@ def test_keys_and_indexes_do_not_mix(db_url: str, request: pytest.FixtureRequest
             ('a["0"] == null', {2}),
         ]:
             assert _matching(created, parse(text)) == expected, text
+    finally:
+        created[0].dispose()
+
+
+def test_a_path_deeper_than_the_engine_reads_is_refused(db_url: str) -> None:
+    """Issue 44 (left open): on MariaDB a predicate on a path of more than 31 steps read NULL
+    with a warning, silently (its JSON paths stop at 32 levels, `$` included). Engines whose
+    paths reach that deep answer it (nothing is at that depth: null); one whose do not refuses
+    the predicate, naming the limit."""
+    body: Any = 1
+    for _ in range(20):
+        body = {"a": body}
+    created = _create(db_url, {1: body})
+    try:
+        steps = 35
+        deep = parse(".".join(["a"] * steps) + " == null")
+        most = created[1].json_indexes.max_path_steps
+        if most is None:
+            assert _matching(created, deep) == {1}
+        else:
+            with pytest.raises(InvalidInput, match=f"has {steps} steps: .* at most {most}"):
+                _matching(created, deep)
+            assert _matching(created, parse(".".join(["a"] * 20) + " == 1")) == {1}
     finally:
         created[0].dispose()

@@ -7,13 +7,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..json_index import ColumnIndexes, JsonIndex, compiled, quote
-from .json_paths import typed_value
+from .json_paths import MARIADB_PATH_STEPS, typed_value
 
 MARIADB_KEY_BYTES = 3072
 """InnoDB's longest index key: text values are indexed by their first 3,072 bytes."""
-MARIADB_PATH_STEPS = 31
-"""MariaDB's JSON path depth limit is 32, `$` included: a longer path reads NULL with a
-warning, which an INSERT computing the generated column turns into an error."""
 _MARIADB_TYPES = {"string": "BLOB", "number": "DOUBLE"}
 
 

@@ -12,8 +12,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ...errors import InvalidInput
 from ..types import JsonKind, JsonPath, path_text
 
+MARIADB_PATH_STEPS = 31
+"""MariaDB's JSON path depth limit is 32, `$` included: a longer path reads NULL with a
+warning (a predicate on it matched nothing, silently; an INSERT computing a generated column
+on it fails): refused."""
 JSON_TYPES: dict[JsonKind, tuple[str, ...]] = {
     "string": ("STRING",),
     "number": ("INTEGER", "DOUBLE"),
@@ -22,6 +27,11 @@ JSON_TYPES: dict[JsonKind, tuple[str, ...]] = {
 
 
 def extract(column: sa.ColumnElement[Any], path: JsonPath) -> sa.ColumnElement[Any]:
+    if len(path) > MARIADB_PATH_STEPS:
+        raise InvalidInput(
+            f"the path {path_text(path)[:200]} has {len(path)} steps: MariaDB reads at most "
+            f"{MARIADB_PATH_STEPS}"
+        )
     value, steps = column, list[str | int]()
     for segment in path:
         if isinstance(segment, str) and segment.startswith("-"):
