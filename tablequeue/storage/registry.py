@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .. import indexes, names
+from .. import actor, indexes, names
 from ..errors import Conflict, NotAQueueTable, QueueNotFound, QueueOwnedElsewhere, SchemaTooNew
 from ..models import message_columns
 from . import audit, readable_json, schedules, subscriptions
@@ -173,6 +173,7 @@ def _apply_table(
         subscriptions.write(storage, connection, name, spec)
         if row is None:
             _insert_registry_row(storage, connection, name, table_name, spec, owner)
+            audit.record(storage, connection, "apply", name, {"created": True})
             return "created", created
         return _update_registry_row(storage, connection, name, row, spec, owner), created
 
@@ -297,6 +298,13 @@ def _update_registry_row(
     connection.execute(registry.update().where(registry.c.name == name).values(**values))
     if row.settings.get("rateLimit") != settings.get("rateLimit"):
         sync_rate_limit(storage, connection, name, spec.rate_limit, now)
+    changed = {
+        key: {"from": row.settings.get(key), "to": settings.get(key)}
+        for key in sorted(set(row.settings) | set(settings))
+        if row.settings.get(key) != settings.get(key)
+    }
+    if changed:  # a person's apply (the CLI) is recorded: a lowered retention deletes messages
+        audit.record(storage, connection, "apply", name, {"changed": changed})
     return "updated"
 
 
@@ -388,8 +396,15 @@ def delete_queue(storage: Storage, name: str, drop_table: bool, owner: str | Non
             schedules.forget(connection, storage.schedules, name)
         if storage.has_subscriptions_table(connection):
             subscriptions.forget(storage, connection, name)
+        dropped = None
         if drop_table:
-            storage.table(row.table_name).drop(connection, checkfirst=True)
+            table = storage.table(row.table_name)
+            if actor.current() is not None and sa.inspect(connection).has_table(table.name):
+                dropped = connection.execute(sa.select(sa.func.count()).select_from(table)).scalar()
+            table.drop(connection, checkfirst=True)
+        audit.record(
+            storage, connection, "delete-queue", name, {"dropTable": drop_table or None}, dropped
+        )
     return True
 
 

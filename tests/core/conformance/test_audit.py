@@ -14,6 +14,7 @@ import pytest
 
 from tablequeue import Actor, Database, acting_as
 from tablequeue.errors import Conflict, InvalidInput
+from tablequeue.spec import QueueResource
 from tablequeue.storage import audit
 
 from .helpers import MakeQueue
@@ -140,3 +141,25 @@ def test_entries_are_purged_by_age(database: Database, make_queue: MakeQueue) ->
     assert audit.purge_older(database, timedelta(days=1)) == 0
     assert audit.purge_older(database, timedelta(0), batch=2) == 3
     assert database.audit_entries() == []
+
+
+def test_applies_and_queue_deletions_are_recorded(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    """Issue 44 (M4): the CLI's queue apply (a lowered retention deletes messages) and queue
+    delete --drop-table (5 messages gone) left no entry, though every CLI change is recorded."""
+    with acting_as(ALICE):
+        database.apply(QueueResource.from_name("orders", keep_processed_for="7d"))
+        queue = database.queue("orders")
+        for n in range(5):
+            queue.enqueue({"n": n})
+        database.apply(QueueResource.from_name("orders", keep_processed_for="1h"))
+        database.apply(QueueResource.from_name("orders", keep_processed_for="1h"))  # unchanged
+        assert database.delete_queue("orders", drop_table=True)
+    entries = [(e.action, e.queue, e.target, e.rows) for e in reversed(database.audit_entries())]
+    assert entries == [
+        ("apply", "orders", {"created": True}, None),
+        ("apply", "orders", {"changed": {"keepProcessedFor": {"from": "7d", "to": "1h"}}}, None),
+        ("delete-queue", "orders", {"dropTable": True}, 5),
+    ]
+    assert {(e.who, e.via) for e in database.audit_entries()} == {("alice", "cli")}
