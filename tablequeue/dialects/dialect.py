@@ -119,6 +119,11 @@ class Dialect(SqlParts):
         """Whether a driver error says the server cancelled a statement past its time bound."""
         return False
 
+    def deadlocked(self, error: BaseException) -> bool:
+        """Whether a driver error says the server rolled the transaction back as a deadlock's
+        victim (nothing of it happened: it may run again)."""
+        return False
+
     def tune_table(self, connection: Connection, table: sa.Table) -> None:
         """Storage settings of a queue table, applied at every `apply` (idempotent); none by
         default."""

@@ -106,15 +106,17 @@ class Queue:
         correlation_id: str | None = None,
     ) -> LeaseBatch:
         """Atomically take up to `batch_size` due messages: highest priority, then oldest."""
-        with self.database.transaction() as connection:
-            return settle.lease(
+        return self.database.in_transaction(
+            lambda connection: settle.lease(
                 self._queue, connection, owner, batch_size, lease_seconds, correlation_id
             )
+        )
 
     def settle(self, owner: str, outcomes: Sequence[Completion | Failure]) -> Settled:
         """Record completions and failures together, in one transaction."""
-        with self.database.transaction() as connection:
-            return settle.settle(self._queue, connection, owner, outcomes)
+        return self.database.in_transaction(
+            lambda connection: settle.settle(self._queue, connection, owner, outcomes)
+        )
 
     def settle_and_lease(
         self,
@@ -165,13 +167,15 @@ class Queue:
         A message whose identity got a newer version while it was leased goes back to the
         queue's default status with the new body; the processed body becomes its previous one.
         """
-        with self.database.transaction() as connection:
-            return settle.complete(self._queue, connection, owner, completions)
+        return self.database.in_transaction(
+            lambda connection: settle.complete(self._queue, connection, owner, completions)
+        )
 
     def fail(self, owner: str, failures: Sequence[Failure]) -> Settled:
         """Record failures: retry after the back-off, or Error once attempts reach maxAttempts."""
-        with self.database.transaction() as connection:
-            return settle.fail(self._queue, connection, owner, failures)
+        return self.database.in_transaction(
+            lambda connection: settle.fail(self._queue, connection, owner, failures)
+        )
 
     def report_progress(
         self,

@@ -64,9 +64,12 @@ def settle_and_lease(
             batch = _lease(queue, connection, owner, batch_size, lease_seconds, None, True)
             if batch is not None:
                 return _settle_after(queue, connection, owner, outcomes, batch), batch
-    with storage.transaction() as connection:
+
+    def in_one(connection: Connection) -> tuple[Settled, LeaseBatch]:
         settled = settle(queue, connection, owner, outcomes)
         return settled, lease(queue, connection, owner, batch_size, lease_seconds, None)
+
+    return storage.in_transaction(in_one)
 
 
 def _settle_after(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +37,9 @@ from .timeouts import DatabaseTimeouts
 from .urls import dialect_for_url, shown_url
 
 T = TypeVar("T")
+DEADLOCK_TRIES = 4
+DEADLOCK_PAUSE = 0.005
+"""Seconds (times the try's number, at most) before a deadlock's victim tries again."""
 PING_AFTER_IDLE_SECONDS = 1.0
 KEEP_AUTOCOMMIT = 2
 """Autocommit connections kept checked out between uses (`Storage.autocommit`): enough for a
@@ -161,6 +165,21 @@ class Storage:
             raise
         finally:
             connection.close()
+
+    def in_transaction(self, work: Callable[[Connection], T]) -> T:
+        """`work(connection)` in a transaction, run again (up to DEADLOCK_TRIES times in all)
+        when the database rolled the transaction back as a deadlock's victim: nothing of it
+        happened, and under concurrent leases and outcomes InnoDB chooses victims now and
+        then. Only for work whose effects are all in the transaction."""
+        for attempt in range(1, DEADLOCK_TRIES + 1):
+            try:
+                with self.transaction() as connection:
+                    return work(connection)
+            except sa.exc.DBAPIError as error:
+                if attempt == DEADLOCK_TRIES or not self.dialect.deadlocked(error.orig or error):
+                    raise
+                time.sleep(random.uniform(0, DEADLOCK_PAUSE * attempt))  # apart from the other
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def _pooled(self) -> Any:
         """A pooled DB-API connection; an unreachable database is DatabaseUnavailable."""

@@ -59,6 +59,8 @@ COLLATION = "utf8mb4_nopad_bin"
 PER_ROW_PARAMETER = "b_rows"
 _DDL_LOCK_TIMEOUT_SECONDS = 60
 _ODBC_SERVER_PORT = re.compile(r"\bServer=([^;,]+),(\d+)", re.IGNORECASE)
+_DEADLOCK = 1213
+"""ER_LOCK_DEADLOCK: the transaction was rolled back as a deadlock's victim."""
 _STATEMENT_TIMEOUT = 1969
 """ER_STATEMENT_TIMEOUT: `max_statement_time` exceeded (MariaDB)."""
 _READ_BOUND = "tablequeue_read_bound"
@@ -165,6 +167,13 @@ class MariaDbDialect(Dialect):
         the error's first argument, pyodbc the SQLSTATE, so the message is read too."""
         code = error.args[0] if error.args else None
         return code == _STATEMENT_TIMEOUT or "max_statement_time exceeded" in str(error)
+
+    def deadlocked(self, error: BaseException) -> bool:
+        """Differs because InnoDB chooses deadlock victims among concurrent leases and outcomes
+        (their index locks on the lease index): error 1213, ER_LOCK_DEADLOCK (PyMySQL gives the
+        code, pyodbc SQLSTATE 40001 and the message)."""
+        code = error.args[0] if error.args else None
+        return code == _DEADLOCK or "Deadlock found" in str(error)
 
     def configure_engine(self, engine: Engine) -> None:
         """Differs because MariaDB and its drivers need settings SQLAlchemy does not make:

@@ -195,6 +195,10 @@ class PostgresDialect(OnConflictDialect):
             self._said.add(what)
             log.info(what, extra={"pooler": self.pooler})
 
+    def deadlocked(self, error: BaseException) -> bool:
+        """Differs because PostgreSQL names a deadlock's victim by SQLSTATE 40P01."""
+        return getattr(error, "sqlstate", None) == "40P01"
+
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
     ) -> dict[str, Any]:
