@@ -123,10 +123,10 @@ class Autoscaling(SpecModel):
         return self
 
 
-_OBJECTS = {"metadata": dict, "spec": dict}
-_METADATA = {"labels": dict, "annotations": dict}
-_POD = {"containers": list, "terminationGracePeriodSeconds": int}
-_CONTAINER = {"name": str, "lifecycle": dict}
+_OBJECTS: dict[str, type] = {"metadata": dict, "spec": dict}
+_METADATA: dict[str, type] = {"labels": dict, "annotations": dict}
+_POD: dict[str, type] = {"containers": list, "terminationGracePeriodSeconds": int}
+_CONTAINER: dict[str, type] = {"name": str, "lifecycle": dict}
 
 
 def _pod_template_shape(template: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -86,9 +86,9 @@ class AppGate:
                     break
                 if time.monotonic() - said >= STILL_WAITING_EVERY:
                     said = time.monotonic()
-                    waited = round(said - started)
                     log.info(
-                        f"still waiting for the app at {self.check_url} after {waited} s: {got}",
+                        f"still waiting for the app at {self.check_url} after "
+                        f"{round(said - started)} s: {got}",
                         extra={"url": self.check_url, "got": got[:300]},
                     )
                 await sleep_unless(APP_POLL, stopping)

@@ -223,7 +223,7 @@ class Worker:
             self._shut_down(queue, held, settlement, rollup, lost, lease_loop, settler, heartbeats),
             name="shutdown",
         )
-        budget = self.config.grace_period + SHUTDOWN_MARGIN
+        budget = (self.config.grace_period or 0.0) + SHUTDOWN_MARGIN  # resolved: set
         if not (await asyncio.wait([shutdown], timeout=budget))[0]:
             self._cut_short(budget, held.message_ids() + settlement.tracked_ids())
             shutdown.cancel()

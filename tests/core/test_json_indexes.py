@@ -16,7 +16,8 @@ import sqlalchemy as sa
 
 from tablequeue import Database, Queue, predicate
 from tablequeue.dialects.json_index import PREFIX
-from tablequeue.dialects.mariadb.json_index import MARIADB_KEY_BYTES, MARIADB_PATH_STEPS
+from tablequeue.dialects.mariadb.json_index import MARIADB_KEY_BYTES
+from tablequeue.dialects.mariadb.json_paths import MARIADB_PATH_STEPS
 from tablequeue.errors import InvalidInput, SpecError
 from tablequeue.indexes import resolve
 from tablequeue.models import NewMessage
