@@ -17,6 +17,7 @@ import socket
 import struct
 import threading
 from types import TracebackType
+from typing import Self
 
 CLIENT_LONG_PASSWORD = 0x1
 CLIENT_LOCAL_FILES = 0x80
@@ -77,95 +78,24 @@ def _greeting() -> bytes:
     )
 
 
-class RogueMariaDb:
-    """`with RogueMariaDb(wanted_file) as rogue:` listens on a loopback port until the block ends;
-    `rogue.url(query)` is a URL to it, `rogue.connections` how many clients connected and
-    `rogue.received` the bytes of the files they sent."""
-
-    def __init__(self, wanted_file: str) -> None:
-        self.wanted_file = wanted_file
-        self.connections = 0
-        self.received: list[bytes] = []
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.2)
-        self.port: int = self._listener.getsockname()[1]
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._serve, name="rogue-mariadb", daemon=True)
-
-    def url(self, query: str = "") -> str:
-        return f"mariadb://tenant:pw@127.0.0.1:{self.port}/tenant{query}"
-
-    def __enter__(self) -> RogueMariaDb:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        _type: type[BaseException] | None,
-        _error: BaseException | None,
-        _traceback: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self._listener.close()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                connection, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with self._lock:
-                self.connections += 1
-            threading.Thread(target=self._talk, args=(connection,), daemon=True).start()
-
-    def _talk(self, connection: socket.socket) -> None:
-        with connection:
-            connection.settimeout(10)
-            try:
-                connection.sendall(_packet(0, _greeting()))
-                _read_packet(connection)  # the login: any is fine
-                connection.sendall(_packet(2, OK))
-                while not self._stop.is_set():
-                    _, command = _read_packet(connection)
-                    if command[:1] == b"\x01":  # quit
-                        return
-                    # A ping, and the SETs a client sends as it connects (PyMySQL reads one
-                    # packet for those, not a result): OK.
-                    if command[:1] != b"\x03" or command[1:4].upper() == b"SET":
-                        connection.sendall(_packet(1, OK))
-                        continue
-                    connection.sendall(_packet(1, b"\xfb" + self.wanted_file.encode()))
-                    content, sequence = b"", 2
-                    while True:  # the file's bytes, then an empty packet; or an error
-                        sequence, chunk = _read_packet(connection)
-                        if not chunk:
-                            break
-                        content += chunk
-                    with self._lock:
-                        self.received.append(content)
-                    connection.sendall(_packet(sequence + 1, OK))
-            except (ConnectionError, TimeoutError, OSError):
-                return
-
-
-class SilentServer:
-    """`with SilentServer() as silent:` a loopback port that accepts connections (counted in
-    `connections`) and never answers, until the block ends."""
+class LoopbackServer:
+    """`with server:` accepts connections on a loopback port (`port`) until the block ends,
+    counting them (`connections`) and handing each to `talk` on a thread of its own."""
 
     def __init__(self) -> None:
         self.connections = 0
         self._listener = socket.create_server(("127.0.0.1", 0), backlog=64)
         self._listener.settimeout(0.2)
         self.port: int = self._listener.getsockname()[1]
-        self._held: list[socket.socket] = []
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._accept, name="silent-server", daemon=True)
+        self._lock = threading.Lock()
+        self._held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, name=type(self).__name__, daemon=True)
 
-    def __enter__(self) -> SilentServer:
+    def talk(self, connection: socket.socket) -> None:
+        """What the server says on a connection; by default nothing, ever."""
+
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -189,5 +119,54 @@ class SilentServer:
                 continue
             except OSError:
                 return
-            self._held.append(connection)
-            self.connections += 1
+            with self._lock:
+                self.connections += 1
+                self._held.append(connection)
+            threading.Thread(target=self.talk, args=(connection,), daemon=True).start()
+
+
+class SilentServer(LoopbackServer):
+    """`with SilentServer() as silent:` a loopback port that accepts connections (counted in
+    `connections`) and never answers, until the block ends."""
+
+
+class RogueMariaDb(LoopbackServer):
+    """`with RogueMariaDb(wanted_file) as rogue:` listens on a loopback port until the block ends;
+    `rogue.url(query)` is a URL to it, `rogue.connections` how many clients connected and
+    `rogue.received` the bytes of the files they sent."""
+
+    def __init__(self, wanted_file: str) -> None:
+        super().__init__()
+        self.wanted_file = wanted_file
+        self.received: list[bytes] = []
+
+    def url(self, query: str = "") -> str:
+        return f"mariadb://tenant:pw@127.0.0.1:{self.port}/tenant{query}"
+
+    def talk(self, connection: socket.socket) -> None:
+        connection.settimeout(10)
+        try:
+            connection.sendall(_packet(0, _greeting()))
+            _read_packet(connection)  # the login: any is fine
+            connection.sendall(_packet(2, OK))
+            while not self._stop.is_set():
+                _, command = _read_packet(connection)
+                if command[:1] == b"\x01":  # quit
+                    return
+                # A ping, and the SETs a client sends as it connects (PyMySQL reads one
+                # packet for those, not a result): OK.
+                if command[:1] != b"\x03" or command[1:4].upper() == b"SET":
+                    connection.sendall(_packet(1, OK))
+                    continue
+                connection.sendall(_packet(1, b"\xfb" + self.wanted_file.encode()))
+                content, sequence = b"", 2
+                while True:  # the file's bytes, then an empty packet; or an error
+                    sequence, chunk = _read_packet(connection)
+                    if not chunk:
+                        break
+                    content += chunk
+                with self._lock:
+                    self.received.append(content)
+                connection.sendall(_packet(sequence + 1, OK))
+        except (ConnectionError, TimeoutError, OSError):
+            return
