@@ -112,9 +112,10 @@ class WorkerSettings(BaseSettings):
     )
     keep_audit_days: float = Field(
         90.0,
-        gt=0,
+        ge=1,
         description="Days the audit trail (who changed what through the API, UI and CLI) is "
-        "kept; the retention rounds delete older entries.",
+        "kept, at least 1 (any worker's setting applies to the whole trail); the retention "
+        "rounds delete older entries.",
     )
     heartbeat_interval: float = Field(
         5.0, ge=0.1, le=3600, description="Seconds between heartbeats in tablequeue_workers."

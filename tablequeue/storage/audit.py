@@ -15,12 +15,16 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .. import actor
+from ..errors import InvalidInput
 from ..limits import PURGE_BATCH
 
 if TYPE_CHECKING:
     from .engine import Storage
 
 DEFAULT_KEEP_AUDIT = timedelta(days=90)
+MIN_KEEP_AUDIT = timedelta(days=1)
+"""No purge takes younger entries: a worker of any queue purges the whole trail, and one set
+to keep it a moment erased every entry."""
 """A quarter: long enough to answer "who retried these last month?"."""
 MOST_READ = 1000
 
@@ -163,6 +167,11 @@ def purge_older(storage: Storage, keep: timedelta | None, batch: int = PURGE_BAT
     workers may run it at once: each batch is one statement."""
     if keep is None:
         return 0
+    if keep < MIN_KEEP_AUDIT:
+        raise InvalidInput(
+            f"the audit trail is kept at least {MIN_KEEP_AUDIT.days} day: cannot purge entries "
+            f"younger than that ({keep} asked)"
+        )
     table, dialect = storage.audit, storage.dialect
     old = table.c.at < dialect.seconds_from_now(sa.literal(-keep.total_seconds()))
     return storage.delete_in_batches(table, old, batch, guard=storage.has_audit_table)

@@ -4,11 +4,13 @@ and the audit trail, and counts in the metrics and the logs."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from tablequeue import Actor, Completion, Database, acting_as
+from tests.support.audit_entries import backdate
 from tests.support.waiting import wait_until
 
 from .helpers import FAST_POLL, SYNC, MakeQueue, StartWorker, counter, enqueue
@@ -83,8 +85,8 @@ def test_a_worker_purges_failures_deleted_queues_and_the_audit_trail(
         database.pause("orders")
         database.resume("orders")
     assert len(database.audit_entries()) == 2
-    # 0.00002 days is 1.7 s: the entries go at a round after that
-    options = ("--purge-interval", "1", "--keep-audit-days", "0.00002", *FAST_POLL)
+    backdate(database, timedelta(days=2))  # older than the shortest retention, a day
+    options = ("--purge-interval", "1", "--keep-audit-days", "1", *FAST_POLL)
     worker = start_worker("orders", db_url, SYNC, *options)
     worker.wait_ready()
     wait_until(lambda: queue.count() == 0, timeout=60)  # Error rows, a second after failing

@@ -16,6 +16,7 @@ from tablequeue import Actor, Database, acting_as
 from tablequeue.errors import Conflict, InvalidInput
 from tablequeue.spec import QueueResource
 from tablequeue.storage import audit
+from tests.support.audit_entries import backdate
 
 from .helpers import MakeQueue
 
@@ -139,7 +140,12 @@ def test_entries_are_purged_by_age(database: Database, make_queue: MakeQueue) ->
             database.pause("orders")
     assert audit.purge_older(database, None) == 0  # forever
     assert audit.purge_older(database, timedelta(days=1)) == 0
-    assert audit.purge_older(database, timedelta(0), batch=2) == 3
+    # Issue 44 (M3): any worker purges the whole trail; one asked to keep it 0.0000001 days
+    # erased every entry. No purge takes entries younger than a day.
+    with pytest.raises(InvalidInput, match="kept at least 1 day"):
+        audit.purge_older(database, timedelta(hours=23))
+    backdate(database, timedelta(days=2))
+    assert audit.purge_older(database, timedelta(days=1), batch=2) == 3
     assert database.audit_entries() == []
 
 
