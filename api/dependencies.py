@@ -77,8 +77,8 @@ async def act_for_the_caller(request: Request, auth: AuthArg) -> None:
     """Changes this request makes are recorded in the audit trail as the caller's: the admin
     token's (or the open API's), via the UI when a browser sent it without a bearer token (a
     browser's change can only come from the admin UI's own pages: `csrf` refuses other
-    origins). Async, so that it sets
-    the actor in the request's own context, which the route's thread inherits."""
+    origins). Async, so that it sets the actor in the request's own context, which the route's
+    thread inherits."""
     act_as(
         Actor(
             who="admin token" if auth.enabled else "open API (no token configured)",
