@@ -127,6 +127,13 @@ _OBJECTS: dict[str, type] = {"metadata": dict, "spec": dict}
 _METADATA: dict[str, type] = {"labels": dict, "annotations": dict}
 _POD: dict[str, type] = {"containers": list, "terminationGracePeriodSeconds": int}
 _CONTAINER: dict[str, type] = {"name": str, "lifecycle": dict}
+_KIND_NAMES: dict[type, str] = {
+    dict: "an object",
+    list: "a list",
+    int: "a whole number",
+    str: "a string",
+    bool: "a boolean",
+}
 
 
 def _pod_template_shape(template: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -151,14 +158,11 @@ def _kinds(part: dict[str, Any], kinds: dict[str, type], where: str) -> None:
     for key, kind in kinds.items():
         value = part.get(key)
         if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            expected = {dict: "an object", list: "a list", int: "a whole number", str: "a string"}
-            raise ValueError(f"{where}{key}: expected {expected[kind]}, got {_kind(value)}")
+            raise ValueError(f"{where}{key}: expected {_KIND_NAMES[kind]}, got {_kind(value)}")
 
 
 def _kind(value: object) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
-        type(value), type(value).__name__
-    )
+    return _KIND_NAMES.get(type(value), type(value).__name__)
 
 
 class WorkerSpec(SpecModel):

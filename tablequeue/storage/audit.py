@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     from .engine import Storage
 
 DEFAULT_KEEP_AUDIT = timedelta(days=90)
+"""A quarter: long enough to answer "who retried these last month?"."""
 MIN_KEEP_AUDIT = timedelta(days=1)
 """No purge takes younger entries: a worker of any queue purges the whole trail, and one set
 to keep it a moment erased every entry."""
-"""A quarter: long enough to answer "who retried these last month?"."""
 MOST_READ = 1000
 
 

@@ -8,7 +8,7 @@ own; anything else is refused before any connection, with the same answer whatev
 client's file system holds.
 
 The API and the CLI take URLs from whoever runs them, who has their own files anyway: they
-connect with any parameter (docs/guarantees.md, the trust model)."""
+connect with any parameter (docs/getting-started/kubernetes.md, the operator's limits)."""
 
 from __future__ import annotations
 

@@ -69,6 +69,11 @@ connection keeps once connected (PyMySQL's `read_timeout` also bounds the server
 which `connect_timeout` does not)."""
 
 
+def _error_code(error: BaseException) -> Any:
+    """MariaDB's error number as PyMySQL gives it (its first argument); pyodbc's SQLSTATE."""
+    return error.args[0] if error.args else None
+
+
 _SERVER_STATUS_IN_TRANS = 1
 """The server status flag of an open transaction (MariaDB's protocol)."""
 
@@ -165,15 +170,14 @@ class MariaDbDialect(Dialect):
         """Differs because MariaDB aborts a statement past `max_statement_time` with error 1969
         (ER_STATEMENT_TIMEOUT, "... max_statement_time exceeded"): PyMySQL gives the code as
         the error's first argument, pyodbc the SQLSTATE, so the message is read too."""
-        code = error.args[0] if error.args else None
-        return code == _STATEMENT_TIMEOUT or "max_statement_time exceeded" in str(error)
+        cancelled = _error_code(error) == _STATEMENT_TIMEOUT
+        return cancelled or "max_statement_time exceeded" in str(error)
 
     def deadlocked(self, error: BaseException) -> bool:
         """Differs because InnoDB chooses deadlock victims among concurrent leases and outcomes
         (their index locks on the lease index): error 1213, ER_LOCK_DEADLOCK (PyMySQL gives the
         code, pyodbc SQLSTATE 40001 and the message)."""
-        code = error.args[0] if error.args else None
-        return code == _DEADLOCK or "Deadlock found" in str(error)
+        return _error_code(error) == _DEADLOCK or "Deadlock found" in str(error)
 
     def configure_engine(self, engine: Engine) -> None:
         """Differs because MariaDB and its drivers need settings SQLAlchemy does not make:

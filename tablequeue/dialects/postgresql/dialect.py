@@ -98,6 +98,8 @@ TCP_BOUNDS = {
 
 QUERY_CANCELED = "57014"
 """The SQLSTATE of a statement the server cancelled (`statement_timeout`)."""
+DEADLOCK_DETECTED = "40P01"
+"""The SQLSTATE of a transaction rolled back as a deadlock's victim."""
 
 TENANT_PARAMETERS = frozenset(
     {
@@ -195,10 +197,6 @@ class PostgresDialect(OnConflictDialect):
             self._said.add(what)
             log.info(what, extra={"pooler": self.pooler})
 
-    def deadlocked(self, error: BaseException) -> bool:
-        """Differs because PostgreSQL names a deadlock's victim by SQLSTATE 40P01."""
-        return getattr(error, "sqlstate", None) == "40P01"
-
     def connect_args(
         self, url: sa.URL, connect_seconds: float | None, statement_seconds: float | None
     ) -> dict[str, Any]:
@@ -249,6 +247,10 @@ class PostgresDialect(OnConflictDialect):
         """Differs because PostgreSQL cancels a statement past `statement_timeout` with SQLSTATE
         57014 (query_canceled), which psycopg's errors carry as `sqlstate`."""
         return getattr(error, "sqlstate", None) == QUERY_CANCELED
+
+    def deadlocked(self, error: BaseException) -> bool:
+        """Differs because PostgreSQL names a deadlock's victim by its SQLSTATE."""
+        return getattr(error, "sqlstate", None) == DEADLOCK_DETECTED
 
     def now(self) -> sa.ColumnElement[datetime]:
         return sa.func.now(type_=sa.DateTime(timezone=True))
