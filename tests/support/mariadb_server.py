@@ -62,6 +62,10 @@ class MariaDbServer:
                 _binary("mariadb-install-db"),
                 "--no-defaults",
                 f"--datadir={self.data}",
+                # Its temporary tables in its own folder, as the server's: in the shared /tmp a
+                # bootstrap failed once on one removed under it ("Could not remove temporary
+                # table '/tmp/#sql-temptable-...'", then "Unknown table mysql.tmp_proxies_priv").
+                f"--tmpdir={self.base}",
                 "--auth-root-authentication-method=socket",
                 "--skip-test-db",
                 *user,
