@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tablequeue.pipeline.spark import session
+from tests.conftest import EACH_ENGINE_ONCE, engine_url
 
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "4",
@@ -18,6 +19,14 @@ TEST_CONF = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "1g",
 }
+
+
+@pytest.fixture(params=EACH_ENGINE_ONCE)
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Each engine once: Spark reads MariaDB through the same JDBC driver whatever Python driver
+    the URL names, and the statements the pipeline runs through tablequeue are the conformance
+    suite's, proven there on every driver."""
+    return engine_url(request)
 
 
 @pytest.fixture(scope="session")
