@@ -31,7 +31,7 @@ def _keda_source() -> Path:
 
 
 def _trim(source: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, SCRIPT, "--source", source, "--out", out]
+    command = [sys.executable, str(SCRIPT), "--source", str(source), "--out", str(out)]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
