@@ -35,11 +35,13 @@ def test_workers_table_json_and_one_queue(
     empty = run(db_url)
     assert empty.returncode == 0, empty.stderr
     assert empty.stdout == "workers\t[]\nlive\t0\nstale\t0\n"
+    # Beats every 25 s: live for 75 s, the length of this test on a loaded machine (four CLI
+    # processes; with 5 s beats a worker went stale during the run), stale at 90.
     for worker, queue, processed in (("orders-a1", "orders", 1520), ("orders-b2", "orders", 7)):
         database.heartbeat(
-            Heartbeat(worker, queue, "pod-" + worker, 77, "0.1.0", 5.0, 3, processed, 2)
+            Heartbeat(worker, queue, "pod-" + worker, 77, "0.1.0", 25.0, 3, processed, 2)
         )
-    database.heartbeat(Heartbeat("mail-c3", "mail", "pod-mail-c3", 78, "0.1.0", 5.0))
+    database.heartbeat(Heartbeat("mail-c3", "mail", "pod-mail-c3", 78, "0.1.0", 25.0))
     table = database.workers_table
     with database.transaction() as connection:
         connection.execute(
