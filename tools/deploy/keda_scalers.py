@@ -3,14 +3,14 @@
     keda_scalers.py --source KEDA_MODULE_DIR --out DIR
 
 KEDA's operator and metrics server compile all of its 70-odd scalers into one Go package
-(`pkg/scalers`), and with them the clients of every cloud and broker they read: half of the
-3,300 packages of `cmd/operator` (Elasticsearch's typed API alone is 960), about four minutes of
-a cold build on two cores. tablequeue's ScaledObjects use the SQL scalers only (operator/keda.py),
-so the copy keeps those, drops the other `*_scaler.go` files and keeps only their cases in the
-switch between KEDA's `TRIGGERS-START` and `TRIGGERS-END` markers in
-`pkg/scaling/scalers_builder.go`. Everything else (the controllers, the metrics gRPC service,
-the HPA it writes) is KEDA's own code, unchanged. A trigger of another type is refused by KEDA
-itself: "no scaler found for type".
+(`pkg/scalers`), and with them the clients of every cloud and broker they read: half of the 3,338
+packages of `cmd/operator` (Elasticsearch's typed API alone is 961). Without them the cold build of
+the operator and the metrics server takes 262 s on two cores instead of 423 s. tablequeue's
+ScaledObjects use the SQL scalers only (operator/keda.py), so the copy keeps those, drops the other
+`*_scaler.go` files and keeps only their cases in the switch between KEDA's `TRIGGERS-START` and
+`TRIGGERS-END` markers in `pkg/scaling/scalers_builder.go`. Everything else (the controllers, the
+metrics gRPC service, the HPA it writes) is KEDA's own code, unchanged. A trigger of another type
+is refused by KEDA itself: "no scaler found for type".
 
 scripts/build-deploy-tools builds the copy through a Go workspace that replaces KEDA's module
 with it; a KEDA upgrade whose builder lacks the markers, or whose kept scalers need a dropped
