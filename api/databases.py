@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 
 from tablequeue import Database, Message, errors
-from tablequeue.api_settings import DEFAULT_DATABASE
+from tablequeue.settings.api import DEFAULT_DATABASE
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ import os
 import uvicorn
 
 from tablequeue import json_logs
-from tablequeue.api_settings import ApiSettings
 from tablequeue.database import connect
+from tablequeue.settings.api import ApiSettings
 
 from .app import create_app
 from .auth import Auth

@@ -15,10 +15,10 @@ from pathlib import Path
 import click
 from pydantic_settings import BaseSettings
 
-from tablequeue import api_settings
-from tablequeue.api_settings import ApiSettings
 from tablequeue.errors import InvalidInput
-from tablequeue.worker_settings import WorkerSettings, env_name
+from tablequeue.settings import api as api_settings
+from tablequeue.settings.api import ApiSettings
+from tablequeue.settings.worker import WorkerSettings, env_name
 
 from .options import friendly_errors
 

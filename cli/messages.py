@@ -21,7 +21,7 @@ from tablequeue.error_text import exception_line
 from tablequeue.errors import InvalidInput
 from tablequeue.models import NewMessage
 from tablequeue.progress import progress_bar
-from tablequeue.spec_dedupe import MODES
+from tablequeue.spec.dedupe import MODES
 
 from . import progress, statuses
 from .completion import queue_names

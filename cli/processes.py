@@ -18,11 +18,12 @@ import click
 import pydantic
 from pydantic_settings import BaseSettings
 
-from tablequeue import api_settings, operator_settings
-from tablequeue.api_settings import ApiSettings
 from tablequeue.extras import MissingExtra, require
-from tablequeue.operator_settings import OperatorSettings
-from tablequeue.worker_settings import WorkerSettings, env_name
+from tablequeue.settings import api as api_settings
+from tablequeue.settings import operator as operator_settings
+from tablequeue.settings.api import ApiSettings
+from tablequeue.settings.operator import OperatorSettings
+from tablequeue.settings.worker import WorkerSettings, env_name
 
 from .completion import queue_names
 from .model_options import model_options

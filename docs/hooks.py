@@ -4,11 +4,11 @@ A page holds a marker line `<!-- generated: NAME -->`; the build replaces it wit
 that `GENERATORS[NAME]` renders from the code, so the site never restates a field, a flag, a
 metric or a route by hand:
 
-- `queue-resource`: the Queue resource, from the pydantic models of `tablequeue/spec.py` (the
+- `queue-resource`: the Queue resource, from the pydantic models of `tablequeue/spec/` (the
   same models the CRD is generated from);
 - `worker-settings`, `api-settings`, `operator-settings`: the options of `tablequeue worker`,
-  `api` and `operator`, from their settings models (`tablequeue/worker_settings.py`,
-  `api_settings.py`, `operator_settings.py`) and the flags the CLI builds from them;
+  `api` and `operator`, from their settings models (`tablequeue/settings/worker.py`,
+  `api.py`, `operator.py`) and the flags the CLI builds from them;
 - `metrics`: every Prometheus metric, from `tablequeue/metrics.py`;
 - `http-api`: the routes of the HTTP API, from the FastAPI application's OpenAPI document.
 
@@ -110,7 +110,7 @@ def queue_resource() -> str:
     defs = schema.get("$defs", {})
     seen: list[str] = []
     parts = [
-        f"`apiVersion: {API_VERSION}`, `kind: Queue`. Generated from `tablequeue/spec.py`"
+        f"`apiVersion: {API_VERSION}`, `kind: Queue`. Generated from `tablequeue/spec/`"
         " (`QueueResource` and the models below it); the CRD (`crds/queue.yaml`) is generated"
         " from the same models.",
         "",
@@ -193,21 +193,21 @@ def _settings_table(model: Any, command: Any, variables: Callable[[str], Any], u
 
 def worker_settings() -> str:
     from tablequeue.cli.processes import worker
-    from tablequeue.worker_settings import WorkerSettings, env_name
+    from tablequeue.settings.worker import WorkerSettings, env_name
 
     return _settings_table(WorkerSettings, worker, env_name, "from the queue's `spec.workers`")
 
 
 def api_settings() -> str:
-    from tablequeue.api_settings import ApiSettings, env_names
     from tablequeue.cli.processes import api
+    from tablequeue.settings.api import ApiSettings, env_names
 
     return _settings_table(ApiSettings, api, env_names, "unset")
 
 
 def operator_settings() -> str:
     from tablequeue.cli.processes import operator_
-    from tablequeue.operator_settings import OperatorSettings, env_names
+    from tablequeue.settings.operator import OperatorSettings, env_names
 
     return _settings_table(OperatorSettings, operator_, env_names, "unset")
 

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tablequeue import worker_settings
+from tablequeue.settings import worker as worker_settings
 from tablequeue.spec import QueueSpec
 
 WORKER_CONTAINER = "tablequeue-worker"

@@ -23,7 +23,7 @@ __all__ = ["OperatorState", "OverLimit", "Settings"]
 
 
 Settings = OperatorSettings
-"""What the command line and the TABLEQUEUE_* variables set (`tablequeue.operator_settings`)."""
+"""What the command line and the TABLEQUEUE_* variables set (`tablequeue.settings.operator`)."""
 
 
 @dataclass(eq=False)

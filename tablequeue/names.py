@@ -38,7 +38,7 @@ BUILT_IN = (PENDING, SLEEPING, LEASED, PROCESSED, ERROR, ABANDONED, CANCELLED, E
 FINAL = (PROCESSED, ERROR, ABANDONED, CANCELLED, EXPIRED)
 
 DedupeMode = Literal["replace", "keep", "window"]
-"""What enqueueing a messageId that exists does (`spec_dedupe`): replace the row, keep it, or
+"""What enqueueing a messageId that exists does (`spec.dedupe`): replace the row, keep it, or
 keep it while it is younger than a window."""
 
 

@@ -18,10 +18,10 @@ from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
 from tablequeue import errors, names
-from tablequeue.api_settings import DEFAULT_DATABASE
 from tablequeue.durations import age
 from tablequeue.error_text import exception_line
 from tablequeue.progress import progress_bar
+from tablequeue.settings.api import DEFAULT_DATABASE
 
 from ..dependencies import AuthArg, DatabaseNameArg, DatabasesArg, get_auth, get_databases
 from ..http_errors import public_message, status_of

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from ..models import Enqueued, NewMessage
-from ..spec_dedupe import Dedupe, for_call
+from ..spec.dedupe import Dedupe, for_call
 from .context import QueueContext
 
 READ_AT_ONCE = 1_000

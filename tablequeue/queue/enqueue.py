@@ -17,8 +17,7 @@ from ..dialects import EnqueueBatch
 from ..errors import InvalidInput
 from ..limits import MAX_GROUP_KEY_LENGTH
 from ..models import Enqueued, NewMessage, check_one_line
-from ..spec import GroupsSpec
-from ..spec_dedupe import Dedupe
+from ..spec import Dedupe, GroupsSpec
 from ..storage import readable_json, registry
 from ..storage.borrowed import bare
 from . import tracking

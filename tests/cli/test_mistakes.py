@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from tablequeue import Database, connect
 from tablequeue.cli import main
+from tablequeue.settings.worker import WorkerSettings
 from tablequeue.spec import QueueResource
-from tablequeue.worker_settings import WorkerSettings
 from tests.support.api_server import api_process
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until

@@ -18,10 +18,11 @@ import pydantic
 import pytest
 from click.testing import CliRunner, Result
 
-from tablequeue import api_settings, operator_settings
-from tablequeue.api_settings import ApiSettings
 from tablequeue.cli import main
-from tablequeue.operator_settings import OperatorSettings
+from tablequeue.settings import api as api_settings
+from tablequeue.settings import operator as operator_settings
+from tablequeue.settings.api import ApiSettings
+from tablequeue.settings.operator import OperatorSettings
 from tablequeue.spec import OPERATOR_MAX_REPLICAS
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until

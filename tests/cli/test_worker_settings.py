@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from tablequeue.cli import main
 from tablequeue.operator.builders import worker_environment
+from tablequeue.settings.worker import WorkerSettings, env_name, environment
 from tablequeue.spec import QueueResource
 from tablequeue.worker import WorkerConfig
-from tablequeue.worker_settings import WorkerSettings, env_name, environment
 
 # A valid value for every option, as text, that differs from its default.
 SAMPLES = {

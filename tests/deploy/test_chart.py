@@ -264,7 +264,7 @@ def test_chart_labels_every_object_and_pod_with_its_component(
 
 
 def test_chart_crd_is_the_generated_one(deploy_tools: DeployTools, tmp_path: Path) -> None:
-    """crds/queue.yaml (generated from tablequeue/spec.py) is the one source: the chart's
+    """crds/queue.yaml (generated from tablequeue/spec/) is the one source: the chart's
     files/crds/queue.yaml links to it, `helm package` puts its contents into the chart archive,
     and the chart renders it unchanged but for its labels and helm.sh/resource-policy: keep."""
     linked = CHART / "files" / "crds" / "queue.yaml"

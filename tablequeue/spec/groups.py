@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from .spec_base import SpecModel
-from .spec_indexes import INDEX_PATH_PATTERN, index_path_segments, valid_index_path
+from .base import SpecModel
+from .indexes import INDEX_PATH_PATTERN, index_path_segments, valid_index_path
 
 MAX_GROUP_CONCURRENCY = 1000
 """Most messages of one key Leased at once a spec may allow."""

@@ -13,10 +13,10 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from . import cron
-from .limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY, MAX_SCHEDULE_TEMPLATE_BYTES
-from .names import TOPIC_NAME
-from .spec_base import FREE_FORM, SpecModel
+from .. import cron
+from ..limits import MAX_MESSAGE_ID_LENGTH, MAX_PRIORITY, MAX_SCHEDULE_TEMPLATE_BYTES
+from ..names import TOPIC_NAME
+from .base import FREE_FORM, SpecModel
 
 MissedTicks = Literal["CatchUpOnce", "Skip"]
 SCHEDULE_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"

@@ -1,6 +1,6 @@
 """The HTTP API's options, defined once (`tablequeue api`).
 
-Like the worker's (`tablequeue.worker_settings`): each field is a flag of `tablequeue api`
+Like the worker's (`tablequeue.settings.worker`): each field is a flag of `tablequeue api`
 (`--admin-token` for `admin_token`) and an environment variable (`env_names`); a flag wins over
 its variable. In the core, not in `tablequeue.api`, so that the `tablequeue` command can build its
 flags without the api extra installed.
@@ -14,7 +14,7 @@ from typing import Annotated
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from .settings_env import env_field, env_names_of
+from .env import env_field, env_names_of
 
 DEFAULT_DATABASE = "default"
 """The name of the database `db` gives: what a route without `?database=` reads."""

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from pydantic.alias_generators import to_camel
 
-from . import names
+from .. import names
 
 KEEP_FIELDS = (
     "keep_processed_for",

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from .spec_base import SpecModel
+from .base import SpecModel
 
 _PATH_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PATH_KEY = r'\["[A-Za-z0-9_ .:@/$+][A-Za-z0-9_ .:@/$+-]{0,63}"\]'

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from . import names
-from .durations import Duration
-from .spec_base import FREE_FORM, SpecModel
-from .spec_schedule import CronExpression, TimeZone
+from .. import names
+from ..durations import Duration
+from .base import FREE_FORM, SpecModel
+from .schedule import CronExpression, TimeZone
 
 ArchivedStatus = Annotated[
     str,

@@ -8,11 +8,11 @@ from typing import Any, get_args
 
 from pydantic import Field, field_serializer, model_validator
 
-from .durations import Duration, format_duration, parse_duration
-from .errors import InvalidInput
-from .limits import MAX_SECONDS
-from .names import DedupeMode
-from .spec_base import SpecModel
+from ..durations import Duration, format_duration, parse_duration
+from ..errors import InvalidInput
+from ..limits import MAX_SECONDS
+from ..names import DedupeMode
+from .base import SpecModel
 
 MODES: tuple[str, ...] = get_args(DedupeMode)
 

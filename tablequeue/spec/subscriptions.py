@@ -8,9 +8,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, field_validator
 
-from . import names
-from .durations import Duration
-from .spec_base import SpecModel
+from .. import names
+from ..durations import Duration
+from .base import SpecModel
 
 
 class Subscription(SpecModel):

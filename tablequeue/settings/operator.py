@@ -1,6 +1,6 @@
 """The operator's options, defined once (`tablequeue operator`).
 
-Like the worker's (`tablequeue.worker_settings`): each field is a flag of `tablequeue operator`
+Like the worker's (`tablequeue.settings.worker`): each field is a flag of `tablequeue operator`
 (`--worker-image` for `worker_image`) and an environment variable (`env_names`); a flag wins
 over its variable. In the core, not in `tablequeue.operator`, so that the `tablequeue` command can
 build its flags without the operator extra installed.
@@ -15,8 +15,8 @@ from typing import Annotated
 from pydantic import BeforeValidator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from .settings_env import env_field, env_names_of
-from .spec import MAX_REPLICAS, OPERATOR_MAX_REPLICAS, QueueSpec
+from ..spec import MAX_REPLICAS, OPERATOR_MAX_REPLICAS, QueueSpec
+from .env import env_field, env_names_of
 
 
 def _words(value: object) -> object:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from .spec_base import FREE_FORM, SpecModel
+from .base import FREE_FORM, SpecModel
 
 AutoscalingMode = Literal["Operator", "HPA", "KEDA", "None"]
 

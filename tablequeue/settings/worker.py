@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .limits import MAX_LEASE_BATCH
+from ..limits import MAX_LEASE_BATCH
 
 if TYPE_CHECKING:
-    from .queue import Queue
+    from ..queue import Queue
 
 APP_CHECK_OFF = "off"
 """`app_readiness_path`'s value for no check (the spec's null)."""

@@ -1,4 +1,4 @@
-"""The `Queue` custom resource as pydantic models, and loading it from YAML.
+"""The Queue resource and its spec (`QueueResource`, `QueueSpec`), and loading them from YAML.
 
 Field names are camelCase in YAML (aliases) and snake_case in Python (both accepted on input).
 Unknown fields are errors, types are strict (as in the CRD), so a typo never passes silently. The
@@ -24,31 +24,19 @@ from pydantic import (
     model_validator,
 )
 
-from . import names
-from .durations import Duration, format_duration
-from .errors import SpecError
-from .limits import MAX_SECONDS
-from .spec_archive import ArchiveSpec as ArchiveSpec
-from .spec_base import FREE_FORM, SpecModel
-from .spec_base import RateLimit as RateLimit
-from .spec_dedupe import Dedupe as Dedupe
-from .spec_groups import GroupsSpec as GroupsSpec
-from .spec_indexes import INDEX_PATH_PATTERN as INDEX_PATH_PATTERN
-from .spec_indexes import IndexSpec as IndexSpec
-from .spec_indexes import index_path_segments as index_path_segments
-from .spec_retention import DEFAULT_KEEP_FINAL, DEFAULT_KEEP_RESULTS, KEEP_FIELDS, is_keep
-from .spec_schedule import SCHEDULE_NAME_PATTERN as SCHEDULE_NAME_PATTERN
-from .spec_schedule import Schedule as Schedule
-from .spec_subscriptions import RuntimeSubscriptions as RuntimeSubscriptions
-from .spec_subscriptions import Subscription as Subscription
-from .spec_workers import MAX_REPLICAS as MAX_REPLICAS
-from .spec_workers import OPERATOR_MAX_REPLICAS as OPERATOR_MAX_REPLICAS
-from .spec_workers import POLL_GUIDANCE_SECONDS as POLL_GUIDANCE_SECONDS
-from .spec_workers import Autoscaling as Autoscaling
-from .spec_workers import HandlerSpec as HandlerSpec
-from .spec_workers import HttpHandler as HttpHandler
-from .spec_workers import PollInterval as PollInterval
-from .spec_workers import WorkerSpec as WorkerSpec
+from .. import names
+from ..durations import Duration, format_duration
+from ..errors import SpecError
+from ..limits import MAX_SECONDS
+from .archive import ArchiveSpec
+from .base import FREE_FORM, RateLimit, SpecModel
+from .dedupe import Dedupe
+from .groups import GroupsSpec
+from .indexes import IndexSpec, index_path_segments
+from .retention import DEFAULT_KEEP_FINAL, DEFAULT_KEEP_RESULTS, KEEP_FIELDS, is_keep
+from .schedule import Schedule
+from .subscriptions import RuntimeSubscriptions, Subscription
+from .workers import WorkerSpec
 
 API_VERSION: Final = "tablequeue.dev/v1"
 KIND: Final = "Queue"
