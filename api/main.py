@@ -7,8 +7,7 @@ import os
 
 import uvicorn
 
-from tablequeue import json_logs
-from tablequeue.database import connect
+from tablequeue import connect, json_logs
 from tablequeue.settings.api import ApiSettings
 
 from .app import create_app

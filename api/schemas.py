@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
 from tablequeue.limits import ATTEMPTS_KEPT, MAX_PRIORITY
+from tablequeue.models import Attempt, Enqueued, Message, NewMessage
 from tablequeue.models import Delivery as CoreDelivery
-from tablequeue.models import Enqueued, Message, NewMessage
+from tablequeue.models import Job as CoreJob
 from tablequeue.predicate import MAX_LENGTH as MAX_PREDICATE_LENGTH
-from tablequeue.queue import history
 
 from .limits import MAX_BATCH
 
@@ -68,9 +68,9 @@ if TYPE_CHECKING:  # mypy cannot see the fields of a model built at runtime
     FoundMessage = FromCore
 else:
     MessageOut = _from_core("MessageOut", Message)
-    Job = _from_core("Job", history.Job)
+    Job = _from_core("Job", CoreJob)
     EnqueueResult = _from_core("EnqueueResult", Enqueued)
-    AttemptOut = _from_core("AttemptOut", history.Attempt)
+    AttemptOut = _from_core("AttemptOut", Attempt)
     Delivery = _from_core("Delivery", CoreDelivery)
     FoundMessage = _from_core("FoundMessage", Message, queue=(str, ...), database=(str, ...))
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import click
 import uvicorn
 
+from tablequeue import Database, connect
 from tablequeue.api.app import create_app
 from tablequeue.api.limits import MAX_REQUEST_HEAD_BYTES
-from tablequeue.database import Database, connect
 from tablequeue.errors import InvalidInput
 
 from .examples import dev_messages, dev_queues

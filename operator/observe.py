@@ -12,9 +12,8 @@ import kopf
 import sqlalchemy as sa
 from kubernetes.client.exceptions import ApiException
 
-from tablequeue import Database, FlowState, WorkerInfo, metrics, names, presence_of
+from tablequeue import Database, FlowState, WorkerInfo, WorkerPresence, metrics, names, presence_of
 from tablequeue.errors import DatabaseUnavailable, QueueNotFound, QueueOwnedElsewhere
-from tablequeue.health import WorkerPresence
 from tablequeue.models import QueueStats
 from tablequeue.rollup import write_minutes
 from tablequeue.spec import QueueResource

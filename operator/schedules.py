@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from tablequeue import Queue, TableQueueError
 from tablequeue.errors import DatabaseUnavailable
-from tablequeue.queue.schedules import Fired
+from tablequeue.models import Fired
 
 logger = logging.getLogger(__name__)
 

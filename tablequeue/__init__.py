@@ -12,22 +12,24 @@ from .database import Database, connect
 from .errors import TableQueueError
 from .health import WorkerPresence
 from .models import (
+    AuditEntry,
     Completion,
     Delivery,
     Enqueued,
     Failure,
+    FlowState,
+    Heartbeat,
     LeaseBatch,
     Message,
     NewMessage,
     QueueStats,
+    TopicSubscription,
+    WorkerInfo,
 )
 from .queue import Queue
-from .storage.audit import AuditEntry
-from .storage.flow_control import FlowState
-from .storage.subscriptions import TopicSubscription
 from .storage.tenant_urls import tenant_url
 from .storage.urls import engine_name, listen_url
-from .storage.workers import Heartbeat, WorkerInfo, presence_of
+from .storage.workers import presence_of
 
 __all__ = [
     "Actor",

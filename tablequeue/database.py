@@ -17,17 +17,22 @@ from . import names
 from .errors import InvalidInput, MessageNotFound, QueueNotFound, QueueSpecWarning
 from .health import WorkerPresence
 from .limits import MAX_CORRELATION_ID_LENGTH, MAX_MESSAGE_ID_LENGTH
-from .models import Delivery, Message, NewMessage
+from .models import (
+    AuditEntry,
+    Delivery,
+    FlowState,
+    Heartbeat,
+    Job,
+    Message,
+    NewMessage,
+    TopicSubscription,
+    WorkerInfo,
+)
 from .queue import Queue, history, publish, subscribe
 from .queue.context import spec_of
-from .queue.history import Job
 from .queue.subscribe import Expiry
 from .storage import Storage, audit, flow_control, registry
 from .storage import workers as worker_rows
-from .storage.audit import AuditEntry
-from .storage.flow_control import FlowState
-from .storage.subscriptions import TopicSubscription
-from .storage.workers import Heartbeat, WorkerInfo
 
 if TYPE_CHECKING:
     from .spec import QueueResource

@@ -26,3 +26,8 @@ PURGE_BATCH = 5_000
 """Rows one purge statement deletes (purging runs as many as it takes)."""
 ATTEMPTS_KEPT = 20
 """Failed or lost attempts kept per message: older ones go when a newer one is recorded."""
+
+WORKER_ID_LENGTH = 200
+"""The longest worker id: as a message's lease_owner (a worker's id is its lease owner)."""
+HOST_LENGTH = 253
+"""The longest host name a heartbeat keeps (DNS's limit)."""

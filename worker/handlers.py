@@ -32,11 +32,9 @@ from typing import Any
 
 import aiohttp
 
-from tablequeue import trace_context
-from tablequeue.database import Database
+from tablequeue import Database, Queue, trace_context
 from tablequeue.errors import InvalidInput, PermanentFailure
 from tablequeue.models import Message, check_json
-from tablequeue.queue import Queue
 
 MAX_ERROR_TEXT = 4000
 PYTHON_HANDLER = re.compile(r"^python:([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*):([A-Za-z_]\w*)$")

@@ -18,8 +18,7 @@ from importlib import metadata
 
 import sqlalchemy as sa
 
-from tablequeue import Heartbeat
-from tablequeue.database import Database
+from tablequeue import Database, Heartbeat
 from tablequeue.errors import TableQueueError
 
 from .health import DATABASE_ERRORS

@@ -13,10 +13,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from tablequeue import trace_context
-from tablequeue.database import Database
+from tablequeue import Database, Queue, trace_context
 from tablequeue.models import Completion, Failure, Message
-from tablequeue.queue import Queue
 
 from . import batches, logs, outcomes
 from .handlers import (

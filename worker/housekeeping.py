@@ -10,9 +10,8 @@ import contextlib
 import logging
 from datetime import timedelta
 
-from tablequeue import Database, metrics
+from tablequeue import Database, Queue, metrics
 from tablequeue.backoff import Backoff
-from tablequeue.queue import Queue
 
 from .health import DATABASE_ERRORS, DatabaseHealth
 from .now_and_then import NowAndThen

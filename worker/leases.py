@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tablequeue.queue import Queue
+from tablequeue import Queue
 
 from .health import DATABASE_ERRORS, DatabaseHealth
 from .held import HeldMessages

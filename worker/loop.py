@@ -29,11 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from tablequeue import listen_url, metrics
-from tablequeue.database import Database
+from tablequeue import Database, Queue, listen_url, metrics
 from tablequeue.errors import QueueNotFound
 from tablequeue.models import LeaseBatch
-from tablequeue.queue import Queue
 
 from .appgate import AppGate
 from .config import WorkerConfig

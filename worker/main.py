@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from tablequeue import listen_url
-from tablequeue.database import Database, connect
+from tablequeue import Database, connect, listen_url
 from tablequeue.errors import InvalidInput
 from tablequeue.spec import WorkerSpec
 

@@ -25,10 +25,10 @@ from typing import Any
 
 from aiohttp import web
 
+from tablequeue import Queue
 from tablequeue.errors import Conflict, InvalidInput
 from tablequeue.limits import MAX_JSON_DEPTH
 from tablequeue.models import Message, check_json
-from tablequeue.queue import Queue
 
 from .health import DATABASE_ERRORS, DatabaseHealth
 from .held import HeldMessages

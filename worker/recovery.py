@@ -25,7 +25,7 @@ import asyncio
 import logging
 from datetime import datetime
 
-from tablequeue.queue import Queue
+from tablequeue import Queue
 
 from .held import HeldMessages
 from .metrics import WorkerMetrics

@@ -18,9 +18,8 @@ import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from tablequeue.database import Database
+from tablequeue import Database, Queue
 from tablequeue.models import Completion, Failure, Message, Settled
-from tablequeue.queue import Queue
 from tablequeue.rollup import MinuteCounts, minute_of, prune, write_minutes
 
 from .health import DATABASE_ERRORS

@@ -17,8 +17,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from tablequeue import Queue
 from tablequeue.models import Completion, Failure, LeaseBatch, Settled
-from tablequeue.queue import Queue
 
 from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .metrics import WorkerMetrics

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tablequeue.queue import history
+from tablequeue.models import Job as CoreJob
 
 from ..dependencies import ADMIN, READER, DatabaseArg
 from ..schemas import Job
@@ -23,4 +23,4 @@ def get_job(database: DatabaseArg, tracking_id: str) -> Job:
 def cancel_job(database: DatabaseArg, tracking_id: str) -> Job:
     """Cancel a message by its tracking id; a running handler is told to stop."""
     queue, _ = database.find_message(tracking_id)
-    return Job.of(history.Job.of_message(queue.name, queue.cancel(tracking_id)))
+    return Job.of(CoreJob.of_message(queue.name, queue.cancel(tracking_id)))

@@ -9,9 +9,9 @@ import sqlalchemy as sa
 
 from ..dialects import Dialect
 from ..dialects.statements import Queries
+from ..models import FlowState
 from ..spec import QueueSpec
 from ..storage import Storage
-from ..storage.flow_control import FlowState
 
 
 def spec_of(storage: Storage, name: str, settings: Any) -> QueueSpec:

@@ -16,13 +16,16 @@ import sqlalchemy as sa
 from ..dialects import Dialect
 from ..limits import PURGE_BATCH
 from ..models import (
+    Attempt,
     Completion,
     Enqueued,
     Failure,
+    Fired,
     LeaseBatch,
     Message,
     NewMessage,
     QueueStats,
+    ScheduleView,
     Settled,
     Swept,
 )
@@ -32,7 +35,6 @@ from . import admin, enqueue, history, housekeeping_lease, read, retention, sett
 from . import schedules as recurring
 from .context import QueueContext
 from .dedupe import rule as dedupe_rule
-from .schedules import Fired, ScheduleView
 from .search import Search
 
 
@@ -333,7 +335,7 @@ class Queue:
         with self.database.transaction() as connection:
             return read.by_tracking_id(self._queue, connection, read.tracking_uuid(tracking_id))
 
-    def attempts(self, message: Message) -> list[history.Attempt]:
+    def attempts(self, message: Message) -> list[Attempt]:
         """The recorded failed and lost attempts of a message (the newest
         `ATTEMPTS_KEPT`), oldest first."""
         return history.attempts_of(self.database, message.tracking_id)

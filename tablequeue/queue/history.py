@@ -12,125 +12,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any, Literal
+from datetime import timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..dialects.history import HistoryQueries
-from ..models import Completion, Message
+from ..models import Attempt, Completion, Message, StoredResult
 from ..storage import Storage
 from ..storage.history import ERROR_LENGTH
 from .context import QueueContext
 
 FAILURE = "failure"
 LEASE_EXPIRED = "lease-expired"
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One failed or lost attempt of a message, as recorded."""
-
-    attempt: int
-    kind: str
-    """`failure` (the handler failed) or `lease-expired` (the sweep settled a lapsed lease)."""
-    at: datetime
-    owner: str | None
-    correlation_id: str | None = field(metadata={"json_key": "leaseBatchId"})
-    """The lease batch of the attempt (`leaseBatchId` in JSON, as a message shows it)."""
-    error: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "attempt": self.attempt,
-            "kind": self.kind,
-            "at": self.at.isoformat(),
-            "owner": self.owner,
-            "leaseBatchId": self.correlation_id,
-            "error": self.error,
-        }
-
-
-@dataclass(frozen=True)
-class StoredResult:
-    """The final outcome of a finished message, kept in `tablequeue_results`."""
-
-    queue: str
-    tracking_id: uuid.UUID
-    id: int
-    message_id: str | None
-    status: str
-    result: Any
-    last_error: str | None
-    attempts: int
-    processed_at: datetime
-
-
-@dataclass(frozen=True)
-class Job:
-    """A message by its tracking id: from its row while it has one (`source` "queue"), else
-    from its kept outcome (`source` "results": no progress, the final status)."""
-
-    queue: str
-    source: Literal["queue", "results"]
-    id: int
-    tracking_id: uuid.UUID
-    message_id: str | None
-    status: str
-    attempts: int
-    result: Any
-    progress: Any
-    last_error: str | None
-    processed_at: datetime | None
-
-    @classmethod
-    def of_message(cls, queue: str, m: Message) -> Job:
-        return cls(
-            queue,
-            "queue",
-            m.id,
-            m.tracking_id,
-            m.message_id,
-            m.status,
-            m.attempts,
-            m.result,
-            m.progress,
-            m.last_error,
-            m.processed_at,
-        )
-
-    @classmethod
-    def of_result(cls, r: StoredResult) -> Job:
-        return cls(
-            r.queue,
-            "results",
-            r.id,
-            r.tracking_id,
-            r.message_id,
-            r.status,
-            r.attempts,
-            r.result,
-            None,
-            r.last_error,
-            r.processed_at,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.queue,
-            "source": self.source,
-            "id": self.id,
-            "trackingId": str(self.tracking_id),
-            "messageId": self.message_id,
-            "status": self.status,
-            "attempts": self.attempts,
-            "result": self.result,
-            "progress": self.progress,
-            "lastError": self.last_error,
-            "processedAt": None if self.processed_at is None else self.processed_at.isoformat(),
-        }
 
 
 def statements(storage: Storage, queue: QueueContext) -> HistoryQueries:

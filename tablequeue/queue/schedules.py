@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import pydantic
@@ -21,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from .. import cron
 from ..errors import Conflict, InvalidInput, ScheduleNotFound
-from ..models import Delivery, Enqueued, NewMessage
+from ..models import Fired, NewMessage, ScheduleView
 from ..spec import SCHEDULE_NAME_PATTERN, Schedule
 from ..storage import Storage, audit, registry
 from ..storage import schedules as store
@@ -31,43 +30,6 @@ from .enqueue import enqueue_in
 from .publish import publish_in
 
 log = logging.getLogger("tablequeue.schedules")
-
-
-@dataclass(frozen=True)
-class Fired:
-    """What one claim did: the tick it enqueued (None when the due ticks were skipped), how
-    many ticks were due, the message and the schedule's next tick."""
-
-    schedule: str
-    tick: datetime | None
-    due: int
-    message: Enqueued | None
-    """What the tick enqueued into the queue (None when it was skipped or went to a topic)."""
-    next_tick: datetime
-    topic: str | None = None
-    deliveries: tuple[Delivery, ...] = ()
-    """A schedule with a topic: what publishing the tick's message did in each subscriber."""
-
-
-@dataclass(frozen=True)
-class ScheduleView:
-    """A declared schedule with its stored state, as the API, UI and CLI show it."""
-
-    name: str
-    cron: str
-    time_zone: str
-    missed: str
-    suspend: bool
-    message_id: str | None
-    """The messageId pattern."""
-    topic: str | None
-    """Where its ticks' messages are published, if not into the queue."""
-    next_tick: datetime | None
-    last_tick: datetime | None
-    last_fired_at: datetime | None
-    last_message: int | None
-    fired: int
-    skipped: int
 
 
 def overview(queue: QueueContext) -> list[ScheduleView]:

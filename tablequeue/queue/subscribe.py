@@ -21,11 +21,12 @@ from ..errors import (
     RuntimeSubscriptionsNotAllowed,
     SubscriptionNotFound,
 )
+from ..models import TopicSubscription
 from ..predicate import parse
 from ..spec import QueueSpec
 from ..storage import Storage, audit, registry, subscriptions
 from ..storage.schedules import database_now
-from ..storage.subscriptions import RUNTIME, SPEC, TopicSubscription
+from ..storage.subscriptions import RUNTIME, SPEC
 from .context import spec_of
 
 Expiry = timedelta | datetime | None

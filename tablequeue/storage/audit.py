@@ -7,8 +7,7 @@ set (`tablequeue.actor`), read newest first, purged by age by the workers' house
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -17,6 +16,7 @@ from sqlalchemy.engine import Connection
 from .. import actor
 from ..errors import InvalidInput
 from ..limits import PURGE_BATCH
+from ..models import AuditEntry
 
 if TYPE_CHECKING:
     from .engine import Storage
@@ -27,32 +27,6 @@ MIN_KEEP_AUDIT = timedelta(days=1)
 """No purge takes younger entries: a worker of any queue purges the whole trail, and one set
 to keep it a moment erased every entry."""
 MOST_READ = 1000
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    id: int
-    at: datetime
-    who: str
-    via: str
-    address: str | None
-    action: str
-    queue: str | None
-    target: dict[str, Any] | None
-    rows: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "at": self.at.isoformat(),
-            "who": self.who,
-            "via": self.via,
-            "address": self.address,
-            "action": self.action,
-            "queue": self.queue,
-            "target": self.target,
-            "rows": self.rows,
-        }
 
 
 MAX_TARGET_BYTES = 16_384

@@ -11,7 +11,6 @@ starts full (0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,45 +18,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import QueueNotFound
+from ..models import FlowState
 from . import audit
 
 if TYPE_CHECKING:
     from ..spec import RateLimit
     from .engine import Storage
-
-
-@dataclass(frozen=True)
-class FlowState:
-    """What holds a queue's leases back: a pause (since when), a rate limit and a global
-    concurrency (the most messages Leased at once)."""
-
-    paused_at: datetime | None
-    messages_per_second: float | None
-    burst: int | None
-    max_leased: int | None = None
-    group_limit: int | None = None
-    """spec.groups' concurrency: the most messages of one group key Leased at once."""
-
-    @property
-    def paused(self) -> bool:
-        return self.paused_at is not None
-
-    @property
-    def limited(self) -> bool:
-        return self.messages_per_second is not None
-
-    @property
-    def capped(self) -> bool:
-        return self.max_leased is not None
-
-    @property
-    def grouped(self) -> bool:
-        return self.group_limit is not None
-
-    @property
-    def controlled(self) -> bool:
-        """A lease of the queue locks a registry or bucket row first (a transaction's work)."""
-        return self.limited or self.capped or self.grouped
 
 
 def flow_state(storage: Storage, connection: Connection, name: str) -> FlowState | None:

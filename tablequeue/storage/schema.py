@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from .. import names
 from ..dialects import Dialect
-from ..limits import MAX_MESSAGE_ID_LENGTH
+from ..limits import HOST_LENGTH, MAX_MESSAGE_ID_LENGTH, WORKER_ID_LENGTH
 from ..models import message_columns
 from ..sqltypes import UtcDateTime
 
@@ -233,8 +233,6 @@ def schedules_table(metadata: sa.MetaData) -> sa.Table:
 
 
 WORKERS_TABLE = "tablequeue_workers"
-WORKER_ID_LENGTH = 200  # as a message's lease_owner: the worker id is its lease owner
-HOST_LENGTH = 253
 
 
 def workers_table(metadata: sa.MetaData) -> sa.Table:

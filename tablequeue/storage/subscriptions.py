@@ -8,14 +8,13 @@ it later. Apply rewrites only the spec's rows; a queue's deletion removes both k
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import SpecError
+from ..models import TopicSubscription
 from ..predicate import parse
 from .schema import SUBSCRIPTION_ADDED_COLUMNS
 
@@ -26,19 +25,6 @@ if TYPE_CHECKING:
 
 SPEC = "spec"
 RUNTIME = "runtime"
-
-
-@dataclass(frozen=True)
-class TopicSubscription:
-    """One queue's subscription to one topic: from its spec or made at runtime."""
-
-    topic: str
-    queue: str
-    where: str | None
-    origin: str
-    """"spec" (`spec.subscriptions`) or "runtime" (`Database.subscribe`)."""
-    expires_at: datetime | None
-    """When a runtime subscription ends (None: never; always None for the spec's)."""
 
 
 def ensure(storage: Storage, connection: Connection) -> None:

@@ -11,111 +11,25 @@ horizon. So the table holds at most the workers of the last hour: it stays small
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from .. import names
 from ..errors import InvalidInput
 from ..health import WorkerPresence
+from ..limits import HOST_LENGTH
+from ..models import Heartbeat, WorkerInfo
 from ..sqltypes import UtcDateTime
-from .schema import HOST_LENGTH, WORKER_ID_LENGTH, WORKERS_TABLE
+from .schema import WORKERS_TABLE
 
 if TYPE_CHECKING:
     from .engine import Storage
 
-DEFAULT_HEARTBEAT_SECONDS = 5.0
-STALE_AFTER_BEATS = 3
-MIN_STALE_SECONDS = 10.0
 FORGET_AFTER_SECONDS = 3600.0
 """A worker silent this long is deleted (and never shown): the table stays bounded."""
 MAX_LISTED = 1000
 """The most workers one read returns (by queue, then start time)."""
-
-WorkerState = Literal["live", "stale"]
-
-
-def stale_after(heartbeat_seconds: float) -> float:
-    """Seconds without a beat after which a worker is shown as stale."""
-    return max(STALE_AFTER_BEATS * heartbeat_seconds, MIN_STALE_SECONDS)
-
-
-@dataclass(frozen=True)
-class Heartbeat:
-    """What a worker reports about itself on each beat."""
-
-    worker_id: str
-    queue: str
-    host: str
-    pid: int
-    version: str
-    heartbeat_seconds: float
-    in_flight: int = 0
-    processed: int = 0
-    """Messages whose success was recorded since the worker started."""
-    failed: int = 0
-    """Messages whose failure was recorded since the worker started (retrying or Error)."""
-
-    def checked(self) -> Heartbeat:
-        if not 1 <= len(self.worker_id) <= WORKER_ID_LENGTH:
-            raise InvalidInput(f"a worker id has 1 to {WORKER_ID_LENGTH} characters")
-        names.queue_name(self.queue)
-        if not 0 < self.heartbeat_seconds <= 3600:
-            raise InvalidInput("heartbeat_seconds must be above 0 and at most 3600")
-        return self
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    """A worker as the database last heard from it."""
-
-    worker_id: str
-    queue: str
-    host: str
-    pid: int
-    version: str
-    heartbeat_seconds: float
-    started_at: datetime
-    last_seen: datetime
-    seconds_since_seen: float
-    in_flight: int
-    processed: int
-    failed: int
-
-    @property
-    def up_seconds(self) -> float:
-        """Seconds since the first heartbeat (database clock); a stale worker's ends at its
-        last heartbeat."""
-        known = (self.last_seen - self.started_at).total_seconds()
-        return max(known + (self.seconds_since_seen if self.state == "live" else 0.0), 0.0)
-
-    @property
-    def stale_after_seconds(self) -> float:
-        return stale_after(self.heartbeat_seconds)
-
-    @property
-    def state(self) -> WorkerState:
-        return "stale" if self.seconds_since_seen > self.stale_after_seconds else "live"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "workerId": self.worker_id,
-            "queue": self.queue,
-            "state": self.state,
-            "host": self.host,
-            "pid": self.pid,
-            "version": self.version,
-            "startedAt": self.started_at.isoformat(),
-            "lastSeen": self.last_seen.isoformat(),
-            "secondsSinceSeen": round(self.seconds_since_seen, 3),
-            "heartbeatSeconds": self.heartbeat_seconds,
-            "staleAfterSeconds": self.stale_after_seconds,
-            "inFlight": self.in_flight,
-            "processed": self.processed,
-            "failed": self.failed,
-        }
 
 
 def presence_of(workers: Sequence[WorkerInfo]) -> WorkerPresence:

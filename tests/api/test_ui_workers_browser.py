@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from tablequeue import Database, Queue
-from tablequeue.storage.workers import Heartbeat
+from tablequeue.models import Heartbeat
 from tests.api.test_ui_browser import browser, needs_browser, page, shot
 from tests.support.api_server import serve_api
 

@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 from tablequeue import Database, Failure, Queue, connect
 from tablequeue.api.auth import Auth
+from tablequeue.models import Heartbeat
 from tablequeue.spec import QueueResource
-from tablequeue.storage.workers import Heartbeat
 from tests.support.api_server import api_client
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until

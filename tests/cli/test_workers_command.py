@@ -11,7 +11,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 
 from tablequeue import Database, Queue
-from tablequeue.storage.workers import Heartbeat
+from tablequeue.models import Heartbeat
 
 from . import tsv
 

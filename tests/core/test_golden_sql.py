@@ -32,12 +32,13 @@ from tablequeue import indexes, predicate
 from tablequeue.dialects import DIALECTS, GroupLease
 from tablequeue.dialects.history import HistoryQueries
 from tablequeue.dialects.statements import Queries
+from tablequeue.models import Heartbeat
 from tablequeue.rollup import MinuteCounts, rollup_table
 from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST
 from tablequeue.spec import QueueSpec
 from tablequeue.storage import Storage, readable_json, schedules, subscriptions
 from tablequeue.storage.schedules import ScheduleState
-from tablequeue.storage.workers import Heartbeat, heartbeat_statement
+from tablequeue.storage.workers import heartbeat_statement
 from tests.core.sql_layout import layout, normalized
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -14,10 +14,9 @@ import pytest
 import sqlalchemy as sa
 
 from tablequeue import Actor, Database, acting_as, connect
-from tablequeue.models import Completion
+from tablequeue.models import Completion, Heartbeat
 from tablequeue.rollup import MinuteCounts, chart_series, minute_of, prune, write_minutes
 from tablequeue.spec import QueueResource
-from tablequeue.storage.workers import Heartbeat
 from tests.support.mariadb_server import USER, MariaDbServer
 
 ROW_RIGHTS = "SELECT, INSERT, UPDATE, DELETE"

@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 from tablequeue import Database
-from tablequeue.storage.workers import WorkerInfo, stale_after
+from tablequeue.models import WorkerInfo, stale_after
 from tests.support.waiting import wait_until
 
 from .helpers import FAST_POLL, SYNC, MakeQueue, StartWorker, enqueue

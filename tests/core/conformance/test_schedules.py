@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from tablequeue import Database, connect, cron
 from tablequeue.errors import Conflict, InvalidInput, ScheduleNotFound
-from tablequeue.queue.schedules import Fired
+from tablequeue.models import Fired
 from tablequeue.spec import QueueResource
 
 from .helpers import MakeQueue

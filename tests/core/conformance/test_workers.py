@@ -12,8 +12,9 @@ import sqlalchemy as sa
 
 from tablequeue import Database
 from tablequeue.errors import InvalidInput
+from tablequeue.models import Heartbeat, stale_after
 from tablequeue.spec import QueueResource
-from tablequeue.storage.workers import FORGET_AFTER_SECONDS, Heartbeat, stale_after
+from tablequeue.storage.workers import FORGET_AFTER_SECONDS
 from tests.support.waiting import wait_until
 
 from .helpers import MakeQueue

@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from . import names
-from .errors import InvalidInput
-from .limits import (
+from .. import names
+from ..errors import InvalidInput
+from ..limits import (
     MAX_CORRELATION_ID_LENGTH,
     MAX_GROUP_KEY_LENGTH,
     MAX_JSON_DEPTH,
@@ -27,7 +27,7 @@ from .limits import (
     MAX_PRIORITY,
     MAX_SECONDS,
 )
-from .sqltypes import UtcDateTime
+from ..sqltypes import UtcDateTime
 
 
 def canonical_json(value: Any) -> str:
