@@ -3,7 +3,7 @@
 `Dialect` is the one contract: the engine's URLs, table layout and capabilities, the SQL parts
 predicates and statements are made of (`SqlParts`), and whole operations on the hot paths
 (lease, enqueue, finish, fail, requeue, sweep, listen). Its methods run the shared SQLAlchemy
-Core statements of `statements.py`, which PostgreSQL and SQLite use as they are; an engine
+Core statements of `queries/`, which PostgreSQL and SQLite use as they are; an engine
 package (`postgresql/`, `sqlite/`, `mariadb/`, `mssql/`) subclasses it, supplies the abstract
 SQL parts and overrides whole operations where its SQL differs, each override saying why.
 """
@@ -25,7 +25,7 @@ from ..errors import InvalidInput
 from .json_index import ExpressionIndexes, JsonIndexes
 from .parts import SqlParts
 from .per_row import PerRow
-from .statements import Queries
+from .queries import Queries
 from .types import (
     Capabilities,
     EnqueueBatch,

@@ -1,5 +1,5 @@
 """The SQL fragments an engine supplies: the clock, JSON paths, upserts, the locking hint, the
-per-row source. The shared statements (`statements.py`, `enqueue_statement.py`, `history.py`),
+per-row source. The shared statements (`queries/`),
 the predicate compiler and the JSON index strategies are built from these alone; `Dialect`
 extends them with whole operations.
 """

@@ -127,7 +127,7 @@ class EnqueueBatch:
     """The queue compares bodies: an unchanged message is left as it is."""
     dedupe: DedupeMode = "replace"
     """What an existing row with the same messageId gets: replaced, kept, or kept while it is
-    younger than `window_seconds` (`dedupe_statement`)."""
+    younger than `window_seconds` (`dialects/queries/enqueue.py`)."""
     window_seconds: float | None = None
 
     def shared_parameters(self) -> dict[str, Any]:

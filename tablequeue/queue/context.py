@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..dialects import Dialect
-from ..dialects.statements import Queries
+from ..dialects.queries import Queries
 from ..models import FlowState
 from ..spec import QueueSpec
 from ..storage import Storage

@@ -1,10 +1,11 @@
 """Dedupe at enqueue: the rule of one call (its own mode, else the queue's `spec.dedupe`) and
 what became of the messages whose statement left an existing row as it was (`kept`).
 
-The statement of a round writes only the rows its mode replaces or inserts (`dedupe_statement`);
-the rows it left are then read by messageId on the same connection, in the same transaction: a
-row another transaction inserted concurrently is committed by then (the unique index made this
-statement wait for it), so both callers are told the one row there is."""
+The statement of a round writes only the rows its mode replaces or inserts
+(`dialects/queries/enqueue.py`); the rows it left are then read by messageId on the same
+connection, in the same transaction: a row another transaction inserted concurrently is
+committed by then (the unique index made this statement wait for it), so both callers are told
+the one row there is."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`Queue`: a handle on one queue table, delegating each operation to its module.
 
 Each operation is one transaction and, on the hot paths, one statement per batch (the
-dialect's whole operations over the statements of `dialects/statements.py`, built once per table).
+dialect's whole operations over the statements of `dialects/queries/`, built once per table).
 """
 
 from __future__ import annotations

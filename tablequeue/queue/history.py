@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..dialects.history import HistoryQueries
+from ..dialects.queries.history import HistoryQueries
 from ..models import Attempt, Completion, Message, StoredResult
 from ..storage import Storage
 from ..storage.history import ERROR_LENGTH

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..dialects import Dialect
 from ..dialects.driver import as_sqlalchemy_error
-from ..dialects.statements import Queries
+from ..dialects.queries import Queries
 from ..errors import DatabaseUnavailable, InvalidInput
 from ..models import canonical_json, loads_json
 from .borrowed import bare, dbapi_connection_of, shown_identity

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..dialects import Dialect
-from ..dialects.statements import Queries
+from ..dialects.queries import Queries
 from ..models import NewMessage, canonical_json, escaped_json, message_columns
 from .engine import Storage
 

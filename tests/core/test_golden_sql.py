@@ -2,7 +2,7 @@
 
 `tests/core/golden/<engine>/<statement>.sql` holds the text each engine's driver receives for
 the table `orders`: the DDL (tables, indexes) and every named builder of
-`tablequeue/dialects/statements.py`, with bind parameters as the driver's placeholders (`%(b_n)s`,
+`tablequeue/dialects/queries/`, with bind parameters as the driver's placeholders (`%(b_n)s`,
 `?`; an expanding list shows as `__[POSTCOMPILE_b_ids]`). Paste one into EXPLAIN with values.
 The files are laid out one clause a line (`tests/core/sql_layout.py`), by changing only the
 whitespace between tokens; the test compares the laid-out text and, so that a layout bug cannot
@@ -30,8 +30,8 @@ import sqlalchemy as sa
 
 from tablequeue import indexes, predicate
 from tablequeue.dialects import DIALECTS, GroupLease
-from tablequeue.dialects.history import HistoryQueries
-from tablequeue.dialects.statements import Queries
+from tablequeue.dialects.queries import Queries
+from tablequeue.dialects.queries.history import HistoryQueries
 from tablequeue.models import Heartbeat
 from tablequeue.rollup import MinuteCounts, rollup_table
 from tablequeue.rollup.table import ADDED_UP, LARGEST, LATEST

@@ -1,7 +1,7 @@
 """MariaDB (10.11; 10.6 at least) through PyMySQL, or through pyodbc and MariaDB's ODBC driver.
 
 - The lease is a locking read (`FOR UPDATE SKIP LOCKED`) and an UPDATE by id in the same
-  transaction (MariaDB has no UPDATE ... RETURNING): two round trips, see `statements.py`.
+  transaction (MariaDB has no UPDATE ... RETURNING): two round trips, see `queries.py`.
 - Enqueues are INSERT ... SELECT FROM JSON_TABLE(...) ON DUPLICATE KEY UPDATE ... RETURNING:
   one round trip per batch; outcomes are multi-table UPDATEs and DELETEs joined to JSON_TABLE.
 - Sessions run READ COMMITTED (no gap locks: a lease never blocks enqueues), with a binary
@@ -31,7 +31,7 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import Select
 
 from ..dialect import Dialect
-from ..statements import Queries
+from ..queries import Queries
 from ..types import (
     Capabilities,
     EnqueueBatch,
@@ -53,7 +53,7 @@ from .compiling import (
 )
 from .json_index import MariaDbIndexes
 from .json_paths import arrays_on_the_way, extract, typed_value
-from .statements import NOW_LABEL, MariaDbQueries
+from .queries import NOW_LABEL, MariaDbQueries
 
 COLLATION = "utf8mb4_nopad_bin"
 PER_ROW_PARAMETER = "b_rows"
@@ -117,7 +117,7 @@ class MariaDbDialect(Dialect):
 
     def lease_index(self, table: sa.Table, name: str) -> sa.Index:
         """Differs because MariaDB has no partial indexes: led by status, so that each leasable
-        status is read in lease order (statements.py)."""
+        status is read in lease order (queries.py)."""
         c = table.c
         return sa.Index(name, c.status, c.priority.desc(), c.process_after, c.id)
 

@@ -37,11 +37,11 @@ from sqlalchemy.sql.selectable import Select
 
 from ...sqltypes import UtcDateTime
 from ..dialect import Dialect, accumulated
-from ..statements import Queries
+from ..queries import Queries
 from ..types import Capabilities, EnqueueBatch, JsonKind, JsonPath, TenantUrlRules, path_text
 from .json_index import MssqlIndexes
 from .merge import Merge
-from .statements import MssqlQueries
+from .queries import MssqlQueries
 
 COLLATION = "Latin1_General_100_BIN2_UTF8"
 PER_ROW_PARAMETER = "b_rows"

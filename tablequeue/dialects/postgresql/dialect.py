@@ -23,7 +23,7 @@ from ...errors import InvalidInput
 from ..dialect import Dialect
 from ..driver import DriverStatement, driver_connection
 from ..on_conflict import OnConflictDialect
-from ..statements import Queries
+from ..queries import Queries
 from ..types import (
     Capabilities,
     EnqueueBatch,

@@ -11,18 +11,18 @@ batch was not recorded whole, which of it was is read back first).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.sql.dml import Insert
 
-from .. import names
-from ..limits import ATTEMPTS_KEPT
-from .dialect import Dialect
-from .per_row import PerRow
-from .statements import HELD_COLUMNS, Queries
-from .statuses import literal_status
+from ... import names
+from ...limits import ATTEMPTS_KEPT
+from ..dialect import Dialect
+from ..per_row import PerRow
+from ..statuses import literal_status
+from . import Queries
+from .base import HELD_COLUMNS, statement
 
 S = TypeVar("S")
 
@@ -54,20 +54,12 @@ class HistoryQueries:
         self.tables = tables
         self._built: dict[tuple[Any, ...], Any] = {}
 
-    def _once(self, key: tuple[Any, ...], build: Callable[[], S]) -> S:
-        statement: S | None = self._built.get(key)
-        if statement is None:
-            statement = self._built[key] = build()
-        return statement
-
     # --- results, folded into the outcome (capabilities.folds_writes) -----------------------
 
+    @statement
     def finish_and_record(self, delete: bool) -> tuple[Insert, PerRow]:
         """Delete (or mark Processed) completed messages still held at the version leased and
         upsert their results, in one statement returning a row per message finished."""
-        return self._once(("fold", delete), lambda: self._finish_and_record(delete))
-
-    def _finish_and_record(self, delete: bool) -> tuple[Insert, PerRow]:
         t, d, q = self.table, self.dialect, self.queries
         finish: sa.Update | sa.Delete
         if delete:
@@ -107,12 +99,10 @@ class HistoryQueries:
 
     # --- results, recorded after the outcome ------------------------------------------------
 
+    @statement
     def settled_rows(self) -> sa.Select[Any]:
         """Rows among :b_ids that :b_owner settled and no longer leases (Processed, Sleeping
         or Error): which of a batch this transaction recorded, when not all of them."""
-        return self._once(("settled_rows",), self._settled_rows)
-
-    def _settled_rows(self) -> sa.Select[Any]:
         t = self.table
         settled = [names.PROCESSED, names.SLEEPING, names.ERROR]
         return sa.select(t.c.id, t.c.correlation_id, t.c.status, t.c.last_error).where(
@@ -122,18 +112,17 @@ class HistoryQueries:
             t.c.lease_expires_at.is_(None),
         )
 
+    @statement
     def present_ids(self) -> sa.Select[Any]:
         """Which of :b_ids still have a row (a plain read: it locks nothing)."""
         t = self.table
         ids = sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())
-        return self._once(("present",), lambda: sa.select(t.c.id).where(t.c.id.in_(ids)))
+        return sa.select(t.c.id).where(t.c.id.in_(ids))
 
+    @statement
     def write_results(self) -> tuple[Insert, bool]:
         """Upsert results (one parameter set per message; the database's clock), and whether
         it is an upsert (else `forget_results` first)."""
-        return self._once(("write_results",), self._write_results)
-
-    def _write_results(self) -> tuple[Insert, bool]:
         d, results = self.dialect, self.tables.results
         values = {
             c.name: sa.bindparam(f"r_{c.name}", type_=c.type)
@@ -144,22 +133,18 @@ class HistoryQueries:
         upsert = d.upsert_on_key(insert, "tracking_id", self._replaced())
         return (insert, False) if upsert is None else (upsert, True)
 
+    @statement
     def forget_results(self) -> sa.Delete:
         """Results of :b_tracking (engines without an upsert write them after this)."""
         results = self.tables.results
         tracking = sa.bindparam("b_tracking", expanding=True, type_=results.c.tracking_id.type)
-        return self._once(
-            ("forget_results",),
-            lambda: sa.delete(results).where(results.c.tracking_id.in_(tracking)),
-        )
+        return sa.delete(results).where(results.c.tracking_id.in_(tracking))
 
     # --- attempts ---------------------------------------------------------------------------
 
+    @statement
     def write_attempts(self) -> sa.Insert:
         """Append attempts (one parameter set per attempt; the database's clock)."""
-        return self._once(("write_attempts",), self._write_attempts)
-
-    def _write_attempts(self) -> sa.Insert:
         d, attempts = self.dialect, self.tables.attempts
         values = {
             c.name: sa.bindparam(f"a_{c.name}", type_=c.type)
@@ -168,11 +153,9 @@ class HistoryQueries:
         }
         return sa.insert(attempts).values(**values, at=d.now())
 
+    @statement
     def trim_attempts(self) -> sa.Delete:
         """Keep the newest ATTEMPTS_KEPT attempts of each message of :b_tracking."""
-        return self._once(("trim_attempts",), self._trim_attempts)
-
-    def _trim_attempts(self) -> sa.Delete:
         a = self.tables.attempts
         tracking = sa.bindparam("b_tracking", expanding=True, type_=a.c.tracking_id.type)
         newest_first = sa.func.row_number().over(

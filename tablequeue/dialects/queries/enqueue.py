@@ -1,17 +1,75 @@
-"""The enqueue statement of a queue table (insert, or upsert by messageId), for `Queries`."""
+"""Enqueueing: the insert, or the upsert by messageId in each dedupe mode (`names.DedupeMode`),
+for many rows through a per-row source or for one with scalar parameters, and the read of the
+rows a dedupe left as they were.
+
+What the enqueue by messageId does to an existing row in each dedupe mode
+(`names.DedupeMode`), and the read of the rows it left as they were.
+
+replace: ON CONFLICT DO UPDATE (today's upsert). keep: ON CONFLICT DO NOTHING, so two concurrent
+enqueues of one new messageId end with one row (the unique index decides). window: DO UPDATE
+only WHERE the existing row's `created_at` is at least :b_window seconds old by the database's
+clock, and the update starts the window again (`created_at` becomes now). The window is a bound
+parameter: one statement per mode, whatever the window."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.sql.dml import Insert
 
-from .. import names
-from ..names import DedupeMode
-from . import dedupe_statement
-from .parts import SqlParts
-from .per_row import PerRow
-from .statuses import literal_status
+from ... import names
+from ...names import DedupeMode
+from ..parts import SqlParts
+from ..per_row import PerRow
+from ..statuses import literal_status
+from .base import TableQueries, statement
+
+WINDOW = "b_window"
+
+
+def dedupe_on_conflict(
+    d: SqlParts,
+    insert: Insert,
+    set_: dict[str, Any],
+    changed: sa.ColumnElement[bool] | None,
+    dedupe: DedupeMode,
+) -> Insert:
+    """The insert made an upsert by messageId in mode `dedupe`; `changed` (an idempotent
+    queue's body comparison) further limits which rows are replaced."""
+    if dedupe == "keep":
+        return d.keep_message_id(insert)
+    if dedupe == "window":
+        table = insert.table
+        assert isinstance(table, sa.Table)
+        passed = sa.not_(_within(d, table))
+        changed = passed if changed is None else sa.and_(passed, changed)
+        set_ = set_ | {"created_at": d.now()}
+    return d.on_conflict_message_id(insert, set_, changed)
+
+
+def dedupe_left_rows(d: SqlParts, t: sa.Table, dedupe: DedupeMode) -> sa.Select[Any]:
+    """The rows of :b_message_ids, which an enqueue in mode `dedupe` left as they were; in mode
+    window with `within` 1 where the window still holds (else the idempotent comparison left
+    the row, the outcome `discarded`)."""
+    columns: list[sa.ColumnElement[Any]] = [
+        t.c.id,
+        t.c.message_id,
+        t.c.tracking_id,
+        t.c.version,
+        t.c.status,
+    ]
+    if dedupe == "window":
+        within = sa.case((_within(d, t), sa.literal_column("1")), else_=sa.literal_column("0"))
+        columns.append(within.label("within"))
+    ids = sa.bindparam("b_message_ids", expanding=True, type_=t.c.message_id.type)
+    return sa.select(*columns).where(t.c.message_id.in_(ids))
+
+
+def _within(d: SqlParts, t: sa.Table) -> sa.ColumnElement[bool]:
+    """The row was enqueued less than :b_window seconds ago."""
+    window = sa.bindparam(WINDOW, type_=sa.Float())
+    return t.c.created_at > d.seconds_from_now(-window)
 
 
 def enqueue_statement(
@@ -25,7 +83,7 @@ def enqueue_statement(
 ) -> tuple[sa.Insert, PerRow]:
     """The INSERT (or upsert by messageId) of new messages: per-row parameters, or scalar ones
     for exactly one message (`one_row`); the status from the queue's registry row; an existing
-    row as `dedupe` says (`dedupe_statement`)."""
+    row as `dedupe` says (`dedupe_on_conflict`)."""
     now = d.now()
     per_row = PerRow(
         d,
@@ -109,7 +167,7 @@ def enqueue_statement(
         "updated_at": now,
     }
     changed = d.bodies_differ(t.c.message, new.message) if idempotent else None
-    statement = dedupe_statement.on_conflict(d, insert, set_, changed, dedupe)
+    statement = dedupe_on_conflict(d, insert, set_, changed, dedupe)
     return statement.returning(*returning), per_row
 
 
@@ -158,3 +216,61 @@ def _status_per_row(g: sa.Table, b: dict[str, sa.ColumnElement[Any]]) -> sa.Colu
 def _json_null(t: sa.Table) -> sa.ColumnElement[Any]:
     """A JSON null (a body may be JSON null; per-row parameters make None SQL NULL)."""
     return sa.type_coerce(sa.literal_column("'null'"), t.c.message.type)
+
+
+class EnqueueQueries(TableQueries):
+    def enqueue_statement(
+        self, upsert: bool, idempotent: bool, one_row: bool = False, dedupe: DedupeMode = "replace"
+    ) -> tuple[sa.Insert, PerRow]:
+        """`enqueue_statement` of this table (not kept: callers keep what they build)."""
+        return enqueue_statement(
+            self.dialect, self.table, self.registry, upsert, idempotent, one_row, dedupe
+        )
+
+    @statement
+    def insert_new(self) -> tuple[sa.Insert, PerRow]:
+        """Insert messages without identity (no conflict is possible)."""
+        return self.enqueue_statement(upsert=False, idempotent=False)
+
+    @statement
+    def upsert_by_message_id(
+        self, idempotent: bool, dedupe: DedupeMode = "replace"
+    ) -> tuple[sa.Insert, PerRow]:
+        """Insert, or make a new version of the message with the same messageId (as `dedupe`
+        says); an idempotent queue discards a message whose body did not change."""
+        return self.enqueue_statement(True, idempotent, dedupe=dedupe)
+
+    @statement
+    def left_rows(self, dedupe: DedupeMode) -> sa.Select[Any]:
+        """The rows of :b_message_ids an enqueue in mode `dedupe` left as they were."""
+        return dedupe_left_rows(self.dialect, self.table, dedupe)
+
+    @statement
+    def insert_one(self) -> sa.Insert:
+        """`insert_new` for exactly one message, with scalar parameters (no per-row source)."""
+        return self.enqueue_statement(False, False, True)[0]
+
+    @statement
+    def upsert_one(self, idempotent: bool, dedupe: DedupeMode = "replace") -> sa.Insert:
+        """`upsert_by_message_id` for exactly one message, with scalar parameters."""
+        return self.enqueue_statement(True, idempotent, True, dedupe)[0]
+
+    @statement
+    def adopt_escaped_bodies(self) -> tuple[sa.Update, PerRow]:
+        """Rewrite as written (:b_new) the body of :b_message_id whose stored text is :b_old,
+        the same body escaped as tables of schema version 4 and older hold it: before an
+        idempotent enqueue compares the texts (`storage.readable_json`). No new version."""
+        t, d = self.table, self.dialect
+        per_row = PerRow(
+            d,
+            [
+                sa.column("b_message_id", t.c.message_id.type),
+                sa.column("b_old", sa.Text()),
+                sa.column("b_new", t.c.message.type),
+            ],
+        )
+        b = per_row.c
+        same_body = sa.and_(
+            t.c.message_id == b["b_message_id"], d.json_text(t.c.message) == b["b_old"]
+        )
+        return sa.update(t).where(same_body).values(message=b["b_new"]), per_row

@@ -8,11 +8,12 @@ import sqlalchemy as sa
 from sqlalchemy.sql.selectable import Select
 
 from ..per_row import PerRow
-from ..statements import HELD_COLUMNS, Queries
+from ..queries import HELD_COLUMNS, Queries, statement
 
 
 class MssqlQueries(Queries):
-    def _delete_done(self) -> tuple[sa.Delete, PerRow]:
+    @statement
+    def delete_done(self) -> tuple[sa.Delete, PerRow]:
         # Differs because T-SQL has no DELETE ... USING: the shared statement would render as
         # T-SQL's own DELETE FROM orders FROM orders, OPENJSON(...); a semi-join (WHERE EXISTS
         # over the per-row source) keeps one FROM, in plain SQL.

@@ -17,7 +17,7 @@ from sqlalchemy.sql.selectable import CompoundSelect, Select
 from ... import names
 from ...names import DedupeMode
 from ...sqltypes import UtcDateTime
-from ..statements import Queries, swept_columns
+from ..queries import Queries, statement, swept_columns
 from ..statuses import literal_status
 from ..types import GroupLease, LeaseExpiredPolicy
 
@@ -26,6 +26,7 @@ NOW_LABEL = "b_now"
 
 
 class MariaDbQueries(Queries):
+    @statement
     def lease(  # type: ignore[override]
         self, limited: bool = False, capped: bool = False, group: GroupLease | None = None
     ) -> CompoundSelect[Any]:
@@ -33,15 +34,6 @@ class MariaDbQueries(Queries):
         messages in lease order per leasable status, locked, with the clock (none while the
         queue's flow gate is shut, `flow_gate`); `MariaDbDialect.lease` marks them Leased by id
         (`mark_leased`)."""
-        shape = group.shape if group is not None else None
-        return self._once(
-            ("lease", limited, capped, shape),
-            lambda: self._lease_candidates(limited, capped, group),
-        )
-
-    def _lease_candidates(
-        self, limited: bool, capped: bool, group: GroupLease | None
-    ) -> CompoundSelect[Any]:
         t, d = self.table, self.dialect
         # Without the hint the optimizer may scan the table and sort every due message (all
         # of them locked); the lease index gives them in lease order and stops after :b_n.
@@ -65,11 +57,9 @@ class MariaDbQueries(Queries):
             )
         return sa.union_all(*parts)
 
+    @statement
     def mark_leased(self) -> sa.Update:
         """Lease the chosen candidates :b_ids until :b_expires (the clock read + the lease)."""
-        return self._once(("mark_leased",), self._mark_leased)
-
-    def _mark_leased(self) -> sa.Update:
         t = self.table
         now = sa.bindparam("b_now", type_=UtcDateTime())
         return (
@@ -86,39 +76,33 @@ class MariaDbQueries(Queries):
             )
         )
 
+    @statement
     def extend(self) -> sa.Update:
         """Differs because MariaDB has no UPDATE ... RETURNING: `extend_leases` alone;
         `MariaDbDialect.extend` reads its row count."""
-        return self._once(("extend",), self.extend_leases)
+        return self.extend_leases()
 
+    @statement
     def expiring(self) -> Select[Any]:
         """Up to :b_n messages past their expiry that no worker took, read without locks: an
         UPDATE that searched for them would lock each leasable message it reads until it has
         compared its expiry, and a lease (SKIP LOCKED) would pass over a due message then."""
-        return self._once(("expiring",), self._expiring)
-
-    def _expiring(self) -> Select[Any]:
         t = self.table
         due_to_expire = sa.and_(self.leasable, t.c.expires_at <= self.dialect.now())
         return sa.select(t.c.id).where(due_to_expire).limit(sa.bindparam("b_n", type_=sa.Integer()))
 
+    @statement
     def expire(self) -> sa.Update:
         """Differs because MariaDB has no UPDATE ... RETURNING, and an UPDATE that searched
         would lock leasable messages (`expiring`): expire the messages :b_ids that `expiring`
         found, unless leased meanwhile."""
-        return self._once(("expire",), self._expire_by_id)
-
-    def _expire_by_id(self) -> sa.Update:
         ids = sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())
         return self.expire_messages().where(self.table.c.id.in_(ids))
 
+    @statement
     def sweep_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> Select[Any]:  # type: ignore[override]
         """Differs because MariaDB has no UPDATE ... RETURNING: the lapsed leases, locked (SKIP
         LOCKED), with the status each gets; `settle_lapsed_leases` then updates them by id."""
-        key = ("sweep", policy, max_attempts)
-        return self._once(key, lambda: self._lapsed_leases(policy, max_attempts))
-
-    def _lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> Select[Any]:
         lapsed, values = self.lapsed_lease_changes(policy, max_attempts)
         # A lapsed lease whose worker is recording its outcome right now is left to that
         # worker (skipped, not waited for): no lock wait, so no deadlock with it.
@@ -128,17 +112,15 @@ class MariaDbQueries(Queries):
         locked = sa.select(*columns).where(lapsed)
         return locked.with_for_update(skip_locked=True)
 
+    @statement
     def settle_lapsed_leases(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:
         """Settle the lapsed leases :b_ids that `sweep_lapsed_leases` locked."""
-        key = ("settle_lapsed", policy, max_attempts)
-        return self._once(key, lambda: self._settle_lapsed(policy, max_attempts))
-
-    def _settle_lapsed(self, policy: LeaseExpiredPolicy, max_attempts: int) -> sa.Update:
         t = self.table
         _, values = self.lapsed_lease_changes(policy, max_attempts)
         ids = sa.bindparam("b_ids", expanding=True, type_=sa.BigInteger())
         return sa.update(t).where(t.c.id.in_(ids)).values(**values)
 
+    @statement
     def upsert_by_message_id(
         self, idempotent: bool, dedupe: DedupeMode = "replace"
     ) -> tuple[sa.Insert, Any]:
@@ -147,9 +129,6 @@ class MariaDbQueries(Queries):
         keeps rows also returns whether the row was written (`written`: a row left as it was
         keeps its old `updated_at`, a written one gets the statement's clock), for
         `MariaDbDialect.enqueue_round` to leave the others out."""
-        return self._once(("upsert", idempotent, dedupe), lambda: self._upsert(idempotent, dedupe))
-
-    def _upsert(self, idempotent: bool, dedupe: DedupeMode) -> tuple[sa.Insert, Any]:
         statement, per_row = self.enqueue_statement(True, idempotent, dedupe=dedupe)
         if idempotent or dedupe != "replace":
             written = self.table.c.updated_at == self.dialect.now()
