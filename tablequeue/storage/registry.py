@@ -24,6 +24,7 @@ from .schema import (
     READABLE_JSON_VERSION,
     REGISTRY_READ_COLUMNS,
     SCHEMA_VERSION,
+    SPEC_COLUMNS,
     migrate,
     migrate_registry,
 )
@@ -244,19 +245,15 @@ def _insert_registry_row(
             updated_at=now,
             owner=owner,
             paused_at=declared_pause(storage, spec.paused),
-            max_leased=spec.global_concurrency,
-            **group_rule(spec),
+            **spec_columns(spec),
         )
     )
     sync_rate_limit(storage, connection, name, spec.rate_limit, now)
 
 
-def group_rule(spec: QueueSpec) -> dict[str, Any]:
-    """The registry's copy of spec.groups, which every lease reads (`queue/flow.py`)."""
-    groups = spec.groups
-    if groups is None:
-        return {"group_limit": None, "group_hold": None}
-    return {"group_limit": groups.concurrency, "group_hold": groups.on_failure == "hold"}
+def spec_columns(spec: QueueSpec) -> dict[str, Any]:
+    """The registry's copy of the spec, which every lease reads (`schema.SPEC_COLUMNS`)."""
+    return {column.name: column.of(spec) for column in SPEC_COLUMNS}
 
 
 def _update_registry_row(
@@ -278,8 +275,7 @@ def _update_registry_row(
         "settings": settings,
         "schema_version": SCHEMA_VERSION,
         "updated_at": now,
-        "max_leased": spec.global_concurrency,
-        **group_rule(spec),
+        **spec_columns(spec),
     }
     if claims:  # a queue made by the CLI or before owners were recorded
         values["owner"] = owner

@@ -3,14 +3,17 @@ of tables made by an older tablequeue.
 
 Per queue, its queue table; per database, the registry of queues, rate limits, the job history
 (results, attempts, housekeeping), live workers, schedules, topic subscriptions and the chart
-rollup. A queue table's columns come from `Message` (models.py); a dialect supplies the JSON
-type, the id column, table options and how an index is made partial. Everything else is
+rollup. A queue table's columns come from `Message` (models/messages.py); a dialect supplies
+the JSON type, the id column, table options and how an index is made partial. Everything else is
 SQLAlchemy Core types that each backend renders natively (timestamptz / ISO text, uuid /
 char(32)).
 """
 
-from collections.abc import Sequence
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
@@ -19,6 +22,9 @@ from ..dialects import Dialect
 from ..limits import HOST_LENGTH, MAX_MESSAGE_ID_LENGTH, WORKER_ID_LENGTH
 from ..models import message_columns
 from ..sqltypes import UtcDateTime
+
+if TYPE_CHECKING:
+    from ..spec import QueueSpec
 
 SCHEMA_VERSION = 7
 """1: first release. 2: the message_id index covers only messages with an identity; no index
@@ -141,10 +147,38 @@ def registry_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("updated_at", UtcDateTime(), nullable=False),
         sa.Column("owner", sa.String(OWNER_LENGTH), nullable=True),
         sa.Column("paused_at", UtcDateTime(), nullable=True),
-        sa.Column("max_leased", sa.Integer(), nullable=True),
-        sa.Column("group_limit", sa.Integer(), nullable=True),
-        sa.Column("group_hold", sa.Boolean(), nullable=True),
+        *(sa.Column(column.name, column.type, nullable=True) for column in SPEC_COLUMNS),
     )
+
+
+@dataclass(frozen=True)
+class SpecColumn:
+    """A registry column that copies a spec field every lease must see in SQL (the lease's flow
+    gate reads the registry row, not the spec's JSON): written from the spec at each apply,
+    null when the option is unset."""
+
+    name: str
+    type: sa.types.TypeEngine[Any]
+    of: Callable[[QueueSpec], Any]
+    """The column's value for a spec."""
+
+
+SPEC_COLUMNS = (
+    SpecColumn("max_leased", sa.Integer(), lambda spec: spec.global_concurrency),
+    SpecColumn(
+        "group_limit",
+        sa.Integer(),
+        lambda spec: spec.groups.concurrency if spec.groups is not None else None,
+    ),
+    SpecColumn(
+        "group_hold",
+        sa.Boolean(),
+        lambda spec: spec.groups.on_failure == "hold" if spec.groups is not None else None,
+    ),
+)
+"""The registry's copy of the spec, declared once: the table's columns, the migration that adds
+them, the insert and the update of apply are all derived from it. A new option that SQL must
+see is one entry here (docs/internals/extending.md)."""
 
 
 OWNER_LENGTH = 127
@@ -168,10 +202,9 @@ def migrate_registry(connection: sa.Connection, registry: sa.Table) -> None:
     add_missing_columns(connection, registry, REGISTRY_ADDED_COLUMNS)
 
 
-REGISTRY_ADDED_COLUMNS = ("owner", "paused_at", "max_leased", "group_limit", "group_hold")
+REGISTRY_ADDED_COLUMNS = ("owner", "paused_at", *(column.name for column in SPEC_COLUMNS))
 """Registry columns added after schema 2: `owner` (3), `paused_at` (when the queue was paused;
-null while it runs), `max_leased` (spec.globalConcurrency; null without a limit), `group_limit`
-and `group_hold` (spec.groups' concurrency and `onFailure: hold`; null without groups)."""
+null while it runs), and the copies of the spec (`SPEC_COLUMNS`)."""
 
 
 # --- the tables of each database, beside its queue tables ------------------------------------
