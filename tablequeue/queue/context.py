@@ -29,23 +29,20 @@ def spec_of(storage: Storage, name: str, settings: Any) -> QueueSpec:
 
 @dataclass
 class FlowMemory:
-    """What this handle last saw of the queue's limits: whether its leases go through the
-    rate limit's bucket (`limited`), count against a global concurrency (`capped`) and keep to
-    ordered groups (`grouped`, `queue/flow.py`). A stale belief costs an empty lease, never a
-    lease too many."""
+    """What this handle last saw of the queue's limits (`state`: none until a lease finds
+    some), which `queue/flow.py` leases through: the rate limit's bucket, a global concurrency,
+    ordered groups. A stale belief costs an empty lease, never a lease too many."""
 
-    limited: bool = False
-    capped: bool = False
-    grouped: bool = False
+    state: FlowState = field(default_factory=lambda: FlowState(None, None, None))
 
     @property
     def controlled(self) -> bool:
         """A lease of this queue locks a registry or bucket row first (a transaction's work)."""
-        return self.limited or self.capped or self.grouped
+        return self.state.controlled
 
     def remember(self, state: FlowState) -> None:
         """Lease through the limits the queue has now."""
-        self.limited, self.capped, self.grouped = state.limited, state.capped, state.grouped
+        self.state = state
 
 
 @dataclass(frozen=True)

@@ -69,12 +69,14 @@ def lease_rows(
         leased = _lease_uncontrolled(queue, connection, request)
         if leased is not None:
             return leased
-    if memory.capped or memory.grouped:
+    if memory.state.capped or memory.state.grouped:
         gate = connection.execute(queue.queries.lock_concurrency(), {"b_queue": queue.name}).first()
         if gate is None or gate.paused_at is not None:
             return Leased([], paused=gate is not None)
-        memory.capped, memory.grouped = gate.max_leased is not None, gate.group_limit is not None
-        if not (memory.capped or memory.grouped):  # the limit and the groups were lifted
+        memory.remember(
+            replace(memory.state, max_leased=gate.max_leased, group_limit=gate.group_limit)
+        )
+        if not (memory.state.capped or memory.state.grouped):  # the limit and groups were lifted
             return lease_rows(
                 queue,
                 connection,
@@ -83,15 +85,15 @@ def lease_rows(
                 lease_seconds=lease_seconds,
                 correlation_id=correlation_id,
             )
-        if memory.grouped:
+        if memory.state.grouped:
             request = replace(request, group=GroupLease(gate.group_limit, bool(gate.group_hold)))
-        if memory.capped:
+        if memory.state.capped:
             counted = connection.execute(queue.queries.count_leased()).scalar_one()
             room = gate.max_leased - counted
             if room < 1:
                 return Leased([], at_limit=True)
             request = replace(request, batch_size=min(batch_size, room), capped=True)
-    if not memory.limited:
+    if not memory.state.limited:
         rows = queue.dialect.lease(connection, queue.queries, request)
         return Leased(rows) if rows else _nothing_leased(queue, connection)
     return _lease_in_bucket_turn(queue, connection, replace(request, limited=True))
@@ -135,7 +137,7 @@ def _lease_in_bucket_turn(
     """Lease as the rate limit's bucket allows (at most `request.batch_size`)."""
     bucket = connection.execute(queue.queries.lock_bucket(), {"b_queue": queue.name}).first()
     if bucket is None:  # the limit was lifted
-        queue.flow.limited = False
+        queue.flow.remember(replace(queue.flow.state, messages_per_second=None, burst=None))
         return lease_rows(
             queue,
             connection,
