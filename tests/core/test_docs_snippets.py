@@ -136,6 +136,14 @@ def test_the_layout_names_modules_and_folders_that_exist() -> None:
             assert name in modules, f"{tree}: no module {name}"
         else:
             assert name[:-1] in folders | set(code_folders), f"{tree}: no folder {name}"
+    # ... and names every module and package of the core's top level.
+    top_level = {
+        p.name + ("/" if p.is_dir() else "")
+        for p in (ROOT / "tablequeue").iterdir()
+        if (p.suffix == ".py" and p.stem not in {"__init__", "__main__"})
+        or (p / "__init__.py").exists()
+    }
+    assert top_level - set(names) == set(), f"{tree}: the core's top level is not all named"
 
 
 # --- YAML -------------------------------------------------------------------------------------

@@ -252,7 +252,7 @@ def test_rendered_sql_matches_the_golden_files(engine: str) -> None:
         for name, text in rendered.items():
             (folder / f"{name}.sql").write_text(layout(text))
     kept = {path.stem: path.read_text() for path in folder.glob("*.sql")}
-    hint = "deliberate? rewrite with TABLEQUEUE_UPDATE_GOLDEN=1 and review the diff"
+    hint = "deliberate? rewrite with scripts/regenerate and review the diff"
     assert sorted(kept) == sorted(rendered), f"statements added or removed: {hint}"
     # Token for token: the SQL the driver receives, whitespace aside, is the file's.
     changed = [name for name in rendered if normalized(rendered[name]) != normalized(kept[name])]

@@ -306,7 +306,7 @@ def test_chart_dashboard_is_the_generated_one(deploy_tools: DeployTools) -> None
     from deploy.dashboard import dashboard_json
 
     shipped = (CHART / "files" / "dashboards" / "tablequeue.json").read_text()
-    assert shipped == dashboard_json()
+    assert shipped == dashboard_json(), "stale: run scripts/regenerate"
 
 
 def test_chart_dashboard_panels_fit_the_grid_without_overlapping() -> None:
