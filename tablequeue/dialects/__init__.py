@@ -21,7 +21,7 @@ from .types import (
     JsonPath,
     LeasedRows,
     LeaseRequest,
-    Settlement,
+    SettleRequest,
     notify_channel,
 )
 
@@ -48,7 +48,7 @@ __all__ = [
     "JsonPath",
     "LeaseRequest",
     "LeasedRows",
-    "Settlement",
+    "SettleRequest",
     "for_url_scheme",
     "notify_channel",
 ]

@@ -34,7 +34,7 @@ from .types import (
     LeaseExpiredPolicy,
     LeaseRequest,
     Rows,
-    Settlement,
+    SettleRequest,
     SweptLease,
     TenantUrlRules,
     group_parameters,
@@ -199,10 +199,12 @@ class Dialect(SqlParts):
         params = per_row.params(batch.rows, batch.shared_parameters())
         return connection.execute(statement, params, execution_options=options).all()
 
-    def enqueue_alone(self, dbapi_connection: Any, queries: Queries, batch: EnqueueBatch) -> Rows:
+    def enqueue_autocommit(
+        self, dbapi_connection: Any, queries: Queries, batch: EnqueueBatch
+    ) -> Rows:
         """`enqueue_round` as one statement of its own on a DB-API connection in autocommit
-        mode (engines with `capabilities.enqueues_alone`): the statement compiled once, run on
-        the driver directly; rows with the same attributes as `enqueue_round`'s."""
+        mode (engines with `capabilities.enqueues_in_autocommit`): the statement compiled once,
+        run on the driver directly; rows with the same attributes as `enqueue_round`'s."""
         raise NotImplementedError(f"{self.name} enqueues in a transaction")
 
     def finish(
@@ -210,7 +212,7 @@ class Dialect(SqlParts):
         connection: Connection,
         queries: Queries,
         outcome: FinishOutcome,
-        settlement: Settlement,
+        settlement: SettleRequest,
     ) -> int:
         """Record completions still held at the version leased; the number recorded."""
         statement: sa.Executable
@@ -222,7 +224,7 @@ class Dialect(SqlParts):
             statement, per_row = queries.reschedule()
         return self._settle(connection, queries, statement, per_row, settlement)
 
-    def fail(self, connection: Connection, queries: Queries, settlement: Settlement) -> int:
+    def fail(self, connection: Connection, queries: Queries, settlement: SettleRequest) -> int:
         """Record failures still held at the version leased; the number recorded."""
         statement, per_row = queries.fail()
         return self._settle(connection, queries, statement, per_row, settlement)
@@ -231,7 +233,7 @@ class Dialect(SqlParts):
         self,
         connection: Connection,
         queries: Queries,
-        settlement: Settlement,
+        settlement: SettleRequest,
         *,
         default_status: str,
         completed: bool,
@@ -246,7 +248,7 @@ class Dialect(SqlParts):
         queries: Queries,
         statement: sa.Executable,
         per_row: PerRow,
-        settlement: Settlement,
+        settlement: SettleRequest,
     ) -> int:
         parameters = per_row.params(settlement.rows, {"b_owner": settlement.owner})
         return self.hot_count(connection, queries, statement, parameters)

@@ -60,9 +60,9 @@ class Capabilities:
     one_writer: bool = False
     """One write transaction at a time in the whole database (SQLite): a lease waits while
     another connection's transaction that wrote is open."""
-    enqueues_alone: bool = False
+    enqueues_in_autocommit: bool = False
     """An enqueue of messages with distinct identities is one statement that needs no
-    transaction around it (`Dialect.enqueue_alone`): one round trip instead of three."""
+    transaction around it (`Dialect.enqueue_autocommit`): one round trip instead of three."""
     stores_json_text: bool = True
     """JSON columns hold the text as written (SQLite, MariaDB, SQL Server), which a plain SELECT
     shows and comparisons see; else a parsed form (PostgreSQL's jsonb)."""
@@ -116,7 +116,7 @@ def group_parameters(request: LeaseRequest) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class EnqueueBatch:
-    """What `Dialect.enqueue_round` and `enqueue_alone` write: messages with distinct
+    """What `Dialect.enqueue_round` and `enqueue_autocommit` write: messages with distinct
     identities, one dict of `b_*` values each (`enqueue_statement`)."""
 
     queue: str
@@ -138,7 +138,7 @@ class EnqueueBatch:
 
 
 @dataclass(frozen=True, slots=True)
-class Settlement:
+class SettleRequest:
     """What `Dialect.finish` and `fail` record: outcomes of leases `owner` holds, one dict
     per message (`b_id`, `b_version`, `b_cid` and the outcome's own values)."""
 

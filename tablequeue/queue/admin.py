@@ -265,7 +265,7 @@ def purge(
     total = queue.storage.delete_in_batches(t, condition, PURGE_BATCH, guard)
     older = None if older_than is None else format_duration(older_than)
     target = {"statuses": list(statuses), "olderThan": older}
-    audit.record_alone(queue.storage, "purge", queue.name, target, total)
+    audit.record_in_autocommit(queue.storage, "purge", queue.name, target, total)
     return total
 
 

@@ -46,8 +46,8 @@ def enqueue_many(
     try:
         if connection is None:
             rounds = _rounds_of_unique_ids(messages)
-            if len(rounds) == 1 and storage.statements_alone and not wanted:
-                return _enqueue_alone(queue, messages, rounds[0], dedupe)
+            if len(rounds) == 1 and storage.statements_in_autocommit and not wanted:
+                return _enqueue_autocommit(queue, messages, rounds[0], dedupe)
             with storage.transaction() as own:
                 return enqueue_in(queue, own, messages, rounds, dedupe)
         with storage.borrowed(connection) as theirs:
@@ -88,12 +88,12 @@ def enqueue_in(
     return [result for result in results if result is not None]
 
 
-def _enqueue_alone(
+def _enqueue_autocommit(
     queue: QueueContext, messages: Sequence[NewMessage], round_indexes: list[int], dedupe: Dedupe
 ) -> list[Enqueued]:
     """Messages with distinct identities in one statement that is its own transaction (engines
-    with `capabilities.enqueues_alone`): one round trip, no BEGIN or COMMIT; rows a dedupe mode
-    kept are read by one more statement (`dedupe.report_left`)."""
+    with `capabilities.enqueues_in_autocommit`): one round trip, no BEGIN or COMMIT; rows a
+    dedupe mode kept are read by one more statement (`dedupe.report_left`)."""
     now, trace_headers = datetime.now(UTC), trace_context.current_headers()
     rows = _round_rows(queue, messages, round_indexes, now, trace_headers)
     results: list[Enqueued | None] = [None] * len(messages)
@@ -102,7 +102,7 @@ def _enqueue_alone(
         batch = EnqueueBatch(
             queue.name, rows, upserts, idempotent, dedupe.mode, dedupe.window_seconds
         )
-        returned = queue.dialect.enqueue_alone(dbapi_connection, queue.queries, batch)
+        returned = queue.dialect.enqueue_autocommit(dbapi_connection, queue.queries, batch)
         _round_results(messages, round_indexes, rows, returned, results)
         if dedupe.mode != "replace" and len(returned) < len(rows):  # one more statement
             reader = bare(queue.storage.engine, dbapi_connection)

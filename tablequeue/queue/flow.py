@@ -99,7 +99,7 @@ def lease_rows(
     return _lease_in_bucket_turn(queue, connection, replace(request, limited=True))
 
 
-def lease_alone(
+def lease_in_autocommit(
     queue: QueueContext,
     connection: Connection,
     *,

@@ -104,7 +104,9 @@ def run_now(queue: QueueContext, schedule: str) -> Fired | None:
     delivered = None
     if ran is not None:
         delivered = len(ran.deliveries) if ran.topic else int(ran.message is not None)
-    audit.record_alone(storage, "run-schedule", queue.name, {"schedule": schedule}, delivered)
+    audit.record_in_autocommit(
+        storage, "run-schedule", queue.name, {"schedule": schedule}, delivered
+    )
     return ran
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from ..dialects import Settlement
+from ..dialects import SettleRequest
 from ..errors import InvalidInput
 from ..limits import MAX_LEASE_BATCH, MAX_SECONDS
 from ..models import Completion, Failure, LeaseBatch, Message, Settled, retry_delay
@@ -45,20 +45,20 @@ def settle_and_lease(
 ) -> tuple[Settled, LeaseBatch]:
     """Record outcomes and lease the next batch: a worker's cycle, in one transaction.
 
-    Where a statement can be its own transaction (`Storage.statements_alone`: PostgreSQL without
-    a transaction pooler's per-transaction setup), a cycle of completions on a queue without
-    flow controls is its statements in autocommit instead: no BEGIN and no COMMIT, two round
-    trips instead of four. Each statement is atomic, and nothing ties the outcomes to the next
-    lease. The lease runs first, so that an error leaves nothing recorded, as a transaction's
-    rollback would: what the lease took is given back when the outcomes fail for a reason of
-    their own, and a lost connection leaves it to the caller's recovery of untracked leases
-    (`release_untracked`), as a lease whose commit went unanswered does. Failures keep the
-    transaction, which writes their attempts with them; a queue found to have flow controls
-    settles and leases in a transaction (its row locks need one).
+    Where a statement can be its own transaction (`Storage.statements_in_autocommit`:
+    PostgreSQL without a transaction pooler's per-transaction setup), a cycle of completions on
+    a queue without flow controls is its statements in autocommit instead: no BEGIN and no
+    COMMIT, two round trips instead of four. Each statement is atomic, and nothing ties the
+    outcomes to the next lease. The lease runs first, so that an error leaves nothing recorded,
+    as a transaction's rollback would: what the lease took is given back when the outcomes fail
+    for a reason of their own, and a lost connection leaves it to the caller's recovery of
+    untracked leases (`release_untracked`), as a lease whose commit went unanswered does.
+    Failures keep the transaction, which writes their attempts with them; a queue found to have
+    flow controls settles and leases in a transaction (its row locks need one).
     """
     storage = queue.storage
-    alone = storage.statements_alone and not queue.flow.controlled
-    if alone and not any(isinstance(o, Failure) for o in outcomes):
+    autocommit = storage.statements_in_autocommit and not queue.flow.controlled
+    if autocommit and not any(isinstance(o, Failure) for o in outcomes):
         with storage.autocommit() as dbapi_connection:
             connection = bare(storage.engine, dbapi_connection)
             batch = _lease(queue, connection, owner, batch_size, lease_seconds, None, True)
@@ -98,14 +98,14 @@ def _lease(
     batch_size: int,
     lease_seconds: float | None,
     correlation_id: str | None,
-    alone: bool,
+    autocommit: bool,
 ) -> LeaseBatch | None:
-    """`lease`; `alone`: on a connection in autocommit (`flow.lease_alone`), None when the
-    queue has flow controls."""
+    """`lease`; `autocommit`: on a connection in autocommit (`flow.lease_in_autocommit`), None
+    when the queue has flow controls."""
     if not 1 <= batch_size <= MAX_LEASE_BATCH:
         raise InvalidInput(f"batch size {batch_size} out of range 1..{MAX_LEASE_BATCH}")
     correlation_id = correlation_id or uuid.uuid4().hex
-    leaser = flow.lease_alone if alone else flow.lease_rows
+    leaser = flow.lease_in_autocommit if autocommit else flow.lease_rows
     leased = leaser(
         queue,
         connection,
@@ -209,16 +209,16 @@ def complete(
         )
     elif deleted:
         rows = [_held(c.message) for c in deleted]
-        settled.deleted = dialect.finish(connection, queries, "delete", Settlement(owner, rows))
+        settled.deleted = dialect.finish(connection, queries, "delete", SettleRequest(owner, rows))
     if processed and results:
         settled.processed = history.complete_recording(
             queue, connection, owner, processed, _finished(processed), delete=False
         )
     elif processed:
-        finished = Settlement(owner, _finished(processed))
+        finished = SettleRequest(owner, _finished(processed))
         settled.processed = dialect.finish(connection, queries, "processed", finished)
     if again:
-        rescheduled = Settlement(owner, _finished(again))
+        rescheduled = SettleRequest(owner, _finished(again))
         settled.rescheduled = dialect.finish(connection, queries, "again", rescheduled)
     settled_count = settled.deleted + settled.processed + settled.rescheduled
     if settled_count < len(completions):  # rare: a new version arrived, or a lease was lost
@@ -250,7 +250,9 @@ def fail(
             settled.errored += 1
         else:
             settled.retrying += 1
-    failed = queue.dialect.fail(connection, queue.queries, Settlement(owner, rows)) if rows else 0
+    failed = (
+        queue.dialect.fail(connection, queue.queries, SettleRequest(owner, rows)) if rows else 0
+    )
     recorded = [
         (f.message, row["b_error"], row["b_give_up"]) for f, row in zip(failures, rows, strict=True)
     ]
@@ -278,7 +280,7 @@ def _requeue_newer(
     return queue.dialect.requeue_newer(
         connection,
         queue.queries,
-        Settlement(owner, rows),
+        SettleRequest(owner, rows),
         default_status=registry.default_status(queue.storage, connection, queue.name),
         completed=completed,
     )

@@ -85,7 +85,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
-def record_alone(
+def record_in_autocommit(
     storage: Storage,
     action: str,
     queue: str | None,

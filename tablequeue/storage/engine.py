@@ -216,12 +216,12 @@ class Storage:
             ) from error
 
     @property
-    def statements_alone(self) -> bool:
+    def statements_in_autocommit(self) -> bool:
         """Whether an enqueue, or a worker's cycle, may be statements in autocommit
-        (`autocommit`): the engine can (`capabilities.enqueues_alone`) and nothing has to run
-        at the start of each transaction (behind a transaction pooler the statement timeout is
-        set per transaction)."""
-        return self.dialect.capabilities.enqueues_alone and self._setup is None
+        (`autocommit`): the engine can (`capabilities.enqueues_in_autocommit`) and nothing has to
+        run at the start of each transaction (behind a transaction pooler the statement timeout
+        is set per transaction)."""
+        return self.dialect.capabilities.enqueues_in_autocommit and self._setup is None
 
     @contextlib.contextmanager
     def autocommit(self) -> Iterator[Any]:

@@ -65,7 +65,7 @@ def test_each_queue_table_has_its_own_prepared_statement(
     assert _bodies(postgres_url, "invoices") == [{"invoice": 9}, {"invoice": 1}, {"invoice": 2}]
     # Built once per table: the second build of a table's statement is the first one.
     queries = database.statements["orders"]
-    key = ("alone", "one", False, False)
+    key = ("autocommit", "one", False, False)
     assert queries.once(key, lambda: DriverStatement(queries.insert_one())) is queries.once(
         key, lambda: DriverStatement(queries.insert_one())
     )
@@ -206,7 +206,7 @@ def test_an_outcome_that_breaks_the_cycle_gives_back_what_its_lease_took(
     assert all(m.attempts == 0 for m in orders.messages(status="Pending"))
 
 
-def test_statements_alone_on_a_server_that_refuses_raise_database_unavailable() -> None:
+def test_statements_in_autocommit_on_a_server_that_refuses_raise_database_unavailable() -> None:
     """The pool's own connection errors are the driver's: `autocommit` (an enqueue, a worker's
     cycle) raises them as `transaction()` does, so a worker backs off and recovers."""
     url = f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/none"

@@ -201,7 +201,7 @@ def render(engine: str) -> dict[str, str]:
                 "history_trim_attempts": history.trim_attempts(),
             }
         )
-        if storage.dialect.capabilities.enqueues_alone:  # one message, scalar parameters
+        if storage.dialect.capabilities.enqueues_in_autocommit:  # one message, scalar parameters
             statements["insert_one"] = queries.insert_one()
             statements["upsert_one"] = queries.upsert_one(idempotent=False)
             statements["upsert_one_idempotent"] = queries.upsert_one(idempotent=True)

@@ -15,7 +15,7 @@ psycopg would send a list in text format for a `%s` placeholder (an array litera
 with a regular expression per value: ~25 µs for a 150-byte body), so the statement runs with
 `%(name)b` placeholders for the arrays, on the driver: `connection.exec_driver_sql` inside a
 transaction (SQLAlchemy's error handling and pool invalidation kept), a psycopg cursor in
-autocommit (`enqueue_alone`).
+autocommit (`enqueue_autocommit`).
 """
 
 from __future__ import annotations

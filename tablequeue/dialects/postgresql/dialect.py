@@ -122,7 +122,7 @@ POOLERS = ("transaction",)
 and PostgreSQL (PgBouncer's `pool_mode = transaction`), under which a server connection
 belongs to a client for one transaction only. See the PgBouncer guide (docs/guides/pgbouncer.md)."""
 
-log = logging.getLogger("tablequeue.worker")
+log = logging.getLogger("tablequeue.dialects")
 
 
 def _on_driver(queries: Queries, statement: sa.Executable) -> DriverStatement:
@@ -155,7 +155,7 @@ class PostgresDialect(OnConflictDialect):
         estimates_counts=True,
         vacuums=True,
         folds_writes=True,
-        enqueues_alone=True,
+        enqueues_in_autocommit=True,
         stores_json_text=False,
     )
     json_type: sa.types.TypeEngine[Any] = pg.JSONB()
@@ -349,7 +349,9 @@ class PostgresDialect(OnConflictDialect):
         sql, parameters = self._enqueue_statement(queries, batch)
         return connection.exec_driver_sql(sql, parameters).all()
 
-    def enqueue_alone(self, dbapi_connection: Any, queries: Queries, batch: EnqueueBatch) -> Rows:
+    def enqueue_autocommit(
+        self, dbapi_connection: Any, queries: Queries, batch: EnqueueBatch
+    ) -> Rows:
         """Differs because on PostgreSQL the enqueue is one statement that needs no transaction
         around it (it reads the default status and notifies itself): in autocommit it is one
         round trip instead of three (BEGIN, INSERT, COMMIT), run on psycopg directly. One
@@ -360,7 +362,7 @@ class PostgresDialect(OnConflictDialect):
         upsert, idempotent, dedupe = batch.upsert, batch.idempotent, batch.dedupe
         if len(batch.rows) == 1:
             one = queries.once(
-                ("alone", "one", upsert, idempotent, dedupe),
+                ("autocommit", "one", upsert, idempotent, dedupe),
                 lambda: DriverStatement(
                     queries.upsert_one(idempotent, dedupe) if upsert else queries.insert_one()
                 ),

@@ -11,7 +11,7 @@ from psycopg import sql
 
 from ...backoff import Backoff
 
-log = logging.getLogger("tablequeue.worker")
+log = logging.getLogger("tablequeue.dialects")
 
 
 async def listen(url: sa.URL, channel: str, wake: asyncio.Event) -> None:

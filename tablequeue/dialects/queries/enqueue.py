@@ -103,7 +103,7 @@ def enqueue_statement(
             sa.column("b_label", t.c.label.type),
             sa.column("b_group_key", t.c.group_key.type),
         ],
-        arrays=True,  # the dialect's enqueue_round/enqueue_alone run it
+        arrays=True,  # the dialect's enqueue_round/enqueue_autocommit run it
         one_row=one_row,
     )
     b = per_row.c
