@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from tablequeue import Database, Heartbeat
 from tablequeue.errors import TableQueueError
 
-from .health import DATABASE_ERRORS
+from .database_health import DATABASE_ERRORS
 from .waiting import sleep_unless
 
 log = logging.getLogger("tablequeue.worker")

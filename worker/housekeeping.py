@@ -13,7 +13,7 @@ from datetime import timedelta
 from tablequeue import Database, Queue, metrics
 from tablequeue.backoff import Backoff
 
-from .health import DATABASE_ERRORS, DatabaseHealth
+from .database_health import DATABASE_ERRORS, DatabaseHealth
 from .now_and_then import NowAndThen
 from .waiting import sleep_unless
 

@@ -12,7 +12,7 @@ import time
 
 from tablequeue import Queue
 
-from .health import DATABASE_ERRORS, DatabaseHealth
+from .database_health import DATABASE_ERRORS, DatabaseHealth
 from .held import HeldMessages
 from .metrics import WorkerMetrics
 from .settling import Settlement

@@ -35,8 +35,8 @@ from tablequeue.models import LeaseBatch
 
 from .appgate import AppGate
 from .config import WorkerConfig
+from .database_health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .handlers import HttpHandler, PythonHandler
-from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .heartbeat import Heartbeats
 from .held import HeldMessages
 from .housekeeping import (
@@ -48,7 +48,7 @@ from .housekeeping import (
 )
 from .leases import LeaseKeeper
 from .metrics import WorkerMetrics
-from .progress import ProgressRoute
+from .progress_route import ProgressRoute
 from .recovery import LostLeases
 from .rollup import Rollup
 from .settling import Settlement

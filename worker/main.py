@@ -17,7 +17,7 @@ from . import drain, logs, otel, server
 from .config import WorkerConfig
 from .handlers import HttpHandler, PythonHandler, load_handler
 from .loop import Worker
-from .progress import ROUTE
+from .progress_route import ROUTE
 
 if TYPE_CHECKING:
     from .tracing import Tracing

@@ -22,7 +22,7 @@ from tablequeue import Database, Queue
 from tablequeue.models import Completion, Failure, Message, Settled
 from tablequeue.rollup import MinuteCounts, minute_of, prune, write_minutes
 
-from .health import DATABASE_ERRORS
+from .database_health import DATABASE_ERRORS
 from .now_and_then import NowAndThen
 from .waiting import sleep_unless
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from tablequeue import Queue
 from tablequeue.models import Completion, Failure, LeaseBatch, Settled
 
-from .health import DATABASE_ERRORS, DatabaseHealth, database_backoff
+from .database_health import DATABASE_ERRORS, DatabaseHealth, database_backoff
 from .metrics import WorkerMetrics
 from .rollup import Rollup
 from .waiting import sleep_unless

@@ -15,7 +15,7 @@ import pytest
 from tablequeue.errors import DatabaseUnavailable
 from tablequeue.models import Completion, Failure, LeaseBatch, Settled
 from tablequeue.queue import Queue
-from tablequeue.worker.health import DatabaseHealth
+from tablequeue.worker.database_health import DatabaseHealth
 from tablequeue.worker.metrics import WorkerMetrics
 from tablequeue.worker.settling import SETTLE_DELAY, Settlement
 

@@ -30,7 +30,7 @@ from tablequeue.errors import Conflict, InvalidInput
 from tablequeue.limits import MAX_JSON_DEPTH
 from tablequeue.models import Message, check_json
 
-from .health import DATABASE_ERRORS, DatabaseHealth
+from .database_health import DATABASE_ERRORS, DatabaseHealth
 from .held import HeldMessages
 
 ROUTE = "/progress/{tracking_id}"
