@@ -170,22 +170,19 @@ class Worker:
         )
         heartbeats.start()
         assert config.lease_seconds
-        lease_loop = asyncio.create_task(
-            self._lease_loop(queue, settlement, held, rollup, lost), name="lease"
-        )
-        settler = asyncio.create_task(settlement.flush_on_time(self.stopping), name="settle")
-        self._tasks = [
-            lease_loop,
-            settler,
-            asyncio.create_task(keeper.keep(config.lease_seconds), name="keep"),
-            asyncio.create_task(
-                sweep_every(config.sweep_interval, queue, self.health, self.stopping), name="sweep"
-            ),
-            asyncio.create_task(
+        # The worker's services: each runs as one task until the worker stops, or is left out
+        # (None) when its option is off. A new background duty is one more line here.
+        services: list[tuple[str, Coroutine[Any, Any, Any] | None]] = [
+            ("lease", self._lease_loop(queue, settlement, held, rollup, lost)),
+            ("settle", settlement.flush_on_time(self.stopping)),
+            ("keep", keeper.keep(config.lease_seconds)),
+            ("sweep", sweep_every(config.sweep_interval, queue, self.health, self.stopping)),
+            (
+                "schedules",
                 fire_schedules_every(config.schedule_interval, queue, self.health, self.stopping),
-                name="schedules",
             ),
-            asyncio.create_task(
+            (
+                "purge",
                 purge_every(
                     config.purge_interval,
                     queue,
@@ -194,28 +191,23 @@ class Worker:
                     self.health,
                     self.stopping,
                 ),
-                name="purge",
             ),
-            asyncio.create_task(
+            (
+                "vacuum",
                 vacuum_when_bloated(config.vacuum_interval, queue, self.health, self.stopping),
-                name="vacuum",
             ),
+            ("app gate", gate.watch(self.stopping) if gate.check_url is not None else None),
+            ("rollup", rollup.write_every(self.stopping) if rollup.enabled else None),
+            (
+                "time limit",
+                keeper.enforce_time_limit(config.execution_timeout)
+                if config.execution_timeout
+                else None,
+            ),
+            ("listen", self._notifications(queue)),
         ]
-        if gate.check_url is not None:
-            self._tasks.append(asyncio.create_task(gate.watch(self.stopping), name="app gate"))
-        if rollup.enabled:
-            self._tasks.append(
-                asyncio.create_task(rollup.write_every(self.stopping), name="rollup")
-            )
-        if config.execution_timeout:
-            self._tasks.append(
-                asyncio.create_task(
-                    keeper.enforce_time_limit(config.execution_timeout), name="time limit"
-                )
-            )
-        notifications = self._notifications(queue)
-        if notifications is not None:
-            self._tasks.append(asyncio.create_task(notifications, name="listen"))
+        self._tasks = [asyncio.create_task(run, name=name) for name, run in services if run]
+        lease_loop, settler = self._tasks[:2]
         await self.stopping.wait()
         shutdown = asyncio.create_task(
             self._shut_down(queue, held, settlement, rollup, lost, lease_loop, settler, heartbeats),
