@@ -399,7 +399,9 @@ class Worker:
         elif batch.messages:
             delay = poll_min
         elif batch.throttled_for is None:
-            if batch.at_limit:  # waits as on an empty queue: a settled message frees a slot
+            if (
+                batch.at_concurrency_limit
+            ):  # waits as on an empty queue: a settled message frees a slot
                 self.metrics.at_limit.inc()
             idle = config.exit_when_idle and not held.running and not settlement
             if idle and await self._nothing_due(queue):

@@ -150,9 +150,9 @@ class Dialect(SqlParts):
 
     def lease(self, connection: Connection, queries: Queries, request: LeaseRequest) -> LeasedRows:
         """Lease up to `batch_size` due messages; every column of each leased row. None while
-        the queue is paused or, unless the caller took tokens for them (`limited`),
-        rate-limited, or, unless the caller counted them against it (`capped`), held to a
-        global concurrency (`Queries.flow_gate`)."""
+        the queue is paused or, unless the caller took tokens for them (`rate_limited`),
+        rate-limited, or, unless the caller counted them against it (`concurrency_limited`),
+        held to a global concurrency (`Queries.flow_gate`)."""
         parameters = {
             "b_queue": request.queue,
             "b_n": request.batch_size,
@@ -160,7 +160,7 @@ class Dialect(SqlParts):
             "b_owner": request.owner,
             "b_cid": request.correlation_id,
         }
-        statement = queries.lease(request.limited, request.capped, request.group)
+        statement = queries.lease(request.rate_limited, request.concurrency_limited, request.group)
         return self.hot_rows(connection, queries, statement, parameters | group_parameters(request))
 
     def hot_rows(

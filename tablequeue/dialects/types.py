@@ -97,10 +97,10 @@ class LeaseRequest:
     lease_seconds: float
     correlation_id: str
     """The lease batch: every message of one lease shares it."""
-    limited: bool = False
+    rate_limited: bool = False
     """The caller took tokens from the queue's rate-limit bucket for this lease; else a
     rate-limited queue leases nothing (`Queries.flow_gate`)."""
-    capped: bool = False
+    concurrency_limited: bool = False
     """The caller holds the queue's registry row locked and asks for no more than its global
     concurrency leaves; else a queue with a global concurrency leases nothing."""
     group: GroupLease | None = None

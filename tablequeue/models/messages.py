@@ -6,6 +6,7 @@ import json
 import math
 import re
 import uuid
+import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -416,9 +417,19 @@ class LeaseBatch:
     throttled_for: float | None = None
     """The queue's rate limit cut this batch short: seconds until its next message may be
     leased (database clock)."""
-    at_limit: bool = False
+    at_concurrency_limit: bool = False
     """The queue's global concurrency is reached: nothing was leased (a settled message frees
     a slot)."""
+
+    @property
+    def at_limit(self) -> bool:
+        """Deprecated (to be removed in the release after next): `at_concurrency_limit`."""
+        warnings.warn(
+            "LeaseBatch.at_limit is deprecated: use at_concurrency_limit",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.at_concurrency_limit
 
 
 @dataclass

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -30,11 +31,13 @@ class FlowState:
         return self.paused_at is not None
 
     @property
-    def limited(self) -> bool:
+    def rate_limited(self) -> bool:
+        """spec.rateLimit is set."""
         return self.messages_per_second is not None
 
     @property
-    def capped(self) -> bool:
+    def concurrency_limited(self) -> bool:
+        """spec.globalConcurrency is set."""
         return self.max_leased is not None
 
     @property
@@ -44,7 +47,23 @@ class FlowState:
     @property
     def controlled(self) -> bool:
         """A lease of the queue locks a registry or bucket row first (a transaction's work)."""
-        return self.limited or self.capped or self.grouped
+        return self.rate_limited or self.concurrency_limited or self.grouped
+
+    @property
+    def limited(self) -> bool:
+        """Deprecated (to be removed in the release after next): `rate_limited`."""
+        _deprecated("FlowState.limited", "rate_limited")
+        return self.rate_limited
+
+    @property
+    def capped(self) -> bool:
+        """Deprecated (to be removed in the release after next): `concurrency_limited`."""
+        _deprecated("FlowState.capped", "concurrency_limited")
+        return self.concurrency_limited
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)
 
 
 DEFAULT_HEARTBEAT_SECONDS = 5.0

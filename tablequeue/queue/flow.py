@@ -48,7 +48,7 @@ class Leased:
     rows: LeasedRows
     paused: bool = False
     throttled_for: float | None = None
-    at_limit: bool = False
+    at_concurrency_limit: bool = False
     """The global concurrency is reached: nothing leased until a Leased message settles."""
 
 
@@ -69,14 +69,16 @@ def lease_rows(
         leased = _lease_uncontrolled(queue, connection, request)
         if leased is not None:
             return leased
-    if memory.state.capped or memory.state.grouped:
+    if memory.state.concurrency_limited or memory.state.grouped:
         gate = connection.execute(queue.queries.lock_concurrency(), {"b_queue": queue.name}).first()
         if gate is None or gate.paused_at is not None:
             return Leased([], paused=gate is not None)
         memory.remember(
             replace(memory.state, max_leased=gate.max_leased, group_limit=gate.group_limit)
         )
-        if not (memory.state.capped or memory.state.grouped):  # the limit and groups were lifted
+        if not (
+            memory.state.concurrency_limited or memory.state.grouped
+        ):  # the limit and groups were lifted
             return lease_rows(
                 queue,
                 connection,
@@ -87,16 +89,16 @@ def lease_rows(
             )
         if memory.state.grouped:
             request = replace(request, group=GroupLease(gate.group_limit, bool(gate.group_hold)))
-        if memory.state.capped:
+        if memory.state.concurrency_limited:
             counted = connection.execute(queue.queries.count_leased()).scalar_one()
             room = gate.max_leased - counted
             if room < 1:
-                return Leased([], at_limit=True)
-            request = replace(request, batch_size=min(batch_size, room), capped=True)
-    if not memory.state.limited:
+                return Leased([], at_concurrency_limit=True)
+            request = replace(request, batch_size=min(batch_size, room), concurrency_limited=True)
+    if not memory.state.rate_limited:
         rows = queue.dialect.lease(connection, queue.queries, request)
         return Leased(rows) if rows else _nothing_leased(queue, connection)
-    return _lease_in_bucket_turn(queue, connection, replace(request, limited=True))
+    return _lease_in_bucket_turn(queue, connection, replace(request, rate_limited=True))
 
 
 def lease_in_autocommit(

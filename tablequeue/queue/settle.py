@@ -120,7 +120,12 @@ def _lease(
         (Message(*row) for row in leased.rows), key=lambda m: (-m.priority, m.process_after, m.id)
     )
     return LeaseBatch(
-        correlation_id, owner, messages, leased.paused, leased.throttled_for, leased.at_limit
+        correlation_id,
+        owner,
+        messages,
+        leased.paused,
+        leased.throttled_for,
+        leased.at_concurrency_limit,
     )
 
 

@@ -179,7 +179,7 @@ def test_each_component_works_with_only_its_grants(as_role: Roles) -> None:
     assert as_role["tq_reader"].find_job(str(done.tracking_id)).source == "results"
     assert reader.attempts(reader.messages(status="OnHold")[0]) == []
     assert len(as_role["tq_reader"].audit_entries()) == 5
-    assert as_role["tq_reader"].flow_states()["orders"].limited
+    assert as_role["tq_reader"].flow_states()["orders"].rate_limited
     assert [m.message for m in reader.messages(status="OnHold")] == [{"n": 2}]
     [seen] = as_role["tq_reader"].workers("orders")
     assert (seen.worker_id, seen.processed) == ("w1", 1)

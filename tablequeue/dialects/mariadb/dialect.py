@@ -376,7 +376,7 @@ class MariaDbDialect(Dialect):
         batch_size, lease_seconds = request.batch_size, request.lease_seconds
         owner, correlation_id = request.owner, request.correlation_id
         candidates = connection.execute(
-            queries.lease(request.limited, request.capped, request.group),
+            queries.lease(request.rate_limited, request.concurrency_limited, request.group),
             {"b_n": batch_size, "b_queue": request.queue} | group_parameters(request),
         ).all()
         if not candidates:

@@ -28,7 +28,10 @@ NOW_LABEL = "b_now"
 class MariaDbQueries(Queries):
     @statement
     def lease(  # type: ignore[override]
-        self, limited: bool = False, capped: bool = False, group: GroupLease | None = None
+        self,
+        rate_limited: bool = False,
+        concurrency_limited: bool = False,
+        group: GroupLease | None = None,
     ) -> CompoundSelect[Any]:
         """Differs because MariaDB has no UPDATE ... RETURNING and no partial indexes: due
         messages in lease order per leasable status, locked, with the clock (none while the
@@ -47,7 +50,7 @@ class MariaDbQueries(Queries):
                     t.c.status == literal_status(status),
                     t.c.process_after <= now,
                     sa.or_(t.c.expires_at.is_(None), t.c.expires_at > now),
-                    self.flow_gate(limited, capped, group),
+                    self.flow_gate(rate_limited, concurrency_limited, group),
                     *([self.group_gate(group)] if group is not None else []),
                 )
                 .order_by(t.c.priority.desc(), t.c.process_after, t.c.id)

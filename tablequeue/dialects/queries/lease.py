@@ -19,14 +19,17 @@ from .base import TableQueries, bind, statement
 class LeaseQueries(TableQueries):
     @statement
     def lease(
-        self, limited: bool = False, capped: bool = False, group: GroupLease | None = None
+        self,
+        rate_limited: bool = False,
+        concurrency_limited: bool = False,
+        group: GroupLease | None = None,
     ) -> sa.Update:
         """Take up to :b_n due messages, highest priority then oldest, skipping locked rows,
-        unless queue :b_queue is paused (or, not `limited`, has a rate limit; not `capped`, a
-        global concurrency; without `group`, ordered groups)."""
+        unless queue :b_queue is paused (or, not `rate_limited`, has a rate limit; not
+        `concurrency_limited`, a global concurrency; without `group`, ordered groups)."""
         t, d = self.table, self.dialect
         now = d.now()
-        gates = [self.flow_gate(limited, capped, group)]
+        gates = [self.flow_gate(rate_limited, concurrency_limited, group)]
         if group is not None:
             gates.append(self.group_gate(group))
         candidates = (
@@ -57,22 +60,26 @@ class LeaseQueries(TableQueries):
         )
 
     def flow_gate(
-        self, limited: bool, capped: bool = False, group: GroupLease | None = None
+        self,
+        rate_limited: bool,
+        concurrency_limited: bool = False,
+        group: GroupLease | None = None,
     ) -> sa.ColumnElement[bool]:
         """True while queue :b_queue may lease: not paused and, unless the caller took tokens
-        from its bucket (`limited`), without a rate limit; unless the caller counted its leased
-        messages under the registry row's lock (`capped`), without a global concurrency; unless
-        it leases by groups (`group`), without ordered groups. Two primary-key probes in the
-        lease statement itself: a queue without limits costs no round trip."""
+        from its bucket (`rate_limited`), without a rate limit; unless the caller counted its
+        leased messages under the registry row's lock (`concurrency_limited`), without a global
+        concurrency; unless it leases by groups (`group`), without ordered groups. Two
+        primary-key probes in the lease statement itself: a queue without limits costs no
+        round trip."""
         g, r = self.registry, self.rate_limits
         queue = bind("b_queue", sa.String())
         shut: sa.ColumnElement[bool] = g.c.paused_at.is_not(None)
-        if not capped:
+        if not concurrency_limited:
             shut = sa.or_(shut, g.c.max_leased.is_not(None))
         if group is None:
             shut = sa.or_(shut, g.c.group_limit.is_not(None))
         running = ~sa.exists().where(g.c.name == queue, shut)
-        if limited:
+        if rate_limited:
             return running
         return sa.and_(running, ~sa.exists().where(r.c.queue == queue))
 

@@ -113,7 +113,7 @@ def test_a_handle_follows_a_limit_added_and_lifted_while_it_leases(
     assert len(queue.lease("w1", 10).messages) == 2
     assert queue.lease("w1", 10).messages == []
     database.apply(QueueResource.from_name("orders"))  # lifted
-    assert not database.flow_state("orders").limited
+    assert not database.flow_state("orders").rate_limited
     assert len(lease_all(queue)) == 6
 
 
@@ -174,5 +174,5 @@ def test_an_older_registry_is_migrated_for_pauses_and_rate_limits(
         connection.exec_driver_sql("DROP TABLE tablequeue_rate_limits")
     assert database.queue("orders").count() == 0  # readers before the migration
     database.apply(QueueResource.from_name("orders", rate_limit={"messagesPerSecond": 1}))
-    assert database.flow_state("orders").limited
+    assert database.flow_state("orders").rate_limited
     assert database.pause("orders").paused

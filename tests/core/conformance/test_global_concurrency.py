@@ -31,14 +31,14 @@ def test_a_lease_takes_at_most_what_the_limit_leaves_and_settling_frees_slots(
     queue = make_queue(global_concurrency=3, max_attempts=5)
     enqueue(queue, 10)
     first = queue.lease("w1", 10)
-    assert len(first.messages) == 3 and not first.at_limit
+    assert len(first.messages) == 3 and not first.at_concurrency_limit
     full = queue.lease("w2", 10)
-    assert (full.messages, full.at_limit) == ([], True)
+    assert (full.messages, full.at_concurrency_limit) == ([], True)
     done, failed, given_back = first.messages
     queue.complete("w1", [Completion(done)])
     assert leased_count(queue) == 2
     assert len(queue.lease("w2", 10).messages) == 1  # the completion freed one
-    assert queue.lease("w2", 10).at_limit
+    assert queue.lease("w2", 10).at_concurrency_limit
     queue.fail("w1", [Failure(failed, "boom")])  # retried later: no longer Leased
     assert len(queue.lease("w2", 10).messages) == 1
     assert queue.release("w1", [given_back.id or 0]) == 1
@@ -63,7 +63,7 @@ def test_a_lapsed_lease_counts_until_the_sweep_settles_it(make_queue: MakeQueue)
     assert len(lapsing) == 2
     expires = max(m.lease_expires_at for m in lapsing if m.lease_expires_at is not None)
     wait_until(lambda: queue.clock() > expires)
-    assert queue.lease("w2", 10).at_limit  # lapsed, not yet swept: still Leased
+    assert queue.lease("w2", 10).at_concurrency_limit  # lapsed, not yet swept: still Leased
     assert queue.sweep().retried == 2
     assert len(queue.lease("w2", 10).messages) == 2
 
@@ -78,9 +78,9 @@ def test_a_handle_follows_a_limit_added_and_lifted_while_it_leases(
     assert database.flow_state("orders").max_leased == 3
     # This handle last saw no limit: the lease statement itself refuses, then it reads the limit.
     assert len(queue.lease("w1", 10).messages) == 1
-    assert queue.lease("w1", 10).at_limit
+    assert queue.lease("w1", 10).at_concurrency_limit
     database.apply(QueueResource.from_name("orders"))  # lifted
-    assert not database.flow_state("orders").capped
+    assert not database.flow_state("orders").concurrency_limited
     assert len(queue.lease("w1", 10).messages) == 7
 
 
@@ -94,7 +94,7 @@ def test_a_rate_limited_handle_follows_a_global_concurrency_added_while_it_lease
     database.apply(QueueResource.from_name("orders", rate_limit=rate, global_concurrency=3))
     # A stale belief costs an empty lease, never a lease too many.
     leased = [len(queue.lease("w1", 10).messages) for _ in range(3)]
-    assert leased == [0, 2, 0] and queue.lease("w1", 10).at_limit
+    assert leased == [0, 2, 0] and queue.lease("w1", 10).at_concurrency_limit
     assert leased_count(queue) == 3
 
 
@@ -103,7 +103,7 @@ def test_a_paused_limited_queue_leases_nothing(database: Database, make_queue: M
     enqueue(queue, 5)
     database.pause("orders")
     batch = queue.lease("w1", 10)
-    assert (batch.messages, batch.paused, batch.at_limit) == ([], True, False)
+    assert (batch.messages, batch.paused, batch.at_concurrency_limit) == ([], True, False)
     database.resume("orders")
     assert len(queue.lease("w1", 10).messages) == 2  # the tighter of the two limits: the burst
 
@@ -149,4 +149,4 @@ def test_an_older_registry_is_migrated_for_the_global_concurrency(
     queue = make_queue(global_concurrency=2)
     enqueue(queue, 4)
     assert len(queue.lease("w1", 10).messages) == 2
-    assert queue.lease("w1", 10).at_limit
+    assert queue.lease("w1", 10).at_concurrency_limit

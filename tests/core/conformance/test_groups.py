@@ -163,7 +163,7 @@ def test_groups_keep_to_a_global_concurrency_too(make_queue: MakeQueue) -> None:
     queue = make_queue(groups=ONE, global_concurrency=2)
     ids = enqueue(queue, "a", "a", "b", "c")
     assert leased(queue) == [ids[0], ids[2]]
-    assert queue.lease("w", 10).at_limit
+    assert queue.lease("w", 10).at_concurrency_limit
 
 
 @pytest.mark.parametrize("limit", [1, 2])

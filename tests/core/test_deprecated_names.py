@@ -1,0 +1,26 @@
+"""Public names renamed to one name per idea keep their old name for one more release: it still
+answers, with a DeprecationWarning that names the new one (CHANGELOG's Deprecated section)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from tablequeue import FlowState, LeaseBatch
+
+
+def test_flow_state_old_flags_warn_and_answer_as_the_new_ones() -> None:
+    limits = FlowState(datetime.now(UTC), 5.0, 10, max_leased=3)
+    with pytest.warns(DeprecationWarning, match="use rate_limited"):
+        assert limits.limited is limits.rate_limited is True
+    with pytest.warns(DeprecationWarning, match="use concurrency_limited"):
+        assert limits.capped is limits.concurrency_limited is True
+    free = FlowState(None, None, None)
+    assert not (free.rate_limited or free.concurrency_limited or free.controlled)
+
+
+def test_lease_batch_at_limit_warns_and_answers_as_at_concurrency_limit() -> None:
+    full = LeaseBatch("batch", "w1", [], at_concurrency_limit=True)
+    with pytest.warns(DeprecationWarning, match="use at_concurrency_limit"):
+        assert full.at_limit is True
