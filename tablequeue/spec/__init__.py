@@ -5,6 +5,9 @@
 they share). Every public name is re-exported here: import from `tablequeue.spec`.
 """
 
+import warnings
+from typing import TYPE_CHECKING, Any
+
 from .archive import ArchiveSpec
 from .base import RateLimit
 from .dedupe import Dedupe
@@ -40,10 +43,25 @@ from .workers import (
     POLL_GUIDANCE_SECONDS,
     Autoscaling,
     HandlerSpec,
-    HttpHandler,
+    HttpHandlerSpec,
     PollInterval,
     WorkerSpec,
 )
+
+if not TYPE_CHECKING:  # for type checkers the old name is gone: mypy names the new one
+
+    def __getattr__(name: str) -> Any:
+        """`HttpHandler`, the spec's old name for `HttpHandlerSpec` (the worker has an HTTP
+        handler of its own): deprecated, removed in the release after next."""
+        if name == "HttpHandler":
+            warnings.warn(
+                "tablequeue.spec.HttpHandler is deprecated: use HttpHandlerSpec",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return HttpHandlerSpec
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "API_VERSION",
@@ -64,7 +82,7 @@ __all__ = [
     "HandlerSpec",
     "HealthLevel",
     "HealthRules",
-    "HttpHandler",
+    "HttpHandlerSpec",
     "IndexSpec",
     "LeaseExpiredPolicy",
     "ObjectMeta",

@@ -31,7 +31,7 @@ PythonFunction = Annotated[
 ]
 
 
-class HttpHandler(SpecModel):
+class HttpHandlerSpec(SpecModel):
     port: int = Field(8080, ge=1, le=65535, description="Port of the app container")
     path: str = Field("/process", pattern="^/", description="Path messages are POSTed to")
     timeout_seconds: float = Field(30.0, gt=0, description="Request timeout")
@@ -40,7 +40,7 @@ class HttpHandler(SpecModel):
 class HandlerSpec(SpecModel):
     """Exactly one of `http` or `python`."""
 
-    http: HttpHandler | None = Field(None, description="POST each message to the app")
+    http: HttpHandlerSpec | None = Field(None, description="POST each message to the app")
     python: PythonFunction | None = Field(
         None, description="Call pkg.module:function in the worker"
     )
@@ -167,7 +167,7 @@ def _kind(value: object) -> str:
 
 class WorkerSpec(SpecModel):
     handler: HandlerSpec = Field(
-        default_factory=lambda: HandlerSpec(http=HttpHandler()),
+        default_factory=lambda: HandlerSpec(http=HttpHandlerSpec()),
         description="How a message is processed",
     )
     template: Annotated[dict[str, Any] | None, AfterValidator(_pod_template_shape)] = Field(

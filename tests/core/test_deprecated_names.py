@@ -24,3 +24,13 @@ def test_lease_batch_at_limit_warns_and_answers_as_at_concurrency_limit() -> Non
     full = LeaseBatch("batch", "w1", [], at_concurrency_limit=True)
     with pytest.warns(DeprecationWarning, match="use at_concurrency_limit"):
         assert full.at_limit is True
+
+
+def test_spec_http_handler_is_http_handler_spec_with_a_warning() -> None:
+    import tablequeue.spec
+
+    with pytest.warns(DeprecationWarning, match="use HttpHandlerSpec"):
+        old = getattr(tablequeue.spec, "HttpHandler")  # noqa: B009 (gone for type checkers)
+    assert old is tablequeue.spec.HttpHandlerSpec
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        getattr(tablequeue.spec, "NoSuchName")  # noqa: B009

@@ -498,7 +498,7 @@ def test_json_schema() -> None:
         "KEDA",
         "None",
     ]
-    assert definitions["HttpHandler"]["properties"]["port"]["maximum"] == 65535
+    assert definitions["HttpHandlerSpec"]["properties"]["port"]["maximum"] == 65535
     assert definitions["RetryPolicy"]["properties"]["jitter"]["maximum"] == 1
     assert definitions["RetryPolicy"]["additionalProperties"] is False
     keep = properties["keepProcessedFor"]
