@@ -13,9 +13,9 @@ from kopf._core.engines.peering import Identity  # kopf exports the type under n
 from prometheus_client import start_http_server
 
 from tablequeue.errors import QueueSpecWarning
+from tablequeue.settings.operator import OperatorSettings
 
 from .registrations import registry
-from .settings import OperatorSettings
 from .state import OperatorState
 
 

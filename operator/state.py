@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from tablequeue import Database, TableQueueError, engine_name, tenant_url
 from tablequeue.errors import InvalidInput
+from tablequeue.settings.operator import OperatorSettings, OverLimit
 from tablequeue.spec import QueueResource
 
 from .conditions import NotReady
@@ -17,7 +18,6 @@ from .databases import Databases, QueueKey
 from .gauges import QueueGauges
 from .kube import Kube
 from .lanes import NamespaceLanes
-from .settings import OperatorSettings, OverLimit
 
 __all__ = ["OperatorState", "OverLimit", "Settings"]
 
