@@ -198,8 +198,8 @@ class Bench:
         return queue
 
     def drop(self, queue: Queue) -> None:
-        assert isinstance(queue.database, Database)  # the queue of a `connect()`
-        queue.database.delete_queue(queue.name, drop_table=True)
+        assert isinstance(queue.storage, Database)  # the queue of a `connect()`
+        queue.storage.delete_queue(queue.name, drop_table=True)
 
     def throughput(self, engine: str, handler: str, workers: int, batch: int) -> Row:
         """Seconds from starting the processes to an empty queue; start-up: to all /readyz.

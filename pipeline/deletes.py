@@ -34,7 +34,7 @@ def delete_unchanged(queue: Queue, keys: Sequence[Key]) -> int:
         sa.tuple_(t.c.id, t.c.version, t.c.status).in_(list(keys)),
     )
     kept = sa.select(sa.func.count()).select_from(t).where(t.c.id.in_(ids))
-    with queue.database.transaction() as connection:
+    with queue.storage.transaction() as connection:
         connection.execute(statement)
         return len(keys) - int(connection.execute(kept).scalar_one())
 

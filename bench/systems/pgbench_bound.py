@@ -39,7 +39,7 @@ def pgbench_binary() -> str:
 def scripts(system: TableQueue, queue: str, batch: int) -> dict[str, str]:
     q = system.db.queue(queue)
     dialect = postgresql.psycopg.dialect()  # type: ignore[no-untyped-call]
-    queries = q.database.queries(q.table)
+    queries = q.storage.queries(q.table)
     lease = str(queries.lease().compile(dialect=dialect))
     done = str(queries.delete_done()[0].compile(dialect=dialect))
     values = {"attempts_1": "1", "b_lease": "1800", "b_n": str(batch)}

@@ -53,7 +53,7 @@ class TableQueue(System):
         deletes those of deleted queues (`purge_retained`), which put a row's leftovers into
         the next row's measurement (the first worker row after the core API's drains purged
         their ~500,000 results: 2-3x its CPU per message)."""
-        history = self.db.queue(queue).database.history
+        history = self.db.queue(queue).storage.history
         self.db.delete_queue(queue, drop_table=True)
         with self.db.transaction() as connection:
             for table in history.all():

@@ -7,6 +7,7 @@ dialect's whole operations over the statements of `dialects/queries/`, built onc
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -41,17 +42,24 @@ from .search import Search
 class Queue:
     """A handle on one queue table. Cheap to create; safe to share between threads."""
 
-    def __init__(self, database: Storage, name: str, table: sa.Table, spec: QueueSpec) -> None:
-        self.database = database
+    def __init__(self, storage: Storage, name: str, table: sa.Table, spec: QueueSpec) -> None:
+        self.storage = storage
+        """The database's engine and transactions, as the queue's operations use them."""
         self.name = name
         self.table = table
         self.spec = spec
-        self.dialect: Dialect = database.dialect
-        self._queue = QueueContext(database, name, table, spec)
+        self.dialect: Dialect = storage.dialect
+        self._queue = QueueContext(storage, name, table, spec)
         assert [c.name for c in table.c] == list(Message.__dataclass_fields__)  # Message(*row)
 
+    @property
+    def database(self) -> Storage:
+        """Deprecated (to be removed in the release after next): `storage`."""
+        warnings.warn("Queue.database is deprecated: use storage", DeprecationWarning, stacklevel=2)
+        return self.storage
+
     def __repr__(self) -> str:
-        return f"Queue({self.name!r}, table={self.table.name!r}, db={self.database.shown_url!r})"
+        return f"Queue({self.name!r}, table={self.table.name!r}, db={self.storage.shown_url!r})"
 
     # --- enqueue ----------------------------------------------------------------------------
 
@@ -108,7 +116,7 @@ class Queue:
         correlation_id: str | None = None,
     ) -> LeaseBatch:
         """Atomically take up to `batch_size` due messages: highest priority, then oldest."""
-        return self.database.in_transaction(
+        return self.storage.in_transaction(
             lambda connection: settle.lease(
                 self._queue, connection, owner, batch_size, lease_seconds, correlation_id
             )
@@ -116,7 +124,7 @@ class Queue:
 
     def settle(self, owner: str, outcomes: Sequence[Completion | Failure]) -> Settled:
         """Record completions and failures together, in one transaction."""
-        return self.database.in_transaction(
+        return self.storage.in_transaction(
             lambda connection: settle.settle(self._queue, connection, owner, outcomes)
         )
 
@@ -169,13 +177,13 @@ class Queue:
         A message whose identity got a newer version while it was leased goes back to the
         queue's default status with the new body; the processed body becomes its previous one.
         """
-        return self.database.in_transaction(
+        return self.storage.in_transaction(
             lambda connection: settle.complete(self._queue, connection, owner, completions)
         )
 
     def fail(self, owner: str, failures: Sequence[Failure]) -> Settled:
         """Record failures: retry after the back-off, or Error once attempts reach maxAttempts."""
-        return self.database.in_transaction(
+        return self.storage.in_transaction(
             lambda connection: settle.fail(self._queue, connection, owner, failures)
         )
 
@@ -206,7 +214,7 @@ class Queue:
         """Reclaim the space of finished messages if the table has many dead rows (engines
         with `capabilities.vacuums`; a no-op elsewhere). Workers call it every few seconds;
         True when it vacuumed."""
-        return self.dialect.vacuum_if_bloated(self.database.engine, self.table)
+        return self.dialect.vacuum_if_bloated(self.storage.engine, self.table)
 
     def purge(
         self, statuses: Sequence[str] | None = None, older_than: timedelta | None = None
@@ -328,17 +336,17 @@ class Queue:
 
     def get(self, message_id: int) -> Message:
         read.existing_id(message_id, self.name)
-        with self.database.transaction() as connection:
+        with self.storage.transaction() as connection:
             return read.get(self._queue, connection, message_id)
 
     def get_by_tracking_id(self, tracking_id: uuid.UUID | str) -> Message:
-        with self.database.transaction() as connection:
+        with self.storage.transaction() as connection:
             return read.by_tracking_id(self._queue, connection, read.tracking_uuid(tracking_id))
 
     def attempts(self, message: Message) -> list[Attempt]:
         """The recorded failed and lost attempts of a message (the newest
         `ATTEMPTS_KEPT`), oldest first."""
-        return history.attempts_of(self.database, message.tracking_id)
+        return history.attempts_of(self.storage, message.tracking_id)
 
     def messages(
         self,
@@ -390,5 +398,5 @@ class Queue:
 
     def table_exists(self) -> bool:
         """Whether the queue's table is still there (it can be dropped outside tablequeue)."""
-        with self.database.reading() as connection:
+        with self.storage.reading() as connection:
             return sa.inspect(connection).has_table(self.table.name)

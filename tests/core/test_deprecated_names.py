@@ -4,10 +4,12 @@ answers, with a DeprecationWarning that names the new one (CHANGELOG's Deprecate
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from tablequeue import FlowState, LeaseBatch
+from tablequeue import FlowState, LeaseBatch, connect
+from tablequeue.spec import QueueResource
 
 
 def test_flow_state_old_flags_warn_and_answer_as_the_new_ones() -> None:
@@ -34,3 +36,11 @@ def test_spec_http_handler_is_http_handler_spec_with_a_warning() -> None:
     assert old is tablequeue.spec.HttpHandlerSpec
     with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
         getattr(tablequeue.spec, "NoSuchName")  # noqa: B009
+
+
+def test_queue_database_is_queue_storage_with_a_warning(tmp_path: Path) -> None:
+    with connect(f"sqlite:///{tmp_path / 'q.db'}") as database:
+        database.apply(QueueResource.from_name("orders"))
+        queue = database.queue("orders")
+        with pytest.warns(DeprecationWarning, match="use storage"):
+            assert queue.database is queue.storage is database

@@ -52,7 +52,7 @@ def _fill(queue: Queue) -> dict[str, set[int]]:
     old_error = stored_id(queue.enqueue({"Customer": {"Id": "C-9"}}))
     assert queue.set_status("Error", ids=[failed, old_error]) == 2
     table = queue.table
-    with queue.database.transaction() as connection:
+    with queue.storage.transaction() as connection:
         connection.execute(
             table.update()
             .where(table.c.id == old_error)

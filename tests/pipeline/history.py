@@ -23,7 +23,7 @@ def fill_history(queue: Queue, count: int, spread_hours: int = 6) -> None:
     10% still Pending; finished ones over `spread_hours` hours."""
     queue.enqueue_many([NewMessage(message={"n": n}, message_id=f"m-{n}") for n in range(count)])
     t = queue.table
-    with queue.database.transaction() as connection:
+    with queue.storage.transaction() as connection:
         ids = [row.id for row in connection.execute(sa.select(t.c.id).order_by(t.c.id))]
         updates = [_past(number, row_id, spread_hours) for number, row_id in enumerate(ids)]
         statement = (

@@ -32,7 +32,7 @@ MESSAGES = 3000
 
 def table_ids(queue: Queue) -> set[int]:
     t = queue.table
-    with queue.database.transaction() as connection:
+    with queue.storage.transaction() as connection:
         return {row.id for row in connection.execute(sa.select(t.c.id))}
 
 
@@ -48,7 +48,7 @@ def test_crash_between_write_and_delete_then_rerun(
     everything = table_ids(queue)
     t = queue.table
     cutoff = datetime.now(UTC) - timedelta(days=1)
-    with queue.database.transaction() as connection:
+    with queue.storage.transaction() as connection:
         eligible = {
             row.id
             for row in connection.execute(

@@ -68,7 +68,7 @@ def test_catalogue_enqueue_rerun_update_and_rejects(
     tmp_path: Path,
 ) -> None:
     queue = make_queue("catalogue", idempotent=True)
-    rows = ROWS.get(queue.database.dialect.name, 10_000)
+    rows = ROWS.get(queue.storage.dialect.name, 10_000)
     source = tmp_path / "catalogue.parquet"
     catalogue(spark, rows).write.parquet(str(source))
     lines: list[str] = []
@@ -106,7 +106,7 @@ def test_catalogue_enqueue_rerun_update_and_rejects(
     }
 
     t = queue.table
-    with queue.database.transaction() as connection:
+    with queue.storage.transaction() as connection:
         versions: dict[int, int] = dict(
             connection.execute(sa.select(t.c.version, sa.func.count()).group_by(t.c.version)).all()
         )

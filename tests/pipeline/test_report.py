@@ -54,7 +54,7 @@ def sql_figures(queue: Queue) -> dict[str, Any]:
     }
     finished_at = sa.func.coalesce(t.c.processed_at, t.c.updated_at)
     finished = t.c.status.in_(FINISHED)
-    with queue.database.transaction() as connection:
+    with queue.storage.transaction() as connection:
 
         def percentiles(value: Any) -> dict[str, float]:
             row = connection.execute(

@@ -152,7 +152,7 @@ def test_vacuum_reclaims_finished_messages_where_the_engine_vacuums(
         return
     # The statistics of dead rows reach pg_stat_user_tables shortly after the commits.
     wait_until(queue.vacuum, timeout=30)
-    with queue.database.transaction() as connection:
+    with queue.storage.transaction() as connection:
         dead = connection.execute(
             sa.text("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'orders'")
         ).scalar_one()

@@ -28,7 +28,7 @@ HOUR = {"mode": "window", "window": "1h"}
 def _age(queue: Queue, message_id: str, **columns: timedelta) -> None:
     """Move the row's times back by the given amounts (created_at=..., processed_at=...)."""
     t = queue.table
-    with queue.database.transaction() as connection:
+    with queue.storage.transaction() as connection:
         current = connection.execute(
             sa.select(*(t.c[name] for name in columns)).where(t.c.message_id == message_id)
         ).one()
