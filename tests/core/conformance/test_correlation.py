@@ -103,11 +103,10 @@ def test_apply_migrates_a_version_5_table_and_keeps_its_messages(database: Datab
     database.apply(resource)
     queue = database.queue("old")
     kept = queue.enqueue({"n": 1}, message_id="k1")
-    quote = database.engine.dialect.identifier_preparer.quote
     with database.transaction() as connection:  # version 5's table, by hand
-        index = quote(correlation_index_name("old"))  # SQLite drops no indexed column
-        on_table = " ON old" if database.dialect.name == "mariadb" else ""
-        connection.exec_driver_sql(f"DROP INDEX {index}{on_table}")
+        # SQLite drops no indexed column; SQLAlchemy spells DROP INDEX for each engine.
+        old_table = sa.Table("old", sa.MetaData(), sa.Column("app_correlation_id", sa.String()))
+        sa.Index(correlation_index_name("old"), old_table.c.app_correlation_id).drop(connection)
         connection.exec_driver_sql("ALTER TABLE old DROP COLUMN app_correlation_id")
         connection.exec_driver_sql("ALTER TABLE old DROP COLUMN label")
         connection.execute(database.registry.update().values(schema_version=5))
