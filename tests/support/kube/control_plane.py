@@ -261,13 +261,21 @@ class ControlPlane:
         applied = json.loads(self.kubectl("apply", "-f", str(path), "-o", "json").stdout)
         for crd in applied.get("items", [applied]):
             name, spec = crd["metadata"]["name"], crd["spec"]
-            left = max(1, round(deadline - time.monotonic()))
-            established = ("--for=condition=Established", f"crd/{name}", f"--timeout={left}s")
-            self.kubectl("wait", *established, timeout=left + 10)
+            # Polled rather than `kubectl wait --for=condition=Established`: that fails at once,
+            # not waiting, while the new CRD has no status conditions yet ("accessor error").
+            self._daemons.wait_ready(
+                "kube-apiserver", deadline, functools.partial(self._established, name)
+            )
             served = f"{spec['names']['plural']}.{spec['group']}"
             self._daemons.wait_ready(
                 "kube-apiserver", deadline, functools.partial(self._serves, served)
             )
+
+    def _established(self, crd: str) -> bool:
+        """Whether the CustomResourceDefinition's Established condition is True."""
+        path = '{.status.conditions[?(@.type=="Established")].status}'
+        found = self.kubectl("get", f"crd/{crd}", "-o", f"jsonpath={path}", check=False)
+        return found.returncode == 0 and found.stdout.strip() == "True"
 
     def _serves(self, resource: str) -> bool:
         """Whether `kubectl get RESOURCE` works: discovery has the kind (kubectl re-reads it)."""
