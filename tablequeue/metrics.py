@@ -63,10 +63,16 @@ worker_throttled = Counter(
     "Lease rounds the queue's rate limit cut short (the worker waited for the next token)",
     ["queue"],
 )
-worker_at_limit = Counter(
-    "tablequeue_worker_at_limit",
+worker_concurrency_limited = Counter(
+    "tablequeue_worker_concurrency_limited",
     "Lease rounds that found the queue's global concurrency reached (the worker waited as on an "
     "empty queue)",
+    ["queue"],
+)
+worker_at_limit = Counter(
+    "tablequeue_worker_at_limit",
+    "Deprecated, removed in the release after next: tablequeue_worker_concurrency_limited, "
+    "which counts the same rounds",
     ["queue"],
 )
 worker_errors = Counter(

@@ -399,10 +399,8 @@ class Worker:
         elif batch.messages:
             delay = poll_min
         elif batch.throttled_for is None:
-            if (
-                batch.at_concurrency_limit
-            ):  # waits as on an empty queue: a settled message frees a slot
-                self.metrics.at_limit.inc()
+            if batch.at_concurrency_limit:  # waits as on an empty queue: a settle frees a slot
+                self.metrics.count_concurrency_limited()
             idle = config.exit_when_idle and not held.running and not settlement
             if idle and await self._nothing_due(queue):
                 log.info("queue idle: exiting as asked")

@@ -19,7 +19,8 @@ class WorkerMetrics:
         self.handler_errors = metrics.worker_errors.labels(kind="handler", queue=queue)
         self.paused = metrics.worker_queue_paused.labels(queue=queue)
         self.throttled = metrics.worker_throttled.labels(queue=queue)
-        self.at_limit = metrics.worker_at_limit.labels(queue=queue)
+        self._concurrency_limited = metrics.worker_concurrency_limited.labels(queue=queue)
+        self._at_limit = metrics.worker_at_limit.labels(queue=queue)  # its deprecated name
         self.app_given_back = metrics.worker_app_given_back.labels(queue=queue)
         self._settled = {
             outcome: metrics.worker_messages.labels(outcome=outcome, queue=queue)
@@ -45,6 +46,11 @@ class WorkerMetrics:
         ):
             if count:
                 self._settled[outcome].inc(count)
+
+    def count_concurrency_limited(self) -> None:
+        """A lease round found the queue's global concurrency reached."""
+        self._concurrency_limited.inc()
+        self._at_limit.inc()
 
     def count_released(self, count: int) -> None:
         """Unstarted messages given back at shutdown."""

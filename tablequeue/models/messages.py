@@ -6,7 +6,6 @@ import json
 import math
 import re
 import uuid
-import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -16,6 +15,7 @@ import orjson
 import sqlalchemy as sa
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from typing_extensions import deprecated
 
 from .. import names
 from ..errors import InvalidInput
@@ -422,13 +422,9 @@ class LeaseBatch:
     a slot)."""
 
     @property
+    @deprecated("LeaseBatch.at_limit is deprecated: use at_concurrency_limit")
     def at_limit(self) -> bool:
         """Deprecated (to be removed in the release after next): `at_concurrency_limit`."""
-        warnings.warn(
-            "LeaseBatch.at_limit is deprecated: use at_concurrency_limit",
-            DeprecationWarning,
-            stacklevel=2,
-        )
         return self.at_concurrency_limit
 
 

@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
+
+from typing_extensions import deprecated
 
 from .. import names
 from ..errors import InvalidInput
@@ -50,20 +51,16 @@ class FlowState:
         return self.rate_limited or self.concurrency_limited or self.grouped
 
     @property
+    @deprecated("FlowState.limited is deprecated: use rate_limited")
     def limited(self) -> bool:
         """Deprecated (to be removed in the release after next): `rate_limited`."""
-        _deprecated("FlowState.limited", "rate_limited")
         return self.rate_limited
 
     @property
+    @deprecated("FlowState.capped is deprecated: use concurrency_limited")
     def capped(self) -> bool:
         """Deprecated (to be removed in the release after next): `concurrency_limited`."""
-        _deprecated("FlowState.capped", "concurrency_limited")
         return self.concurrency_limited
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)
 
 
 DEFAULT_HEARTBEAT_SECONDS = 5.0

@@ -7,12 +7,12 @@ dialect's whole operations over the statements of `dialects/queries/`, built onc
 from __future__ import annotations
 
 import uuid
-import warnings
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import sqlalchemy as sa
+from typing_extensions import deprecated
 
 from ..dialects import Dialect
 from ..limits import PURGE_BATCH
@@ -53,9 +53,9 @@ class Queue:
         assert [c.name for c in table.c] == list(Message.__dataclass_fields__)  # Message(*row)
 
     @property
+    @deprecated("Queue.database is deprecated: use storage")
     def database(self) -> Storage:
         """Deprecated (to be removed in the release after next): `storage`."""
-        warnings.warn("Queue.database is deprecated: use storage", DeprecationWarning, stacklevel=2)
         return self.storage
 
     def __repr__(self) -> str:
