@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tablequeue import connect, names
+from tablequeue.errors import InvalidInput
 
 from .jdbc import read_queue_table
 
@@ -88,8 +89,10 @@ def messages_frame(
     if archive is not None:
         try:
             archived = spark.read.option("mergeSchema", "true").parquet(archive)
-        except AnalysisException:  # no archive written yet
-            archived = None
+        except AnalysisException as error:
+            if error.getCondition() == "PATH_NOT_FOUND":  # a mistyped root: not silently none
+                raise InvalidInput(f"archive not found: {archive}") from None
+            archived = None  # the root is there, with nothing archived yet
         if archived is not None:
             if "started_at" not in archived.columns:  # written before tables recorded it
                 archived = archived.withColumn("started_at", F.lit(None).cast("timestamp"))

@@ -150,3 +150,47 @@ def test_reader_options_override_the_csv_defaults(spark: SparkSession, tmp_path:
     assert {key: m.message for key, m in messages.items()} == {
         f"C-{n}": body for n, body in enumerate(bodies)
     }
+
+
+def test_what_cannot_be_read_is_one_error_line(spark: SparkSession, tmp_path: Path) -> None:
+    """An unknown format, an empty folder, a JDBC table that is not there and a mistyped
+    archive root: each one line naming what and where, exit status 1, no traceback."""
+    queue_url = f"sqlite:///{tmp_path / 'queues.db'}"
+    with connect(queue_url) as database:
+        database.apply(QueueResource.from_name("orders"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    warehouse = tmp_path / "warehouse.db"
+    sqlite3.connect(warehouse).close()
+    runs = {
+        "unknown --format 'parkay': csv, json, parquet, jdbc or a format Spark has a package for": (
+            "enqueue",
+            "orders",
+            str(empty),
+            "--format",
+            "parkay",
+        ),
+        f"no parquet data in {empty} (an empty folder?)": ("enqueue", "orders", str(empty)),
+        f"cannot read table outbox of jdbc:sqlite:{warehouse}: ": (
+            *("enqueue", "orders", f"sqlite:///{warehouse}"),
+            *("--format", "jdbc", "--table", "outbox"),
+        ),
+        f"archive not found: {tmp_path / 'archvie'}": (
+            *("report", "orders", "--archive", str(tmp_path / "archvie")),
+        ),
+    }
+    said = {}
+    for expected, arguments in runs.items():
+        result = CliRunner().invoke(pipeline, [*arguments, "--db", queue_url])
+        assert isinstance(result.exception, SystemExit), (arguments, result.output)
+        assert result.exit_code == 1, (arguments, result.output)
+        said[expected] = result.stderr.splitlines()
+        assert len(said[expected]) == 1, said[expected]
+        assert said[expected][0].startswith(f"error: {expected}"), said[expected]
+    assert said[f"cannot read table outbox of jdbc:sqlite:{warehouse}: "][0].endswith(
+        "(no such table: outbox)"
+    )
+    # An archive root with nothing archived yet is no error: the report is the tables'.
+    arguments = ["report", "orders", "--archive", str(empty), "--json", "--db", queue_url]
+    result = CliRunner().invoke(pipeline, arguments)
+    assert result.exit_code == 0, result.output
