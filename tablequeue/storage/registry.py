@@ -3,6 +3,7 @@ their default status, forgetting them."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -162,21 +163,47 @@ def _apply_table(
     indexes.check(storage.dialect, spec.indexes)
     registry = storage.registry
     ensure_registry(storage)
+    made = False
+    try:
+        with storage.transaction() as connection:
+            storage.dialect.lock_for_ddl(connection, "registry")
+            row = connection.execute(sa.select(registry).where(registry.c.name == name)).first()
+            _check_registry_row(storage, connection, name, row, owner, table_name)
+            made = _make_table(storage, connection, table_name, row)
+            created = indexes.create_before_registry(
+                connection, storage.dialect, table_name, spec.indexes
+            )
+            schedules.sync(connection, storage.schedules, storage.dialect, name, spec.schedules)
+            subscriptions.write(storage, connection, name, spec)
+            if row is None:
+                _insert_registry_row(storage, connection, name, table_name, spec, owner)
+                audit.record(storage, connection, "apply", name, {"created": True})
+                return "created", created
+            return _update_registry_row(storage, connection, name, row, spec, owner), created
+    except Exception:
+        if made:  # what failed is what the caller must see, not a failed clean-up
+            with contextlib.suppress(sa.exc.SQLAlchemyError):
+                _drop_unregistered_table(storage, name, table_name)
+        raise
+
+
+def _drop_unregistered_table(storage: Storage, name: str, table_name: str) -> None:
+    """After a failed apply that created the queue's table: where DDL commits at once
+    (MariaDB) the rollback left it there, empty and named by no registry row, and the next
+    apply would take it for a kept table of a deleted queue. Dropped when still so."""
     with storage.transaction() as connection:
         storage.dialect.lock_for_ddl(connection, "registry")
-        row = connection.execute(sa.select(registry).where(registry.c.name == name)).first()
-        _check_registry_row(storage, connection, name, row, owner, table_name)
-        _make_table(storage, connection, table_name, row)
-        created = indexes.create_before_registry(
-            connection, storage.dialect, table_name, spec.indexes
+        registry = storage.registry
+        registered = sa.select(registry.c.name).where(
+            sa.or_(registry.c.name == name, registry.c.table_name == table_name)
         )
-        schedules.sync(connection, storage.schedules, storage.dialect, name, spec.schedules)
-        subscriptions.write(storage, connection, name, spec)
-        if row is None:
-            _insert_registry_row(storage, connection, name, table_name, spec, owner)
-            audit.record(storage, connection, "apply", name, {"created": True})
-            return "created", created
-        return _update_registry_row(storage, connection, name, row, spec, owner), created
+        if connection.execute(registered).first() is not None:
+            return
+        if not sa.inspect(connection).has_table(table_name):
+            return  # the engine's rollback took it away
+        table = storage.table(table_name)
+        if connection.execute(sa.select(table.c.id).limit(1)).first() is None:
+            table.drop(connection)
 
 
 def _check_registry_row(
@@ -209,8 +236,9 @@ def _check_registry_row(
         raise Conflict(f"table {table_name!r} already belongs to queue {other_queue!r}")
 
 
-def _make_table(storage: Storage, connection: Connection, table_name: str, row: Any) -> None:
-    """Create the queue table, or check and migrate the one there; tune its storage."""
+def _make_table(storage: Storage, connection: Connection, table_name: str, row: Any) -> bool:
+    """Create the queue table, or check and migrate the one there; tune its storage. True
+    when it created the table."""
     table = storage.table(table_name)
     existed = sa.inspect(connection).has_table(table_name)
     if existed:
@@ -222,6 +250,7 @@ def _make_table(storage: Storage, connection: Connection, table_name: str, row: 
         oldest = storage.dialect.capabilities.first_schema_version
         migrate(connection, table, row.schema_version if row is not None else oldest)
     storage.dialect.tune_table(connection, table)
+    return not existed
 
 
 def _insert_registry_row(
