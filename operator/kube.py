@@ -80,8 +80,9 @@ class Kube:
         self.client.close()  # type: ignore[no-untyped-call]
 
     def secret_value(self, name: str, key: str, namespace: str) -> str:
-        """A Secret's value; a missing Secret or key, or a read the API server refuses (4xx),
-        is `DatabaseReachable=False`."""
+        """A Secret's value; a missing Secret or key, a read the API server refuses (4xx) or
+        cannot answer now (429, 5xx: retried like every NotReady) is `DatabaseReachable=False`
+        with the reason."""
         try:
             secret = self.core.read_namespaced_secret(name, namespace)
         except ApiException as error:
@@ -89,13 +90,18 @@ class Kube:
                 raise NotReady(
                     "DatabaseReachable", "SecretNotFound", f"secret {name!r} not found"
                 ) from None
-            if 400 <= error.status < 500 and error.status != 429:  # e.g. an invalid name
+            if error.status == 429 or error.status >= 500:
                 raise NotReady(
                     "DatabaseReachable",
-                    "SecretRefused",
-                    f"the API server refused to read secret {name!r}: {refusal(error)}",
+                    "SecretUnavailable",
+                    f"the API server could not read secret {name!r} now, retrying: "
+                    f"{refusal(error)}",
                 ) from None
-            raise  # the API server is busy or failing: retried
+            raise NotReady(  # e.g. an invalid name
+                "DatabaseReachable",
+                "SecretRefused",
+                f"the API server refused to read secret {name!r}: {refusal(error)}",
+            ) from None
         data = (secret.data or {}).get(key)
         if data is None:
             raise NotReady(
