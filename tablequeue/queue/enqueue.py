@@ -12,13 +12,13 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .. import trace_context
+from .. import actor, trace_context
 from ..dialects import EnqueueBatch
 from ..errors import InvalidInput
 from ..limits import MAX_GROUP_KEY_LENGTH
 from ..models import Enqueued, NewMessage, check_one_line
 from ..spec import Dedupe, GroupsSpec
-from ..storage import readable_json, registry
+from ..storage import audit, readable_json, registry
 from ..storage.borrowed import bare
 from . import tracking
 from .context import QueueContext
@@ -46,7 +46,8 @@ def enqueue_many(
     try:
         if connection is None:
             rounds = _rounds_of_unique_ids(messages)
-            if len(rounds) == 1 and storage.statements_in_autocommit and not wanted:
+            one_statement = len(rounds) == 1 and not wanted and actor.current() is None
+            if one_statement and storage.statements_in_autocommit:  # (no audit entry to write)
                 return _enqueue_autocommit(queue, messages, rounds[0], dedupe)
             with storage.transaction() as own:
                 return enqueue_in(queue, own, messages, rounds, dedupe)
@@ -85,7 +86,18 @@ def enqueue_in(
         returned = queue.dialect.enqueue_round(connection, queue.queries, batch)
         _round_results(messages, round_indexes, rows, returned, results)
         report_left(queue, connection, dedupe, messages, round_indexes, results)
-    return [result for result in results if result is not None]
+    enqueued = [result for result in results if result is not None]
+    _record_replaced(queue, connection, enqueued)
+    return enqueued
+
+
+def _record_replaced(queue: QueueContext, connection: Connection, done: list[Enqueued]) -> None:
+    """Messages whose body a new version replaced (a messageId enqueued again, whatever its
+    status was), in the audit trail when a person or tool acts (`actor`)."""
+    replaced = [result.message_id for result in done if result.outcome == "updated"]
+    if replaced and actor.current() is not None:
+        target = {"message_ids": replaced}
+        audit.record(queue.storage, connection, "replace", queue.name, target, len(replaced))
 
 
 def _enqueue_autocommit(

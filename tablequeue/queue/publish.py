@@ -17,7 +17,7 @@ from .. import names
 from ..errors import InvalidInput
 from ..models import Delivery, NewMessage
 from ..predicate import Predicate, as_stored, holds, parse
-from ..storage import Storage, subscriptions
+from ..storage import Storage, audit, subscriptions
 from .context import QueueContext, spec_of
 from .enqueue import enqueue_in
 
@@ -54,6 +54,9 @@ def publish_in(
         queue = QueueContext(storage, row.name, storage.table(row.table_name), spec)
         [enqueued] = enqueue_in(queue, connection, [message])
         deliveries.append(Delivery.of(row.name, enqueued))
+    delivered = [d.queue for d in deliveries if d.outcome != "filtered"]
+    target = {"topic": topic, "message_id": message.message_id, "queues": delivered}
+    audit.record(storage, connection, "publish", None, target, len(delivered))  # with an actor
     return deliveries
 
 

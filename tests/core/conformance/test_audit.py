@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from tablequeue import Actor, Database, acting_as
+from tablequeue import Actor, Completion, Database, acting_as
 from tablequeue.errors import Conflict, InvalidInput
 from tablequeue.spec import QueueResource
 from tablequeue.storage import audit
@@ -169,3 +169,32 @@ def test_applies_and_queue_deletions_are_recorded(
         ("delete-queue", "orders", {"dropTable": True}, 5),
     ]
     assert {(e.who, e.via) for e in database.audit_entries()} == {("alice", "cli")}
+
+
+def test_replaced_messages_and_publishes_are_recorded(
+    database: Database, make_queue: MakeQueue
+) -> None:
+    """Issue 44 (M4): enqueueing a Processed message's id again replaced its body, and a publish
+    enqueued into every subscribed queue, with no entry, though every CLI change is recorded."""
+    queue = make_queue("orders", keep_processed_for="7d", subscriptions=[{"topic": "sales"}])
+    make_queue("invoices", subscriptions=[{"topic": "sales", "where": "Total > 100"}])
+    queue.enqueue({"n": 1}, message_id="A")
+    [leased] = queue.lease("w1", 1).messages
+    queue.complete("w1", [Completion(leased)])
+    database.publish("sales", {"Total": 5})  # a library caller: no actor, no entry
+    with acting_as(ALICE):
+        assert queue.enqueue({"n": 2}, message_id="B").outcome == "inserted"  # nothing replaced
+        assert queue.enqueue({"n": 1, "again": True}, message_id="A").outcome == "updated"
+        database.publish("sales", {"Total": 500}, message_id="S-1")
+        database.publish("sales", {"Total": 5})
+    entries = [(e.action, e.queue, e.target, e.rows) for e in reversed(database.audit_entries())]
+    assert entries == [
+        ("replace", "orders", {"message_ids": ["A"]}, 1),
+        (
+            "publish",
+            None,
+            {"topic": "sales", "message_id": "S-1", "queues": ["invoices", "orders"]},
+            2,
+        ),
+        ("publish", None, {"topic": "sales", "queues": ["orders"]}, 1),
+    ]
