@@ -7,9 +7,9 @@ import secrets
 import socket
 import warnings
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, cast
 
 import kopf
-from kopf._core.engines.peering import Identity  # kopf exports the type under no public name
 from prometheus_client import start_http_server
 
 from tablequeue.errors import QueueSpecWarning
@@ -17,6 +17,12 @@ from tablequeue.settings.operator import OperatorSettings
 
 from .registrations import registry
 from .state import OperatorState
+
+if TYPE_CHECKING:
+    # kopf.run's `identity` is a NewType of str that kopf exports under no public name: only
+    # the type checker reads its private module (and fails if kopf moves it); at run time the
+    # identity is the plain string kopf.run takes.
+    from kopf._core.engines.peering import Identity
 
 
 def run(settings: OperatorSettings) -> None:
@@ -43,4 +49,5 @@ def peering_identity() -> Identity:
     own default asks the password database, which has no entry for the image's numeric user
     (65532) when Kubernetes runs it, and the operator exited at start."""
     started = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
-    return Identity(f"tablequeue-operator@{socket.gethostname()}/{started}/{secrets.token_hex(3)}")
+    text = f"tablequeue-operator@{socket.gethostname()}/{started}/{secrets.token_hex(3)}"
+    return cast("Identity", text)

@@ -191,6 +191,6 @@ def test_what_cannot_be_read_is_one_error_line(spark: SparkSession, tmp_path: Pa
         "(no such table: outbox)"
     )
     # An archive root with nothing archived yet is no error: the report is the tables'.
-    arguments = ["report", "orders", "--archive", str(empty), "--json", "--db", queue_url]
-    result = CliRunner().invoke(pipeline, arguments)
+    report = ["report", "orders", "--archive", str(empty), "--json", "--db", queue_url]
+    result = CliRunner().invoke(pipeline, report)
     assert result.exit_code == 0, result.output
