@@ -36,9 +36,8 @@ ENGINES = {
 """Every engine the conformance suite runs on, with the fixture giving a fresh database URL."""
 EACH_ENGINE_ONCE = [name for name in ENGINES if name != "mariadb-odbc"]
 """ENGINES without those that reach an engine already there through another Python driver (what
-differs is the driver's, which the conformance suite proves): the `db_url` of a floor that reaches
-the database through something else, such as the pipeline, whose Spark reads through JDBC
-whatever the URL's Python driver (tests/pipeline/conftest.py)."""
+differs is the driver's, which the conformance suite proves): the `db_url` of the floors above
+the core, the worker, the API, the CLI and the pipeline (tests/support/engines.py)."""
 MSSQL_URL_VARIABLE = "TABLEQUEUE_TEST_MSSQL_URL"
 
 

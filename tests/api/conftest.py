@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tablequeue import Queue
+from tests.support.engines import db_url_each_engine_once  # noqa: F401 (this folder's db_url)
 from tests.support.fuzzing import seed_queues
 
 

@@ -1,5 +1,6 @@
 """One real local Spark session for every pipeline test (a JVM takes seconds to start), small
-enough for a 2-core machine."""
+enough for a 2-core machine; each engine once (`tests.support.engines`: besides, Spark reads
+MariaDB through the same JDBC driver whatever Python driver the URL names)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tablequeue.pipeline.spark import session
-from tests.conftest import EACH_ENGINE_ONCE, engine_url
+from tests.support.engines import db_url_each_engine_once  # noqa: F401 (this folder's db_url)
 
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "4",
@@ -19,14 +20,6 @@ TEST_CONF = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "1g",
 }
-
-
-@pytest.fixture(params=EACH_ENGINE_ONCE)
-def db_url(request: pytest.FixtureRequest) -> str:
-    """Each engine once: Spark reads MariaDB through the same JDBC driver whatever Python driver
-    the URL names, and the statements the pipeline runs through tablequeue are the conformance
-    suite's, proven there on every driver."""
-    return engine_url(request)
 
 
 @pytest.fixture(scope="session")

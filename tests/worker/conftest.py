@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import worker_app
+from tests.support.engines import db_url_each_engine_once  # noqa: F401 (this folder's db_url)
 from tests.support.ports import free_port
 
 from .helpers import ROOT, SYNC, StartWorker, WorkerProcess
