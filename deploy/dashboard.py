@@ -175,7 +175,91 @@ PANELS: list[PanelSpec] = [
         ],
         "short",
     ),
+    PanelSpec(
+        "Lease rounds held back",
+        "Lease rounds per second that a flow control cut short: the queue's rate limit "
+        "(spec.rateLimit) or its global concurrency (spec.globalConcurrency) reached.",
+        [
+            Query(
+                f"sum by (namespace, queue) "
+                f"(rate(tablequeue_worker_throttled_total{{{QUEUES}}}[{RATE}]))",
+                "rate limit {{queue}}",
+            ),
+            Query(
+                f"sum by (namespace, queue) "
+                f"(rate(tablequeue_worker_concurrency_limited_total{{{QUEUES}}}[{RATE}]))",
+                "global concurrency {{queue}}",
+            ),
+        ],
+        "ops",
+    ),
+    PanelSpec(
+        "Paused",
+        "1 while the workers find their queue paused (queue pause, spec.paused): they lease "
+        "nothing.",
+        [
+            Query(
+                f"max by (namespace, queue) (tablequeue_worker_queue_paused{{{QUEUES}}})",
+                "{{namespace}}/{{queue}}",
+            )
+        ],
+        "short",
+        kind="state",
+    ),
+    PanelSpec(
+        "Lease statements",
+        "Lease statements per second that returned messages, over all workers of a queue.",
+        [
+            Query(
+                f"sum by (namespace, queue) "
+                f"(rate(tablequeue_worker_lease_batches_total{{{QUEUES}}}[{RATE}]))",
+                "{{namespace}}/{{queue}}",
+            )
+        ],
+        "ops",
+    ),
+    PanelSpec(
+        "Given back: the app did not answer",
+        "Messages per second an HTTP handler's workers gave back (Pending again, no attempt "
+        "counted) because the app could not be reached.",
+        [
+            Query(
+                f"sum by (namespace, queue) "
+                f"(rate(tablequeue_worker_app_given_back_total{{{QUEUES}}}[{RATE}]))",
+                "{{namespace}}/{{queue}}",
+            )
+        ],
+        "ops",
+    ),
+    PanelSpec(
+        "Rows removed by retention",
+        "Rows the workers' retention rounds deleted in the interval, by kind: messages, "
+        "results, attempts, leftovers, subscriptions, audit entries.",
+        [
+            Query(
+                f"sum by (namespace, queue, what) "
+                f"(increase(tablequeue_worker_purged_total{{{QUEUES}}}[{RATE}]))",
+                "{{queue}} {{what}}",
+            )
+        ],
+        "short",
+    ),
+    PanelSpec(
+        "Pod deletion cost patches",
+        "Worker pods whose deletion cost the operator changed in the interval (their messages "
+        "in flight moved bucket), so that scale-in removes idle pods first.",
+        [
+            Query(
+                f"sum by (namespace, queue) (increase("
+                f"tablequeue_operator_deletion_cost_patches_total{{{QUEUES}}}[{RATE}]))",
+                "{{namespace}}/{{queue}}",
+            )
+        ],
+        "short",
+    ),
 ]
+DEPRECATED_METRICS = {"tablequeue_worker_at_limit": "tablequeue_worker_concurrency_limited"}
+"""Old names exported beside their new one for a release: the dashboard charts the new one."""
 
 
 def _variable(name: str, label: str, query: str) -> dashboard.QueryVariable:

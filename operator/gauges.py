@@ -26,6 +26,7 @@ class QueueGauges:
             metrics.queue_messages.labels(status=state, **labels).set(count)
         exported.update(stats.counts)
         metrics.queue_backlog.labels(**labels).set(stats.backlog)
+        metrics.operator_deletion_cost_patches.labels(**labels)  # 0 until a patch: not "no data"
         metrics.queue_oldest_pending_age.labels(**labels).set(stats.oldest_pending_seconds)
         healthy = stats.health in ("Healthy", "Disabled")
         metrics.queue_healthy.labels(**labels).set(1 if healthy else 0)

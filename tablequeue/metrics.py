@@ -46,6 +46,8 @@ worker_in_flight = Gauge("tablequeue_worker_in_flight", "Handlers running now", 
 worker_lease_batches = Counter(
     "tablequeue_worker_lease_batches", "Lease statements that returned messages", ["queue"]
 )
+PURGED_KINDS = ("messages", "results", "attempts", "leftovers", "subscriptions", "audit")
+"""The `what` of tablequeue_worker_purged."""
 worker_purged = Counter(
     "tablequeue_worker_purged",
     "Rows retention removed: messages (keep*For), results (keepResultsFor), attempts, "

@@ -12,6 +12,7 @@ two-valued (never SQL NULL), so `not` and `or` behave as written.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import operator
@@ -103,7 +104,13 @@ STRING: /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/s
 %ignore /[ \t\r\n]+/
 """
 
-_PARSER = Lark(_GRAMMAR, parser="lalr", lexer="contextual", maybe_placeholders=False)
+
+@functools.cache
+def _parser() -> Lark:
+    """Made at the first parse, not at import: building the LALR tables takes about 80 ms, which
+    every `tablequeue` command and worker start paid, most of them never parsing a predicate."""
+    return Lark(_GRAMMAR, parser="lalr", lexer="contextual", maybe_placeholders=False)
+
 
 _EXPECTED = [  # (terminal that identifies the parser state, what the user should write there)
     ("OP", "a comparison operator (==, !=, <, >, <=, >=)"),
@@ -144,7 +151,7 @@ def parse(text: str) -> Predicate:
     if too_deep is not None:
         raise _error(too_deep + 1, f"nested more than {MAX_DEPTH} levels deep")
     try:
-        tree = _PARSER.parse(text)
+        tree = _parser().parse(text)
     except UnexpectedInput as e:
         raise _syntax_error(text, e) from None
     except LarkError:  # pragma: no cover - lark raises UnexpectedInput for every input problem

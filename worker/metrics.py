@@ -22,6 +22,8 @@ class WorkerMetrics:
         self._concurrency_limited = metrics.worker_concurrency_limited.labels(queue=queue)
         self._at_limit = metrics.worker_at_limit.labels(queue=queue)  # its deprecated name
         self.app_given_back = metrics.worker_app_given_back.labels(queue=queue)
+        for what in metrics.PURGED_KINDS:  # 0 from the start: a rate, not "no data", until one
+            metrics.worker_purged.labels(queue=queue, what=what)
         self._settled = {
             outcome: metrics.worker_messages.labels(outcome=outcome, queue=queue)
             for outcome in ("processed", "rescheduled", "retrying", "errored", "requeued")
