@@ -67,6 +67,7 @@ FULL: dict[str, Any] = {
         "keepProcessedFor": "1d",
         "keepResultsFor": "1d",
         "exampleMessage": {"OrderId": "A-1"},
+        "runtimeSubscriptions": {"allowed": True, "maxExpiry": "7d"},
         "workers": {"handler": {"http": {"path": "/process"}}, "image": "worker:1"},
         "indexes": [{"path": "Product.Sku", "type": "text"}],
         "schedules": [
@@ -213,11 +214,48 @@ def test_the_http_api_answers_hostile_strings_at_their_longest_without_a_server_
             ("POST", "/queues/orders/schedules/" + quote(hostile(63), safe="") + "/run", None),
             ("GET", "/queues/" + quote(hostile(63), safe="") + "/health", None),
             ("GET", "/jobs/" + quote(hostile(36), safe=""), None),
+            *_newer_surfaces(hostile),
         ]
         for method, target, body in requests:
             answer = client.request(method, target, json=body)
             assert answer.status_code < 500, (name, method, target[:80], answer.text[:300])
             assert answer.status_code < 300 or answer.json()["error"], (name, target[:80])
+
+
+def _newer_surfaces(hostile: Callable[[int], str]) -> list[tuple[str, str, Any]]:
+    """What the waves after issue 29 added (issue 44): correlation ids and labels, group keys,
+    caller-chosen tracking ids, dedupe, the message search's filters and cursor, the find box,
+    runtime subscriptions, per-row cancels, charts, the audit listing, the database picker."""
+
+    def q(n: int) -> str:
+        return quote(hostile(n), safe="")
+
+    messages = "/queues/orders/messages?"
+    return [
+        ("POST", "/queues/orders", {"message": {}, "correlationId": hostile(200)}),
+        ("POST", "/queues/orders", {"message": {}, "label": hostile(200)}),
+        ("POST", "/queues/orders", {"message": {}, "groupKey": hostile(200)}),
+        ("POST", "/queues/orders", {"message": {}, "trackingId": hostile(36)}),
+        ("POST", f"/queues/orders?dedupe={q(64)}", {"message": {}, "messageId": "d"}),
+        ("POST", f"/queues/orders?dedupe=window&dedupeWindow={q(64)}", {"message": {}}),
+        ("GET", f"{messages}correlationId={q(200)}", None),
+        ("GET", f"{messages}errorContains={q(4000)}", None),
+        ("GET", f"{messages}createdAfter={q(64)}&updatedBefore={q(64)}", None),
+        ("GET", f"{messages}cursor={q(400)}", None),
+        ("GET", f"{messages}order={q(64)}&limit={q(20)}", None),
+        ("GET", f"/messages?key={q(400)}", None),
+        ("PUT", f"/topics/{q(63)}/subscriptions/orders", {"where": hostile(4000)}),
+        ("PUT", "/topics/t/subscriptions/orders", {"where": hostile(4000)}),
+        ("PUT", "/topics/t/subscriptions/orders", {"expiresAt": hostile(64)}),
+        ("POST", "/queues/orders/cancel", {"where": hostile(4000)}),
+        ("POST", "/queues/orders/cancel", {"ids": [hostile(20)]}),
+        ("POST", f"/jobs/{q(36)}/cancel", None),
+        ("PATCH", "/queues/orders/messages/1", {"message": {"k": hostile(4000)}}),
+        ("GET", f"/charts?window={q(64)}", None),
+        ("GET", f"/charts/queues?queue={q(63)}&window={q(64)}", None),
+        ("GET", f"/audit?queue={q(63)}&beforeId={q(20)}&limit={q(20)}", None),
+        ("GET", f"/queues?database={q(63)}", None),
+    ]
 
 
 def test_the_health_of_a_queue_whose_table_was_dropped_is_a_clear_503(
