@@ -165,3 +165,24 @@ def test_a_holding_status_enqueued_while_leased_applies_at_once(make_queue: Make
     assert queue.complete("w1", [Completion(old)]).lease_lost == 1
     stored = queue.get(old.id)
     assert (stored.status, stored.message) == ("OnHold", {"v": 2})
+
+
+def test_a_failure_leaves_the_previous_version_as_it_was(make_queue: MakeQueue) -> None:
+    """Issue 50: `previous_message` is the last body processed; a failed attempt of a newer
+    version (retried, or Error at once) leaves it untouched."""
+    queue = make_queue(keep_processed_for="forever", max_attempts=3)
+    queue.enqueue({"v": 1}, message_id="doc")
+    [first] = queue.lease("w1", 5).messages
+    assert queue.complete("w1", [Completion(first)]).processed == 1
+    queue.enqueue({"v": 2}, message_id="doc")
+    [second] = queue.lease("w1", 5).messages
+    assert second.message == {"v": 2} and second.previous_message == {"v": 1}
+    assert queue.fail("w1", [Failure(second, "try again")]).retrying == 1
+    stored = queue.get(first.id)
+    assert (stored.message, stored.previous_message) == ({"v": 2}, {"v": 1})
+    queue.set_status("Pending", ids=[first.id])  # due now, not after the retry's delay
+    [third] = queue.lease("w1", 5).messages
+    assert queue.fail("w1", [Failure(third, "bad data", permanent=True)]).errored == 1
+    stored = queue.get(first.id)
+    assert stored.status == "Error"
+    assert (stored.message, stored.previous_message) == ({"v": 2}, {"v": 1})
