@@ -80,6 +80,13 @@ def test_http_handler_outcomes(
         "trackingId": str(stored.tracking_id),
         "groupKey": None,
     }
+    # A new version of a processed message: the handler gets the body processed before (issue
+    # 50), the app's `previousMessage`.
+    newer = {"status": 200, "json": {"result": {"total": 4}}}
+    assert enqueue(queue, [newer], message_id="order-1") == [result]
+    wait_until(lambda: len(app.payloads()) == 6, timeout=30)
+    sent_again = [p for p in app.payloads() if p["id"] == result][-1]
+    assert (sent_again["message"], sent_again["previousMessage"]) == (newer, stored.message)
     assert worker.process.poll() is None
 
 
