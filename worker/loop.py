@@ -407,6 +407,7 @@ class Worker:
                 self.stop()
                 return delay, True
             delay = min(max(delay * 2, poll_min), poll_max)
+            log.debug("nothing leased", extra={"next_lease_in": delay})
             await self._wait_for_work(delay)
             return delay, True
         if batch.throttled_for is not None:

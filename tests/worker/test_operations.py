@@ -97,6 +97,40 @@ def test_notify_wakes_an_idle_worker_long_before_its_next_poll(
     assert started_at - enqueued_at < 10.0, "woken by NOTIFY well before the 30 s poll"
 
 
+def test_an_idle_worker_polls_less_often_up_to_its_maximum_and_again_at_once_after_work(
+    make_queue: MakeQueue, db_url: str, start_worker: StartWorker, records: Path
+) -> None:
+    """Issue 50 (NServiceBus's and AsyncMonolith's rows): between leases that find nothing the
+    delay doubles from the minimum to the maximum (`--poll-min 0.05 --poll-max 0.5`), and after
+    a lease that found work it starts again from the minimum. Read from the worker's debug log:
+    the delays it chose, not times measured."""
+    queue = make_queue("orders")
+    worker = start_worker("orders", db_url, SYNC, *FAST_POLL, env={"TABLEQUEUE_LOG_LEVEL": "debug"})
+
+    def delays() -> list[float]:
+        return [
+            line["next_lease_in"] for line in worker.logs() if line["message"] == "nothing leased"
+        ]
+
+    wait_until(lambda: len(delays()) >= 6, timeout=30)
+    assert delays()[:6] == pytest.approx([0.1, 0.2, 0.4, 0.5, 0.5, 0.5])
+    before = len(delays())
+    [message_id] = enqueue(queue, [{"n": 1}])
+    wait_until(lambda: message_id in events(records, "done"), timeout=30)
+
+    def ramp_after_work() -> list[float] | None:
+        """The delays since the enqueue, once three follow the first below the maximum (the
+        first empty lease after the one that found the message)."""
+        after = delays()[before:]
+        work = next((i for i, delay in enumerate(after) if delay < 0.5), None)
+        return after if work is not None and len(after) >= work + 3 else None
+
+    after = wait_until(ramp_after_work, timeout=30)
+    work = next(i for i, delay in enumerate(after) if delay < 0.5)
+    assert after[:work] == pytest.approx([0.5] * work)
+    assert after[work : work + 3] == pytest.approx([0.1, 0.2, 0.4])
+
+
 # --- configuration ----------------------------------------------------------------------------
 
 
