@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tablequeue import Database, Failure, NewMessage, Queue, connect
+from tablequeue import Completion, Database, Failure, NewMessage, Queue, connect
 from tablequeue.api.auth import COOKIE, Auth
 from tablequeue.progress import Progress
 from tablequeue.spec import QueueResource
@@ -284,6 +284,15 @@ def _hold_one_message(page: Any, url: str, queue: Queue, other: int, db_url: str
     expect(page.locator("#status")).to_have_text("OnHold")
 
 
+def _processed_then_enqueued_again(queue: Queue) -> int:
+    """The id of a message processed as {"v": 1}, then enqueued again as {"v": 2}."""
+    queue.enqueue({"v": 1}, message_id="D-1")
+    [processed] = queue.lease("w1", 1).messages
+    queue.complete("w1", [Completion(processed)])
+    queue.enqueue({"v": 2}, message_id="D-1")
+    return processed.id
+
+
 @needs_browser
 def test_message_page_edit_cancel_delete(
     db_url: str, database: Database, make_queue: MakeQueue, page: Any
@@ -296,8 +305,16 @@ def test_message_page_edit_cancel_delete(
     assert first.id is not None and second.id is not None
     queue.report_progress(first.id, {"rows": 5})  # free JSON: no bar
     queue.report_progress(second.id, Progress(step=3, steps=10, text="copying files"))
+    enqueued_again = _processed_then_enqueued_again(
+        make_queue("documents", keep_processed_for="1d")
+    )
     with serve_api(database) as url:
+        # Its page shows the version processed (issue 50).
+        page.goto(f"{url}/ui/queues/documents/messages/{enqueued_again}")
+        expect(page.locator("#body")).to_contain_text('"v": 2')
+        expect(page.locator("#previous")).to_contain_text('"v": 1')
         page.goto(f"{url}/ui/queues/orders/messages/{first.id}")
+        expect(page.locator("#previous")).to_have_count(0)  # never processed: none kept
         expect(page.locator("#body")).to_contain_text('"Note": "<b>not bold</b>"')
         assert page.locator("#body b").count() == 0  # shown as text, never as markup
         expect(page.locator("#progress-region")).to_contain_text('"rows": 5')
