@@ -94,8 +94,10 @@ def enqueue_in(
 def _record_replaced(queue: QueueContext, connection: Connection, done: list[Enqueued]) -> None:
     """Messages whose body a new version replaced (a messageId enqueued again, whatever its
     status was), in the audit trail when a person or tool acts (`actor`)."""
+    if actor.current() is None:  # nothing to record: no list built on every enqueue
+        return
     replaced = [result.message_id for result in done if result.outcome == "updated"]
-    if replaced and actor.current() is not None:
+    if replaced:
         target = {"message_ids": replaced}
         audit.record(queue.storage, connection, "replace", queue.name, target, len(replaced))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from .. import names
+from .. import actor, names
 from ..errors import InvalidInput
 from ..models import Delivery, NewMessage
 from ..predicate import Predicate, as_stored, holds, parse
@@ -54,9 +54,10 @@ def publish_in(
         queue = QueueContext(storage, row.name, storage.table(row.table_name), spec)
         [enqueued] = enqueue_in(queue, connection, [message])
         deliveries.append(Delivery.of(row.name, enqueued))
-    delivered = [d.queue for d in deliveries if d.outcome != "filtered"]
-    target = {"topic": topic, "message_id": message.message_id, "queues": delivered}
-    audit.record(storage, connection, "publish", None, target, len(delivered))  # with an actor
+    if actor.current() is not None:  # in the audit trail when a person or tool publishes
+        delivered = [d.queue for d in deliveries if d.outcome != "filtered"]
+        target = {"topic": topic, "message_id": message.message_id, "queues": delivered}
+        audit.record(storage, connection, "publish", None, target, len(delivered))
     return deliveries
 
 
